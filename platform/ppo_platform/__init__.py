@@ -1,0 +1,23 @@
+"""ppo_platform: declarative PPO experiments.
+
+Light imports only here: `validate` and `plan` must not pay for torch, SB3 or MLflow.
+"""
+
+from .errors import PlatformError, SpecError, SpecIssue, TrainingError
+from .loader import dump_spec, load_spec, load_spec_text, validate_data
+from .spec import ExperimentSpec
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "ExperimentSpec",
+    "PlatformError",
+    "SpecError",
+    "SpecIssue",
+    "TrainingError",
+    "__version__",
+    "dump_spec",
+    "load_spec",
+    "load_spec_text",
+    "validate_data",
+]

@@ -1,0 +1,250 @@
+"""The experiment spec: a pydantic v2 schema whose JSON Schema is the published contract.
+
+Defaults follow stable-baselines3 and the PPO lessons. Cross-field checks live here; the
+refusal rules (unsafe but well-formed settings) live in `rules.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+SAFE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+# gymnasium ids such as "CartPole-v1" or "ppo_platform/GridWorld-v0". No ':' on purpose:
+# gymnasium imports the module named before a ':', and nothing in a spec is imported by name.
+ENV_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"
+
+SafeName = Annotated[
+    str,
+    Field(
+        pattern=SAFE_NAME_PATTERN,
+        description="Letters, digits, '.', '_' and '-' (first character a letter or digit), "
+        "at most 100 characters: it becomes a file and experiment name.",
+    ),
+]
+Scalar = str | int | float | bool | None
+
+
+class StrictModel(BaseModel):
+    """Unknown keys are errors, numbers must be finite, values are not coerced from strings."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
+
+
+class Schedule(StrictModel):
+    """A value that may decay over training: `constant`, or `linear` from `start` to `end`."""
+
+    start: float = Field(gt=0, description="Value at the start of training.")
+    schedule: Literal["constant", "linear"] = Field(
+        "constant", description="`linear` decays from `start` to `end` over the run."
+    )
+    end: float = Field(0.0, ge=0, description="Value at the end of training (linear only).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _number_means_constant(cls, data: Any) -> Any:
+        if isinstance(data, (int, float)) and not isinstance(data, bool):
+            return {"start": data, "schedule": "constant"}
+        return data
+
+
+class NormalizeSpec(StrictModel):
+    obs: bool = Field(False, description="Running mean/std observation normalization.")
+    reward: bool = Field(False, description="Running return-std reward normalization.")
+    clip_obs: float = Field(10.0, gt=0, description="Clip normalized observations to +-this.")
+    clip_reward: float = Field(10.0, gt=0, description="Clip normalized rewards to +-this.")
+
+
+class EnvSpec(StrictModel):
+    id: str = Field(pattern=ENV_ID_PATTERN, description="A registered gymnasium environment id.")
+    kwargs: dict[str, Scalar | list[Scalar]] = Field(
+        default_factory=dict, description="Keyword arguments for `gymnasium.make` (plain values)."
+    )
+    n_envs: int = Field(1, ge=1, le=256, description="N: parallel environments per rollout.")
+    vectorization: Literal["dummy", "subproc"] = Field(
+        "dummy", description="`dummy` steps envs in-process; `subproc` uses one process per env."
+    )
+    normalize: NormalizeSpec = Field(default_factory=NormalizeSpec)
+
+
+class RolloutSpec(StrictModel):
+    n_steps: int = Field(2048, ge=1, le=1_000_000, description="T: steps per env per rollout.")
+
+
+class UpdateSpec(StrictModel):
+    epochs: int = Field(10, ge=1, description="K: passes over each rollout (refused above 30).")
+    minibatch_size: int = Field(64, ge=1, description="Transitions per gradient step.")
+    learning_rate: Schedule = Field(
+        default_factory=lambda: Schedule(start=3e-4),
+        description="Adam learning rate; a plain number means constant.",
+    )
+    max_grad_norm: float = Field(0.5, gt=0, description="Global gradient-norm clip.")
+
+
+class SurrogateSpec(StrictModel):
+    clip_epsilon: Schedule = Field(
+        default_factory=lambda: Schedule(start=0.2),
+        description="Clip range epsilon (refused above 0.3); a plain number means constant.",
+    )
+    value_coef: float = Field(0.5, ge=0, description="c_v: weight of the value loss.")
+    entropy_coef: float = Field(0.0, ge=0, description="c_e: weight of the entropy bonus.")
+    normalize_advantage: bool = Field(
+        True, description="Normalize advantages per minibatch (refused off for PPO)."
+    )
+    clip_value: float | None = Field(
+        None, gt=0, description="Clip the value update to +-this around the old value; off if null."
+    )
+    target_kl: float | None = Field(
+        None, gt=0, description="Stop the update's epochs early once approx KL exceeds this."
+    )
+
+
+class KLPenaltySpec(StrictModel):
+    """Adaptive KL penalty for `algorithm: ppo_kl`: L = L_PG - beta * KL."""
+
+    target: float = Field(0.01, gt=0, description="Target KL per update.")
+    beta_init: float = Field(1.0, gt=0, description="Initial penalty coefficient beta.")
+    rule: Literal["lesson", "paper"] = Field(
+        "lesson",
+        description="`lesson`: beta x2 above 2 x target, /2 below target/2; "
+        "`paper` (Schulman 2017): the same factors at 1.5 x target and target/1.5.",
+    )
+
+
+class AdvantageSpec(StrictModel):
+    gamma: float = Field(0.99, gt=0, le=1, description="Discount factor.")
+    gae_lambda: float = Field(0.95, ge=0, le=1, description="GAE(lambda) bias/variance trade-off.")
+
+
+class PolicySpec(StrictModel):
+    net_arch: list[Annotated[int, Field(ge=1, le=4096)]] = Field(
+        default_factory=lambda: [64, 64],
+        max_length=8,
+        description="Hidden layer sizes, shared shape for actor and critic (separate networks).",
+    )
+    activation: Literal["tanh", "relu", "elu", "leaky_relu"] = Field("tanh")
+    ortho_init: bool = Field(True, description="Orthogonal initialization (SB3 default).")
+
+
+class BudgetSpec(StrictModel):
+    total_timesteps: int = Field(
+        100_000, ge=1, le=10_000_000_000, description="Env steps to train for (all envs)."
+    )
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds python, numpy, torch and envs.")
+
+
+class DiagnosticsSpec(StrictModel):
+    """Thresholds of the per-update health checks (defaults from the lessons)."""
+
+    monitor_kl: bool = Field(True, description="Watch approx KL (refused off for PPO).")
+    monitor_clip_fraction: bool = Field(True, description="Watch clip fraction (refused off).")
+    kl_healthy_max: float = Field(0.02, gt=0, description="Healthy approx KL is in [0, this].")
+    kl_alert: float = Field(0.1, gt=0, description="Alert above this KL: lower K or LR.")
+    clip_fraction_low: float = Field(
+        0.01, ge=0, description="Clip fraction below this for `window` updates: raise LR or K."
+    )
+    clip_fraction_high: float = Field(
+        0.5, gt=0, le=1, description="Alert at or above this clip fraction: lower LR or K."
+    )
+    drift_clip_fraction: float = Field(
+        0.4, gt=0, le=1, description="Clip fraction above this for `window` updates is drift."
+    )
+    window: int = Field(5, ge=1, description="Consecutive updates that make a sustained signal.")
+    explained_variance_min: float = Field(
+        0.0, description="Alert if explained variance stays at or below this late in training."
+    )
+    late_fraction: float = Field(
+        0.5, ge=0, le=1, description="'Late in training' starts at this fraction of the budget."
+    )
+    on_alert: Literal["warn", "stop"] = Field(
+        "warn", description="`stop` ends training on the first critical alert."
+    )
+
+    @model_validator(mode="after")
+    def _ordered_thresholds(self) -> DiagnosticsSpec:
+        if self.kl_alert < self.kl_healthy_max:
+            raise ValueError(
+                f"kl_alert ({self.kl_alert}) must be >= kl_healthy_max ({self.kl_healthy_max})"
+            )
+        return self
+
+
+class EvaluationSpec(StrictModel):
+    every_timesteps: int = Field(
+        10_000, ge=0, description="Evaluate every this many env steps (0: only at the end)."
+    )
+    episodes: int = Field(10, ge=1, le=10_000, description="Episodes per evaluation.")
+    deterministic: bool = Field(True, description="Greedy actions during evaluation.")
+
+
+class CheckpointSpec(StrictModel):
+    every_timesteps: int = Field(
+        50_000, ge=0, description="Save a checkpoint every this many env steps (0: only at end)."
+    )
+    keep_last: int = Field(2, ge=1, description="Periodic checkpoints kept on disk.")
+
+
+class TrackingSpec(StrictModel):
+    experiment: SafeName | None = Field(
+        None, description="MLflow experiment name; defaults to the spec's name."
+    )
+    tags: dict[str, str] = Field(default_factory=dict, description="Extra MLflow run tags.")
+
+
+class ExperimentSpec(StrictModel):
+    """A complete, validated PPO experiment."""
+
+    name: SafeName
+    env: EnvSpec
+    algorithm: Literal["ppo", "ppo_kl", "a2c"] = Field(
+        "ppo", description="`ppo` (clipped surrogate), `ppo_kl` (adaptive KL), `a2c` (baseline)."
+    )
+    rollout: RolloutSpec = Field(default_factory=RolloutSpec)
+    update: UpdateSpec = Field(default_factory=UpdateSpec)
+    surrogate: SurrogateSpec = Field(default_factory=SurrogateSpec)
+    kl_penalty: KLPenaltySpec = Field(default_factory=KLPenaltySpec)
+    advantage: AdvantageSpec = Field(default_factory=AdvantageSpec)
+    policy: PolicySpec = Field(default_factory=PolicySpec)
+    budget: BudgetSpec = Field(default_factory=BudgetSpec)
+    diagnostics: DiagnosticsSpec = Field(default_factory=DiagnosticsSpec)
+    evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
+    checkpoints: CheckpointSpec = Field(default_factory=CheckpointSpec)
+    tracking: TrackingSpec = Field(default_factory=TrackingSpec)
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _env_id_shorthand(cls, value: Any) -> Any:
+        return {"id": value} if isinstance(value, str) else value
+
+    @property
+    def batch_size(self) -> int:
+        """Transitions per rollout: N envs x T steps."""
+        return self.env.n_envs * self.rollout.n_steps
+
+    @property
+    def experiment_name(self) -> str:
+        return self.tracking.experiment or self.name
+
+    def resolved(self) -> dict[str, Any]:
+        """Every field with its default filled in, as plain JSON-able data."""
+        return self.model_dump(mode="json")
+
+    def spec_hash(self) -> str:
+        """Stable hash of the resolved spec: identical hyperparameters, identical hash."""
+        canonical = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{'a': {'b': 1}} -> {'a.b': 1}; lists stay values."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            flat.update(flatten(value, path + "."))
+        else:
+            flat[path] = value
+    return flat
