@@ -24,7 +24,10 @@ from .spec import ExperimentSpec
 
 MAX_SPEC_BYTES = 1024 * 1024
 MAX_NODES = 10_000
-Position = tuple[int, int]
+# Specs nest 4 levels deep; a recursive alias (`a: &a [*a]`) or 3000 '[' must not reach Python's
+# recursion limit.
+MAX_DEPTH = 32
+Position = tuple[int, int] | tuple[None, None]  # (None, None): set by --set, not on a file line
 PathKey = tuple[str | int, ...]
 
 _STANDARD_TAGS = {
@@ -32,15 +35,23 @@ _STANDARD_TAGS = {
 }
 
 
+# `1e-3` without a dot (YAML 1.2 reads it as a float; PyYAML's 1.1 rules read a string). At
+# least one mantissa digit: '.e5' and '+e5' stay strings rather than floats Python cannot parse.
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:\d[\d_]*(?:\.[\d_]*)?|\.\d[\d_]*)[eE][-+]?\d+$")
+
+
 class _SpecYamlLoader(yaml.SafeLoader):
-    """SafeLoader that also reads `1e-3` as a float (YAML 1.2 does; PyYAML's 1.1 rules don't)."""
+    """SafeLoader that also reads `1e-3` as a float."""
 
 
-_SpecYamlLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:\d[\d_]*)?(?:\.\d*)?[eE][-+]?\d+$"),
-    list("-+0123456789."),
-)
+class _SpecYamlDumper(yaml.SafeDumper):
+    """SafeDumper that quotes strings such as '1e3', which `_SpecYamlLoader` reads as floats."""
+
+
+for _yaml_class in (_SpecYamlLoader, _SpecYamlDumper):
+    _yaml_class.add_implicit_resolver(
+        "tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789.")
+    )
 
 
 class _Converter:
@@ -63,6 +74,11 @@ class _Converter:
             raise self.fail(
                 node, path, f"the document expands to more than {MAX_NODES} values "
                 "(an alias/anchor expansion bomb?).", "write the spec out without nested aliases."
+            )
+        if len(path) > MAX_DEPTH:
+            raise self.fail(
+                node, path, f"the document nests more than {MAX_DEPTH} levels deep "
+                "(a recursive alias?).", "write the spec out without recursive aliases."
             )
         self.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if node.tag not in _STANDARD_TAGS:
@@ -99,11 +115,15 @@ def _dotted(path: Iterable[str | int]) -> str:
     return ".".join(str(part) for part in path)
 
 
-def _decode(raw: bytes, source: str | None) -> str:
-    if len(raw) > MAX_SPEC_BYTES:
-        issue = SpecIssue("", f"the file is {len(raw)} bytes; specs are limited to {MAX_SPEC_BYTES} bytes (1 MiB).",
+def _check_size(n_bytes: int, source: str | None) -> None:
+    if n_bytes > MAX_SPEC_BYTES:
+        issue = SpecIssue("", f"the spec is over {MAX_SPEC_BYTES} bytes (1 MiB), the limit.",
                           fix="a spec is a short configuration file; remove embedded data.")
         raise SpecError([issue], source)
+
+
+def _decode(raw: bytes, source: str | None) -> str:
+    _check_size(len(raw), source)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -125,12 +145,20 @@ def parse_yaml(text: str, source: str | None = None) -> tuple[dict[str, Any], di
                           mark.line + 1 if mark else None, mark.column + 1 if mark else None,
                           "fix the YAML syntax at this position.")
         raise SpecError([issue], source) from None
+    except RecursionError:
+        issue = SpecIssue("", "the document nests too deeply to read.",
+                          fix="a spec nests a few levels deep; remove the deep nesting.")
+        raise SpecError([issue], source) from None
     except yaml.YAMLError as exc:
         raise SpecError([SpecIssue("", f"YAML error: {exc}.")], source) from None
     if len(nodes) != 1 or nodes[0] is None:
         found = "an empty document" if not nodes or nodes[0] is None else f"{len(nodes)} documents"
-        raise SpecError([SpecIssue("", f"expected one YAML mapping, found {found}.",
-                                   fix="write the spec as one mapping: name: ..., env: ...")], source)
+        line = column = None
+        if len(nodes) > 1 and nodes[1] is not None:  # point at the second document
+            line, column = nodes[1].start_mark.line + 1, nodes[1].start_mark.column + 1
+        issue = SpecIssue("", f"expected one YAML mapping, found {found}.", None, line, column,
+                          fix="write the spec as one mapping: name: ..., env: ...")
+        raise SpecError([issue], source)
     if not isinstance(nodes[0], yaml.MappingNode):
         raise converter.fail(nodes[0], (), "the document is not a mapping.",
                              "write the spec as one mapping: name: ..., env: ...")
@@ -172,6 +200,8 @@ def set_dotted(data: dict[str, Any], path: str, value: Any, source: str | None =
         child = node.setdefault(part, {})
         if isinstance(child, (int, float)) and parts[depth + 1] in {"start", "schedule", "end"}:
             child = node[part] = {"start": child}  # `learning_rate: 1e-3` shorthand, now a mapping
+        elif depth == 0 and part == "env" and isinstance(child, str):
+            child = node[part] = {"id": child}  # `env: CartPole-v1` shorthand, now a mapping
         if not isinstance(child, dict):
             raise SpecError([SpecIssue(".".join(parts[: depth + 1]), f"is {child!r}, not a mapping, "
                                        f"so {path} cannot be set.", fix="override the whole value instead.")],
@@ -268,11 +298,24 @@ def validate_data(
 
 
 def load_spec_text(text: str, source: str | None = None, overrides: Iterable[str] = ()) -> ExperimentSpec:
+    """Parse, validate and refusal-check spec text (`load_spec` reads a file)."""
+    _check_size(len(text.encode("utf-8", "surrogatepass")), source)
     data, positions = parse_yaml(text, source)
     overrides = list(overrides)
     if overrides:
         data = apply_overrides(data, overrides)
+        positions = _forget_overridden(positions, overrides)
     return validate_data(data, positions, source)
+
+
+def _forget_overridden(
+    positions: dict[PathKey, Position], overrides: list[str]
+) -> dict[PathKey, Position]:
+    """Errors in a value set by --set must not point at the file line of the value it replaced."""
+    paths = [tuple(assignment.partition("=")[0].strip().split(".")) for assignment in overrides]
+    kept = {k: pos for k, pos in positions.items() if not any(k[: len(p)] == p for p in paths)}
+    kept.update({path: (None, None) for path in paths})
+    return kept
 
 
 def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentSpec:
@@ -289,4 +332,4 @@ def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentSpec
 
 def dump_spec(spec: ExperimentSpec) -> str:
     """The resolved spec as YAML (every default filled in); loads back to an equal spec."""
-    return yaml.safe_dump(spec.resolved(), sort_keys=False, allow_unicode=True)
+    return yaml.dump(spec.resolved(), Dumper=_SpecYamlDumper, sort_keys=False, allow_unicode=True)

@@ -43,8 +43,10 @@ def clip_epsilon_issue(epsilon: float, path: str = "surrogate.clip_epsilon") -> 
 def refuse_unsafe_trust_region(spec: ExperimentSpec) -> list[SpecIssue]:
     issues = [epochs_issue(spec.update.epochs)]
     if spec.algorithm in PPO_ALGORITHMS:
-        epsilon = spec.surrogate.clip_epsilon.start
-        issues.append(clip_epsilon_issue(epsilon, "surrogate.clip_epsilon.start"))
+        clip = spec.surrogate.clip_epsilon
+        issues.append(clip_epsilon_issue(clip.start, "surrogate.clip_epsilon.start"))
+        if clip.schedule == "linear":  # a schedule may rise: its end must be safe too
+            issues.append(clip_epsilon_issue(clip.end, "surrogate.clip_epsilon.end"))
     return [issue for issue in issues if issue is not None]
 
 

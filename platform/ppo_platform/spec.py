@@ -125,7 +125,9 @@ class PolicySpec(StrictModel):
         max_length=8,
         description="Hidden layer sizes, shared shape for actor and critic (separate networks).",
     )
-    activation: Literal["tanh", "relu", "elu", "leaky_relu"] = Field("tanh")
+    activation: Literal["tanh", "relu", "elu", "leaky_relu"] = Field(
+        "tanh", description="Hidden-layer activation (tanh is SB3's default)."
+    )
     ortho_init: bool = Field(True, description="Orthogonal initialization (SB3 default).")
 
 

@@ -1,0 +1,49 @@
+"""Checkpoint files of a run: model + VecNormalize statistics, named by env step."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+_NAME = re.compile(r"^step_(\d{12})\.zip$")
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    timesteps: int
+    model: Path
+    normalize: Path | None
+
+
+def model_path(folder: Path, timesteps: int) -> Path:
+    return folder / f"step_{timesteps:012d}.zip"
+
+
+def normalize_path(folder: Path, timesteps: int) -> Path:
+    return folder / f"step_{timesteps:012d}_vecnormalize.pkl"
+
+
+def list_checkpoints(folder: Path) -> list[Checkpoint]:
+    """Complete checkpoints in `folder`, oldest first."""
+    found = []
+    for path in folder.glob("step_*.zip") if folder.is_dir() else []:
+        match = _NAME.match(path.name)
+        if match:
+            steps = int(match.group(1))
+            norm = normalize_path(folder, steps)
+            found.append(Checkpoint(steps, path, norm if norm.exists() else None))
+    return sorted(found, key=lambda c: c.timesteps)
+
+
+def latest_checkpoint(folder: Path) -> Checkpoint | None:
+    checkpoints = list_checkpoints(folder)
+    return checkpoints[-1] if checkpoints else None
+
+
+def prune_checkpoints(folder: Path, keep_last: int) -> None:
+    """Delete all but the newest `keep_last` checkpoints."""
+    for old in list_checkpoints(folder)[:-keep_last]:
+        old.model.unlink(missing_ok=True)
+        if old.normalize:
+            old.normalize.unlink(missing_ok=True)

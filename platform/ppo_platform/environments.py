@@ -1,0 +1,62 @@
+"""Vectorized gymnasium environments built from a spec (training env + evaluation env)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
+
+from trainers.envs import register_envs
+
+from .errors import SpecError, SpecIssue
+from .spec import ExperimentSpec
+
+EVAL_SEED_OFFSET = 10_000
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise a SpecError naming the field if gymnasium does not know `env_id`."""
+    register_envs()
+    if env_id not in gym.registry:
+        close = sorted(name for name in gym.registry if env_id.lower() in name.lower())[:5]
+        hint = f"did you mean one of {close}? " if close else ""
+        raise SpecError([SpecIssue("env.id", "is not a registered gymnasium environment.", env_id,
+                                   fix=f"{hint}See gymnasium.registry for the ids available.")])
+
+
+def _vec_env(spec: ExperimentSpec, n_envs: int, seed: int) -> VecEnv:
+    vec_cls = SubprocVecEnv if spec.env.vectorization == "subproc" and n_envs > 1 else DummyVecEnv
+    # SB3 asks for render_mode="rgb_array" unless told otherwise; training renders nothing.
+    kwargs = {"render_mode": None, **spec.env.kwargs}
+    return make_vec_env(spec.env.id, n_envs=n_envs, seed=seed, vec_env_cls=vec_cls,
+                        env_kwargs=kwargs)
+
+
+def build_train_env(spec: ExperimentSpec, normalize_stats: Path | None = None) -> VecEnv:
+    """N envs of the spec, wrapped in VecNormalize when asked (statistics restored if given)."""
+    check_env_id(spec.env.id)
+    env = _vec_env(spec, spec.env.n_envs, spec.budget.seed)
+    norm = spec.env.normalize
+    if normalize_stats is not None:
+        return VecNormalize.load(str(normalize_stats), env)
+    if norm.obs or norm.reward:
+        env = VecNormalize(env, norm_obs=norm.obs, norm_reward=norm.reward, clip_obs=norm.clip_obs,
+                           clip_reward=norm.clip_reward, gamma=spec.advantage.gamma)
+    return env
+
+
+def build_eval_env(spec: ExperimentSpec) -> VecEnv:
+    """One env with its own seed; shares observation statistics with training (synced at eval)."""
+    env = _vec_env(spec, 1, spec.budget.seed + EVAL_SEED_OFFSET)
+    norm = spec.env.normalize
+    if norm.obs or norm.reward:
+        env = VecNormalize(env, training=False, norm_obs=norm.obs, norm_reward=False,
+                           clip_obs=norm.clip_obs, gamma=spec.advantage.gamma)
+    return env
+
+
+def vec_normalize_of(env: Any) -> VecNormalize | None:
+    return env if isinstance(env, VecNormalize) else None

@@ -1,0 +1,106 @@
+"""Progress reporting for the CLI: a live bar on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+EventKind = Literal["update", "eval", "alert", "checkpoint", "status"]
+
+
+@dataclass(frozen=True)
+class ProgressEvent:
+    """What the runner reports while it trains; the API stores these for job status."""
+
+    kind: EventKind
+    timesteps: int
+    total_timesteps: int
+    fps: float = math.nan
+    ep_rew_mean: float = math.nan
+    approx_kl: float = math.nan
+    clip_fraction: float = math.nan
+    eval_mean: float = math.nan
+    message: str = ""
+
+
+class ProgressReporter(Protocol):
+    def __call__(self, event: ProgressEvent) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _fmt(value: float, spec: str) -> str:
+    return "-" if math.isnan(value) else format(value, spec)
+
+
+def describe(event: ProgressEvent) -> str:
+    return (f"step {event.timesteps}/{event.total_timesteps} fps {_fmt(event.fps, '.0f')} "
+            f"return {_fmt(event.ep_rew_mean, '.1f')} kl {_fmt(event.approx_kl, '.4f')} "
+            f"clip {_fmt(event.clip_fraction, '.3f')}")
+
+
+class PlainReporter:
+    """One line per ~`every_seconds` plus every eval, alert and status (logs, CI, pipes)."""
+
+    def __init__(self, every_seconds: float = 5.0, quiet: bool = False) -> None:
+        self.every_seconds, self.quiet = every_seconds, quiet
+        self._last = 0.0
+
+    def __call__(self, event: ProgressEvent) -> None:
+        if self.quiet and event.kind != "alert":
+            return
+        if event.kind == "update":
+            now = time.monotonic()
+            if now - self._last < self.every_seconds:
+                return
+            self._last = now
+            print(describe(event), flush=True)
+        elif event.kind == "eval":
+            print(f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}", flush=True)
+        else:
+            print(f"{event.kind}: {event.message}", file=sys.stderr if event.kind == "alert" else sys.stdout,
+                  flush=True)
+
+    def close(self) -> None:
+        pass
+
+
+class RichReporter:
+    """A live progress bar with timesteps, fps, latest return, KL and clip fraction."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.console = Console(stderr=True)
+        self.progress = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                                 TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
+                                 console=self.console)
+        self.task = self.progress.add_task("train", total=None, stats="")
+        self.progress.start()
+
+    def __call__(self, event: ProgressEvent) -> None:
+        if event.kind == "update":
+            stats = (f"fps {_fmt(event.fps, '.0f')} return {_fmt(event.ep_rew_mean, '.1f')} "
+                     f"kl {_fmt(event.approx_kl, '.4f')} clip {_fmt(event.clip_fraction, '.3f')}")
+            self.progress.update(self.task, completed=event.timesteps, total=event.total_timesteps,
+                                 stats=stats)
+        elif event.kind == "eval":
+            self.console.print(f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}")
+        elif event.kind == "alert":
+            self.console.print(f"[yellow]alert[/]: {event.message}")
+        else:
+            self.console.print(f"{event.kind}: {event.message}")
+
+    def close(self) -> None:
+        self.progress.stop()
+
+
+def make_reporter(quiet: bool = False) -> RichReporter | PlainReporter:
+    """A live bar on an interactive terminal, plain lines otherwise."""
+    if not quiet and sys.stderr.isatty():
+        return RichReporter()
+    return PlainReporter(quiet=quiet)

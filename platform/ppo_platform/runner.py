@@ -1,0 +1,274 @@
+"""Run one spec: build envs and model, train with diagnostics, evaluate, checkpoint, track.
+
+A library function first: the CLI and the REST API are thin shells around `run_spec` and
+`resume_run`. Progress goes to a callback; a `threading.Event` cancels cleanly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import torch
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.callbacks import CallbackList
+from stable_baselines3.common.utils import safe_mean
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback, StopSwitchCallback
+from trainers.diagnostics import Alert, DiagnosticsMonitor, Thresholds
+from trainers.errors import NonFiniteError
+
+from . import checkpoints as ckpt
+from .environments import build_eval_env, build_train_env
+from .errors import RunNotFoundError, SpecError, TrainingError
+from .loader import dump_spec, load_spec
+from .models import build_model, load_model
+from .plots import plot_training_curves
+from .progress import ProgressEvent
+from .settings import Settings, get_settings
+from .spec import ExperimentSpec
+from .tracking import TAG_PREFIX, RunTracker
+
+Outcome = Literal["completed", "stopped_by_alert", "cancelled"]
+MLFLOW_STATUS = {"completed": "FINISHED", "stopped_by_alert": "FAILED", "cancelled": "KILLED"}
+ProgressCallback = Callable[[ProgressEvent], None]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a training run ended."""
+
+    run_id: str
+    outcome: Outcome
+    timesteps: int
+    final_eval_mean: float | None
+    final_eval_std: float | None
+    alerts: int
+    seconds: float
+    message: str = ""
+
+    @property
+    def status(self) -> str:
+        """The MLflow run status: FINISHED, FAILED or KILLED."""
+        return MLFLOW_STATUS[self.outcome]
+
+    def summary(self) -> str:
+        score = ("-" if self.final_eval_mean is None
+                 else f"{self.final_eval_mean:.2f} +- {self.final_eval_std:.2f}")
+        text = (f"{self.outcome}: run {self.run_id}, {self.timesteps} env steps in "
+                f"{self.seconds:.1f} s, final eval return {score}, {self.alerts} alert(s)")
+        return f"{text}\n{self.message}" if self.message else text
+
+
+def thresholds_for(spec: ExperimentSpec) -> Thresholds:
+    d = spec.diagnostics
+    return Thresholds(
+        kl_healthy_max=d.kl_healthy_max, kl_alert=d.kl_alert, clip_fraction_low=d.clip_fraction_low,
+        clip_fraction_high=d.clip_fraction_high, drift_clip_fraction=d.drift_clip_fraction,
+        window=d.window, explained_variance_min=d.explained_variance_min,
+        late_fraction=d.late_fraction, monitor_kl=d.monitor_kl,
+        monitor_clip_fraction=d.monitor_clip_fraction,
+    )
+
+
+def run_folder(settings: Settings, run_id: str) -> Path:
+    return settings.runs_dir / run_id
+
+
+class TrainingSession:
+    """Wires one model to diagnostics, evaluation, checkpoints, MLflow and progress reporting."""
+
+    def __init__(self, spec: ExperimentSpec, tracker: RunTracker, run_dir: Path,
+                 on_progress: ProgressCallback | None, cancel: threading.Event | None) -> None:
+        self.spec, self.tracker, self.run_dir = spec, tracker, run_dir
+        self.on_progress = on_progress or (lambda event: None)
+        self.cancel = cancel or threading.Event()
+        self.monitor = DiagnosticsMonitor(thresholds_for(spec), spec.budget.total_timesteps)
+        self.stop_alert: Alert | None = None
+        self.last_eval: tuple[float, float] | None = None
+        self.model: BaseAlgorithm | None = None
+        self._started = time.perf_counter()
+        self._start_steps = 0
+
+    @property
+    def checkpoint_dir(self) -> Path:
+        return self.run_dir / "checkpoints"
+
+    def _event(self, kind: str, **fields: object) -> None:
+        assert self.model is not None
+        self.on_progress(ProgressEvent(kind=kind, timesteps=self.model.num_timesteps,  # type: ignore[arg-type]
+                                       total_timesteps=self.spec.budget.total_timesteps, **fields))  # type: ignore[arg-type]
+
+    def on_update(self, model: BaseAlgorithm, metrics: dict[str, float]) -> None:
+        """Listener called by the trainer right after each update."""
+        steps = model.num_timesteps
+        elapsed = max(time.perf_counter() - self._started, 1e-9)
+        row = dict(metrics)
+        row["rollout/ep_rew_mean"] = float(safe_mean([ep["r"] for ep in model.ep_info_buffer or []]))
+        row["rollout/ep_len_mean"] = float(safe_mean([ep["l"] for ep in model.ep_info_buffer or []]))
+        row["time/fps"] = (steps - self._start_steps) / elapsed
+        for alert in self.monitor.check(getattr(model, "n_updates_done", 0), steps, metrics):
+            self._event("alert", message=alert.format())
+            stop = self.spec.diagnostics.on_alert == "stop" and alert.severity == "critical"
+            if stop and self.stop_alert is None:
+                self.stop_alert = alert
+        row["diagnostics/alerts_total"] = float(len(self.monitor.alerts))
+        row.update({f"diagnostics/alerts/{signal}": float(count)
+                    for signal, count in self.monitor.counts.items()})
+        self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, steps)
+        self._event("update", fps=row["time/fps"], ep_rew_mean=row["rollout/ep_rew_mean"],
+                    approx_kl=metrics.get("train/approx_kl", math.nan),
+                    clip_fraction=metrics.get("train/clip_fraction", math.nan))
+
+    def on_eval(self, steps: int, mean: float, std: float) -> None:
+        self.last_eval = (mean, std)
+        self.tracker.log_metrics({"eval/mean_reward": mean, "eval/std_reward": std}, steps)
+        self._event("eval", eval_mean=mean)
+
+    def save_checkpoint(self, steps: int) -> None:
+        assert self.model is not None
+        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        self.model.save(ckpt.model_path(self.checkpoint_dir, steps))
+        env = self.model.get_vec_normalize_env()
+        if env is not None:
+            env.save(str(ckpt.normalize_path(self.checkpoint_dir, steps)))
+        ckpt.prune_checkpoints(self.checkpoint_dir, self.spec.checkpoints.keep_last)
+
+    def train(self, model: BaseAlgorithm, eval_env: VecEnv, remaining: int, fresh: bool) -> RunResult:
+        """Train `remaining` more env steps, then record the outcome truthfully in MLflow."""
+        self.model = model
+        self._start_steps = model.num_timesteps
+        self._started = time.perf_counter()
+        model.update_listeners = [self.on_update]  # type: ignore[attr-defined]
+        evaluator = PeriodicEvalCallback(eval_env, self.spec.evaluation.every_timesteps,
+                                         self.spec.evaluation.episodes,
+                                         self.spec.evaluation.deterministic, self.on_eval)
+        callbacks = CallbackList([
+            evaluator,
+            PeriodicCheckpointCallback(self.spec.checkpoints.every_timesteps, self.save_checkpoint),
+            StopSwitchCallback(lambda: self.cancel.is_set() or self.stop_alert is not None),
+        ])
+        try:
+            model.learn(remaining, callback=callbacks, log_interval=None, reset_num_timesteps=fresh)
+        except NonFiniteError as error:
+            last = ckpt.latest_checkpoint(self.checkpoint_dir)
+            where = f"last good checkpoint: {last.model}" if last else "no checkpoint was saved yet"
+            self._close("FAILED", {"outcome": "diverged", "failure": str(error)})
+            raise TrainingError(f"training diverged at step {model.num_timesteps}: {error} "
+                                f"({where}). Lower the learning rate or K.") from error
+        except KeyboardInterrupt:
+            self.save_checkpoint(model.num_timesteps)
+            self._close("KILLED", {"outcome": "cancelled", "failure": "interrupted"})
+            raise
+        except Exception as error:
+            self._close("FAILED", {"outcome": "failed", "failure": f"{type(error).__name__}: {error}"})
+            raise
+        finally:
+            model.env.close()  # type: ignore[union-attr]
+        return self._finish(model, evaluator)
+
+    def _finish(self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback) -> RunResult:
+        outcome: Outcome = "completed"
+        message = ""
+        if self.cancel.is_set():
+            outcome, message = "cancelled", "cancelled on request; checkpoint saved."
+        elif self.stop_alert is not None:
+            outcome = "stopped_by_alert"
+            message = f"stopped by a diagnostics alert (on_alert: stop): {self.stop_alert.format()}"
+        if outcome == "completed":
+            evaluator.evaluate()
+        self.save_checkpoint(model.num_timesteps)
+        self._log_artifacts(model)
+        mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
+        tags = {"outcome": outcome, "alerts_total": str(len(self.monitor.alerts))}
+        if mean is not None:
+            tags["final_eval_mean_reward"] = f"{mean:.4f}"
+        if message:
+            tags["stop_reason"] = message
+        self._close(MLFLOW_STATUS[outcome], tags)
+        return RunResult(self.tracker.run_id, outcome, model.num_timesteps, mean, std,
+                         len(self.monitor.alerts), time.perf_counter() - self._started, message)
+
+    def _log_artifacts(self, model: BaseAlgorithm) -> None:
+        final = self.run_dir / "final"
+        final.mkdir(parents=True, exist_ok=True)
+        model.save(final / "model.zip")
+        self.tracker.log_artifact(final / "model.zip", "model")
+        norm = model.get_vec_normalize_env()
+        if isinstance(norm, VecNormalize):
+            norm.save(str(final / "vecnormalize.pkl"))
+            self.tracker.log_artifact(final / "vecnormalize.pkl", "model")
+        alerts_path = self.run_dir / "alerts.json"
+        alerts_path.write_text(json.dumps([a.to_dict() for a in self.monitor.alerts], indent=2))
+        self.tracker.log_artifact(alerts_path, "diagnostics")
+        self.tracker.flush()
+        plot = plot_training_curves(self.tracker.history, self.run_dir / "training_curves.png",
+                                    title=f"{self.spec.name} ({self.spec.algorithm}, {self.spec.env.id})",
+                                    kl_alert=self.spec.diagnostics.kl_alert)
+        self.tracker.log_artifact(plot, "plots")
+
+    def _close(self, status: str, tags: dict[str, str]) -> None:
+        self.tracker.set_tags({f"{TAG_PREFIX}{key}": value for key, value in tags.items()})
+        self.tracker.finish(status)
+
+
+def _prepare(settings: Settings | None) -> Settings:
+    settings = settings or get_settings()
+    torch.set_num_threads(settings.torch_threads)
+    return settings
+
+
+def run_spec(spec: ExperimentSpec, *, on_progress: ProgressCallback | None = None,
+             cancel: threading.Event | None = None, settings: Settings | None = None,
+             parent_run_id: str | None = None, tags: dict[str, str] | None = None) -> RunResult:
+    """Train `spec` from scratch as a new MLflow run. Raises TrainingError if it diverges."""
+    settings = _prepare(settings)
+    env = build_train_env(spec)  # fails on an unknown env id before any run is created
+    eval_env = build_eval_env(spec)
+    model = build_model(spec, env)
+    tracker = RunTracker.start(settings.tracking_uri, spec, parent_run_id=parent_run_id, tags=tags,
+                               flush_seconds=settings.metrics_flush_seconds)
+    run_dir = run_folder(settings, tracker.run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    resolved = dump_spec(spec)
+    (run_dir / "spec.yaml").write_text(resolved)
+    tracker.log_text(resolved, "spec/resolved_spec.yaml")
+    tracker.set_tags({f"{TAG_PREFIX}run_dir": str(run_dir.resolve())})
+    session = TrainingSession(spec, tracker, run_dir, on_progress, cancel)
+    return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
+
+
+def resume_run(run_id: str, *, on_progress: ProgressCallback | None = None,
+               cancel: threading.Event | None = None, settings: Settings | None = None) -> RunResult:
+    """Continue `run_id` from its last checkpoint, into the same MLflow run."""
+    settings = _prepare(settings)
+    run_dir = run_folder(settings, run_id)
+    if not (run_dir / "spec.yaml").exists():
+        raise RunNotFoundError(f"no run folder for run {run_id!r} under {settings.runs_dir}: "
+                               "resume works on the machine (PPO_PLATFORM_HOME) that started it.")
+    try:
+        spec = load_spec(run_dir / "spec.yaml")
+    except SpecError as error:
+        raise RunNotFoundError(f"the stored spec of run {run_id} no longer validates:\n{error}") from error
+    last = ckpt.latest_checkpoint(run_dir / "checkpoints")
+    if last is None:
+        raise RunNotFoundError(f"run {run_id} has no checkpoint to resume from.")
+    if last.timesteps >= spec.budget.total_timesteps:
+        raise RunNotFoundError(f"run {run_id} already trained {last.timesteps} of "
+                               f"{spec.budget.total_timesteps} env steps: nothing to resume.")
+    env = build_train_env(spec, normalize_stats=last.normalize)
+    model = load_model(spec, str(last.model), env)
+    model._last_obs = None  # type: ignore[assignment]  # fresh envs: force a reset
+    tracker = RunTracker(settings.tracking_uri, run_id, settings.metrics_flush_seconds)
+    tracker.reopen()
+    tracker.set_tags({f"{TAG_PREFIX}resumed_from_step": str(last.timesteps)})
+    session = TrainingSession(spec, tracker, run_dir, on_progress, cancel)
+    return session.train(model, build_eval_env(spec), spec.budget.total_timesteps - last.timesteps,
+                         fresh=False)

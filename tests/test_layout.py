@@ -1,0 +1,84 @@
+"""Layout guards: no `platform` shadowing; imports flow api -> ppo_platform -> trainers."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def imported_top_level_names(path: Path) -> set[str]:
+    """Top-level package names of every absolute import in a Python file."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+def files_importing(folder: Path, forbidden: set[str]) -> dict[str, set[str]]:
+    found = {}
+    for path in sorted(folder.rglob("*.py")):
+        bad = imported_top_level_names(path) & forbidden
+        if bad:
+            found[str(path.relative_to(REPO_ROOT))] = bad
+    return found
+
+
+def test_platform_folder_has_no_init_file():
+    assert (REPO_ROOT / "platform" / "ppo_platform" / "__init__.py").is_file()
+    assert not (REPO_ROOT / "platform" / "__init__.py").exists()
+
+
+def test_stdlib_platform_module_still_works_from_the_repo_root():
+    code = "import platform; print(platform.__file__); print(platform.system())"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT), str(REPO_ROOT / "platform")]),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    module_file, system = done.stdout.splitlines()
+    assert system
+    stdlib = Path(sysconfig.get_paths()["stdlib"]).resolve()
+    assert Path(module_file).resolve().parent == stdlib
+
+
+def test_stdlib_platform_module_is_the_one_pytest_sees():
+    import platform
+
+    assert platform.system()
+    assert (
+        Path(platform.__file__).resolve().parent == Path(sysconfig.get_paths()["stdlib"]).resolve()
+    )
+
+
+def test_trainers_import_neither_ppo_platform_nor_api():
+    assert files_importing(REPO_ROOT / "trainers", {"ppo_platform", "api"}) == {}
+
+
+def test_ppo_platform_never_imports_api():
+    assert files_importing(REPO_ROOT / "platform" / "ppo_platform", {"api"}) == {}
+
+
+@pytest.mark.parametrize("folder", ["trainers", "platform/ppo_platform"])
+def test_import_scan_sees_the_package_files(folder):
+    # Guards the two tests above against passing vacuously on an empty or moved folder.
+    assert any((REPO_ROOT / folder).rglob("*.py"))

@@ -1,0 +1,68 @@
+"""SB3 callbacks: periodic evaluation, periodic checkpoints, and a cooperative stop switch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from stable_baselines3.common.callbacks import BaseCallback
+from stable_baselines3.common.evaluation import evaluate_policy
+from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
+
+
+class PeriodicEvalCallback(BaseCallback):
+    """Evaluate every `every` env steps (0: never here; the caller evaluates at the end)."""
+
+    def __init__(self, eval_env: VecEnv, every: int, episodes: int, deterministic: bool,
+                 on_eval: Callable[[int, float, float], None]) -> None:
+        super().__init__()
+        self.eval_env, self.every, self.episodes = eval_env, every, episodes
+        self.deterministic, self.on_eval = deterministic, on_eval
+        self.next_eval = 0
+
+    def _on_training_start(self) -> None:
+        self.next_eval = (self.num_timesteps // self.every + 1) * self.every if self.every else 0
+
+    def _on_step(self) -> bool:
+        if self.every and self.num_timesteps >= self.next_eval:
+            self.next_eval += self.every * max(1, (self.num_timesteps - self.next_eval) // self.every + 1)
+            self.evaluate()
+        return True
+
+    def evaluate(self) -> tuple[float, float]:
+        """Run the evaluation episodes now (obs statistics synced from the training env)."""
+        sync_envs_normalization(self.model.get_env(), self.eval_env)
+        rewards, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=self.episodes,
+                                     deterministic=self.deterministic, return_episode_rewards=True)
+        mean, std = float(np.mean(rewards)), float(np.std(rewards))
+        self.on_eval(self.num_timesteps, mean, std)
+        return mean, std
+
+
+class PeriodicCheckpointCallback(BaseCallback):
+    """Call `save(timesteps)` every `every` env steps."""
+
+    def __init__(self, every: int, save: Callable[[int], None]) -> None:
+        super().__init__()
+        self.every, self.save = every, save
+        self.next_save = 0
+
+    def _on_training_start(self) -> None:
+        self.next_save = (self.num_timesteps // self.every + 1) * self.every if self.every else 0
+
+    def _on_step(self) -> bool:
+        if self.every and self.num_timesteps >= self.next_save:
+            self.next_save += self.every
+            self.save(self.num_timesteps)
+        return True
+
+
+class StopSwitchCallback(BaseCallback):
+    """Ends training at the next env step once `should_stop()` is true (alerts, cancellation)."""
+
+    def __init__(self, should_stop: Callable[[], bool]) -> None:
+        super().__init__()
+        self.should_stop = should_stop
+
+    def _on_step(self) -> bool:
+        return not self.should_stop()
