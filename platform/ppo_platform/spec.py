@@ -10,7 +10,10 @@ import hashlib
 import json
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, field_validator, model_validator
+
+from .search_spec import SweepSpec, TuneSpec
+from .spec_base import StrictModel
 
 SAFE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 # gymnasium ids such as "CartPole-v1" or "ppo_platform/GridWorld-v0". No ':' on purpose:
@@ -26,12 +29,6 @@ SafeName = Annotated[
     ),
 ]
 Scalar = str | int | float | bool | None
-
-
-class StrictModel(BaseModel):
-    """Unknown keys are errors, numbers must be finite, values are not coerced from strings."""
-
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, frozen=True)
 
 
 class Schedule(StrictModel):
@@ -215,6 +212,8 @@ class ExperimentSpec(StrictModel):
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
     checkpoints: CheckpointSpec = Field(default_factory=CheckpointSpec)
     tracking: TrackingSpec = Field(default_factory=TrackingSpec)
+    sweep: SweepSpec | None = Field(None, description="Optional grid x seeds (ppo-platform sweep).")
+    tune: TuneSpec | None = Field(None, description="Optional Optuna study (ppo-platform tune).")
 
     @field_validator("env", mode="before")
     @classmethod
@@ -236,7 +235,9 @@ class ExperimentSpec(StrictModel):
 
     def spec_hash(self) -> str:
         """Stable hash of the resolved spec: identical hyperparameters, identical hash."""
-        canonical = json.dumps(self.resolved(), sort_keys=True, separators=(",", ":"))
+        # The search sections describe other runs, not this one's hyperparameters.
+        training = {k: v for k, v in self.resolved().items() if k not in ("sweep", "tune")}
+        canonical = json.dumps(training, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 

@@ -1,0 +1,111 @@
+"""Schema of the optional `sweep:` and `tune:` sections of a spec.
+
+Paths are dotted spec paths (`update.epochs`); the values they produce are validated by
+building the full spec for each grid point / trial, so refusal rules apply to them too.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from .spec_base import StrictModel
+
+DottedPath = Annotated[
+    str,
+    Field(pattern=r"^[a-z_]+(\.[a-z_]+)*$", description="A dotted spec path, e.g. update.epochs."),
+]
+GridValue = str | int | float | bool | None | list[int] | list[float]
+
+
+class SweepSpec(StrictModel):
+    """A grid over spec fields crossed with seeds; every point is a full, validated spec."""
+
+    grid: dict[DottedPath, Annotated[list[GridValue], Field(min_length=1)]] = Field(
+        default_factory=dict, description="Dotted spec path -> values to try."
+    )
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(
+        default_factory=lambda: [0], min_length=1, description="Seeds run for every grid point."
+    )
+    threshold: float | None = Field(
+        None, description="Return threshold for the report's 'env steps to reach' column."
+    )
+
+
+class FloatDistribution(StrictModel):
+    type: Literal["float"]
+    low: float
+    high: float
+    log: bool = False
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FloatDistribution:
+        if not self.low < self.high:
+            raise ValueError(f"low ({self.low}) must be below high ({self.high})")
+        if self.log and self.low <= 0:
+            raise ValueError(f"a log-scale range needs low > 0, got {self.low}")
+        return self
+
+
+class IntDistribution(StrictModel):
+    type: Literal["int"]
+    low: int
+    high: int
+    step: int = Field(1, ge=1)
+    log: bool = False
+
+    @model_validator(mode="after")
+    def _ordered(self) -> IntDistribution:
+        if not self.low <= self.high:
+            raise ValueError(f"low ({self.low}) must not exceed high ({self.high})")
+        if self.log and (self.low <= 0 or self.step != 1):
+            raise ValueError("a log-scale int range needs low > 0 and step 1")
+        return self
+
+
+class CategoricalDistribution(StrictModel):
+    type: Literal["categorical"]
+    choices: list[GridValue] = Field(min_length=1)
+
+
+Distribution = Annotated[
+    FloatDistribution | IntDistribution | CategoricalDistribution, Field(discriminator="type")
+]
+
+
+class SamplerSpec(StrictModel):
+    type: Literal["tpe", "random", "cmaes", "grid"] = "tpe"
+    seed: int = Field(0, ge=0, description="Sampler seed (pinned: Optuna's defaults change).")
+    n_startup_trials: int = Field(5, ge=0, description="Random trials before TPE/CMA-ES model.")
+
+
+class PrunerSpec(StrictModel):
+    type: Literal["median", "successive_halving", "hyperband", "none"] = "median"
+    n_startup_trials: int = Field(5, ge=0, description="Trials completed before pruning starts.")
+    n_warmup_evaluations: int = Field(
+        1, ge=0, description="Evaluations a trial reports before it may be pruned (median)."
+    )
+
+
+class TuneSpec(StrictModel):
+    """An Optuna study over the spec: each trial is a full, validated spec."""
+
+    metric: Literal["final_eval_return", "eval_auc"] = Field(
+        "final_eval_return",
+        description="`final_eval_return`: mean eval return at the end; `eval_auc`: mean of the "
+        "eval curve (rewards fast learners).",
+    )
+    direction: Literal["maximize", "minimize"] = "maximize"
+    n_trials: int = Field(20, ge=1, le=100_000)
+    timeout: float | None = Field(None, gt=0, description="Stop starting trials after this many s.")
+    seeds_per_trial: int = Field(1, ge=1, le=20, description="Seeds each trial is scored over.")
+    aggregate: Literal["mean", "quantile"] = Field(
+        "mean", description="How a trial's seeds combine: mean, or the `quantile` (pessimistic)."
+    )
+    quantile: float = Field(0.25, ge=0, le=1)
+    sampler: SamplerSpec = Field(default_factory=SamplerSpec)
+    pruner: PrunerSpec = Field(default_factory=PrunerSpec)
+    space: dict[DottedPath, Distribution] = Field(
+        default_factory=dict, description="Dotted spec path -> distribution to sample."
+    )
