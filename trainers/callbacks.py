@@ -19,6 +19,7 @@ class PeriodicEvalCallback(BaseCallback):
         self.eval_env, self.every, self.episodes = eval_env, every, episodes
         self.deterministic, self.on_eval = deterministic, on_eval
         self.next_eval = 0
+        self.last_eval_step: int | None = None
 
     def _on_training_start(self) -> None:
         self.next_eval = (self.num_timesteps // self.every + 1) * self.every if self.every else 0
@@ -35,6 +36,7 @@ class PeriodicEvalCallback(BaseCallback):
         rewards, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=self.episodes,
                                      deterministic=self.deterministic, return_episode_rewards=True)
         mean, std = float(np.mean(rewards)), float(np.std(rewards))
+        self.last_eval_step = self.num_timesteps
         self.on_eval(self.num_timesteps, mean, std)
         return mean, std
 

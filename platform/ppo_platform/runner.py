@@ -182,7 +182,7 @@ class TrainingSession:
         elif self.stop_alert is not None:
             outcome = "stopped_by_alert"
             message = f"stopped by a diagnostics alert (on_alert: stop): {self.stop_alert.format()}"
-        if outcome == "completed":
+        if outcome == "completed" and evaluator.last_eval_step != model.num_timesteps:
             evaluator.evaluate()
         self.save_checkpoint(model.num_timesteps)
         self._log_artifacts(model)

@@ -174,7 +174,7 @@ def test_a_missing_file_is_a_clear_error(tmp_path):
 # --- hostile YAML -----------------------------------------------------------------------------
 
 BILLION_LAUGHS = (
-    "name: run\nenv: CartPole-v1\ntracking:\n  tags: {}\n"
+    "name: run\nenv: CartPole-v1\n"
     + 'a0: &a0 ["lol"]\n'
     + "".join(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]\n" for i in range(1, 10))
 )
@@ -188,7 +188,7 @@ def test_alias_expansion_bomb_fails_fast_without_blowing_memory(single_issue):
     grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before
     assert "alias/anchor expansion bomb" in issue.message
     assert issue.path.startswith("a")
-    assert issue.line in range(5, 15)  # an anchored list (a0 on line 5 ... a9 on line 14)
+    assert issue.line in range(3, 13)  # inside an anchored list (a0 on line 3 ... a9 on line 12)
     # Generous bounds: expanding 10**9 values would take minutes and gigabytes.
     assert elapsed < 5
     assert grown_kib < 200 * 1024
