@@ -1,4 +1,4 @@
-"""SB3 callbacks: periodic evaluation, periodic checkpoints, and a cooperative stop switch."""
+"""SB3 callbacks: periodic evaluation and periodic checkpoints."""
 
 from __future__ import annotations
 
@@ -57,14 +57,3 @@ class PeriodicCheckpointCallback(BaseCallback):
             self.next_save += self.every
             self.save(self.num_timesteps)
         return True
-
-
-class StopSwitchCallback(BaseCallback):
-    """Ends training at the next env step once `should_stop()` is true (alerts, cancellation)."""
-
-    def __init__(self, should_stop: Callable[[], bool]) -> None:
-        super().__init__()
-        self.should_stop = should_stop
-
-    def _on_step(self) -> bool:
-        return not self.should_stop()

@@ -32,6 +32,9 @@ class UpdateReportingMixin:
 
     update_listeners: list[UpdateListener]
     n_updates_done: int = 0
+    # Checked before each rollout, so a stop lands on an update boundary: the checkpoint then
+    # holds whole updates and a resumed run keeps the same rollout grid.
+    should_stop: Callable[[], bool] | None = None
 
     def __init__(self, *args: Any, update_listeners: list[UpdateListener] | None = None,
                  **kwargs: Any) -> None:
@@ -39,7 +42,12 @@ class UpdateReportingMixin:
         super().__init__(*args, **kwargs)
 
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "update_listeners"]  # type: ignore[misc]
+        return [*super()._excluded_save_params(), "update_listeners", "should_stop"]  # type: ignore[misc]
+
+    def collect_rollouts(self, *args: Any, **kwargs: Any) -> bool:
+        if self.should_stop is not None and self.should_stop():
+            return False
+        return bool(super().collect_rollouts(*args, **kwargs))  # type: ignore[misc]
 
     def train(self) -> None:
         logger = self.logger  # type: ignore[attr-defined]

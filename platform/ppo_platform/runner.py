@@ -21,7 +21,7 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback, StopSwitchCallback
+from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
 from trainers.diagnostics import Alert, DiagnosticsMonitor, Thresholds
 from trainers.errors import NonFiniteError
 
@@ -147,13 +147,13 @@ class TrainingSession:
         self._start_steps = model.num_timesteps
         self._started = time.perf_counter()
         model.update_listeners = [self.on_update]  # type: ignore[attr-defined]
+        model.should_stop = lambda: self.cancel.is_set() or self.stop_alert is not None  # type: ignore[attr-defined]
         evaluator = PeriodicEvalCallback(eval_env, self.spec.evaluation.every_timesteps,
                                          self.spec.evaluation.episodes,
                                          self.spec.evaluation.deterministic, self.on_eval)
         callbacks = CallbackList([
             evaluator,
             PeriodicCheckpointCallback(self.spec.checkpoints.every_timesteps, self.save_checkpoint),
-            StopSwitchCallback(lambda: self.cancel.is_set() or self.stop_alert is not None),
         ])
         try:
             model.learn(remaining, callback=callbacks, log_interval=None, reset_num_timesteps=fresh)

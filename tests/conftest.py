@@ -1,0 +1,44 @@
+"""Fixtures shared by every test package: an isolated platform home with its own MLflow store."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# MLflow's schema-migration INFO lines drown the useful output of a failing test.
+logging.getLogger("mlflow").setLevel(logging.WARNING)
+logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+def _use_home(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    from ppo_platform.settings import get_settings
+
+    monkeypatch.setenv("PPO_PLATFORM_HOME", str(home))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def platform_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh PPO_PLATFORM_HOME (and so a fresh SQLite MLflow store) for one test."""
+    from ppo_platform.settings import get_settings
+
+    _use_home(monkeypatch, tmp_path / "home")
+    yield tmp_path / "home"
+    get_settings.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def shared_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """One platform home per test module: creating an MLflow SQLite store costs seconds."""
+    from ppo_platform.settings import get_settings
+
+    monkeypatch = pytest.MonkeyPatch()
+    home = tmp_path_factory.mktemp("platform_home")
+    _use_home(monkeypatch, home)
+    yield home
+    monkeypatch.undo()
+    get_settings.cache_clear()

@@ -1,0 +1,112 @@
+"""The diagnostics monitor on synthetic update metrics: thresholds, windows, advice."""
+
+from __future__ import annotations
+
+import math
+
+from trainers.diagnostics import DiagnosticsMonitor, Thresholds, non_finite_metrics
+
+
+def metrics(kl: float = 0.01, clip: float = 0.2, ev: float = 0.5, clip_range: float = 0.2) -> dict[str, float]:
+    return {"train/approx_kl": kl, "train/clip_fraction": clip,
+            "train/explained_variance": ev, "train/clip_range": clip_range}
+
+
+def test_healthy_update_raises_no_alert() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(), total_timesteps=1000)
+    assert monitor.check(1, 100, metrics()) == []
+
+
+def test_kl_above_alert_threshold_is_critical_with_lessons_advice() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(kl_alert=0.1), total_timesteps=1000)
+    [alert] = monitor.check(3, 300, metrics(kl=0.15))
+    assert (alert.signal, alert.update, alert.timestep) == ("approx_kl", 3, 300)
+    assert (alert.value, alert.threshold, alert.severity) == (0.15, 0.1, "critical")
+    assert "lower K" in alert.advice and "learning rate" in alert.advice
+
+
+def test_kl_exactly_at_threshold_is_not_an_alert() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(kl_alert=0.1), total_timesteps=1000)
+    assert monitor.check(1, 100, metrics(kl=0.1)) == []
+
+
+def test_alert_fires_once_while_signal_stays_high_and_again_after_recovery() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(), total_timesteps=1000)
+    fired = [len(monitor.check(i, i * 10, metrics(kl=kl))) for i, kl in
+             enumerate([0.2, 0.3, 0.25, 0.01, 0.5], start=1)]
+    assert fired == [1, 0, 0, 0, 1]
+    assert monitor.counts["approx_kl"] == 2
+
+
+def test_clip_fraction_at_high_threshold_is_critical() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(clip_fraction_high=0.5), total_timesteps=1000)
+    [alert] = monitor.check(1, 10, metrics(clip=0.5))
+    assert alert.signal == "clip_fraction_high" and alert.severity == "critical"
+    assert "lower the learning rate or K" == alert.advice
+
+
+def test_clip_fraction_above_drift_level_for_window_updates_is_drift() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(drift_clip_fraction=0.4, window=3), total_timesteps=1000)
+    signals = [[a.signal for a in monitor.check(i, i, metrics(clip=0.45))] for i in range(1, 5)]
+    assert signals == [[], [], ["clip_fraction_drift"], []]
+    assert "drifting" in monitor.alerts[0].message
+
+
+def test_drift_window_restarts_after_a_healthy_update() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(window=3), total_timesteps=1000)
+    values = [0.45, 0.45, 0.2, 0.45, 0.45]
+    fired = [monitor.check(i, i, metrics(clip=v)) for i, v in enumerate(values)]
+    assert all(alerts == [] for alerts in fired)
+
+
+def test_near_zero_clip_fraction_sustained_is_a_warning_to_raise_lr_or_k() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(clip_fraction_low=0.01, window=2), total_timesteps=1000)
+    monitor.check(1, 1, metrics(clip=0.0))
+    [alert] = monitor.check(2, 2, metrics(clip=0.001))
+    assert (alert.signal, alert.severity) == ("clip_fraction_low", "warning")
+    assert alert.advice == "raise the learning rate or K"
+
+
+def test_clip_fraction_is_ignored_once_the_clip_range_has_decayed_to_zero() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(), total_timesteps=1000)
+    assert monitor.check(1, 999, metrics(clip=1.0, clip_range=0.0)) == []
+
+
+def test_explained_variance_only_alerts_late_in_training() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(window=2, late_fraction=0.5), total_timesteps=1000)
+    early = [monitor.check(i, 100 * i, metrics(ev=-0.5)) for i in (1, 2, 3)]
+    late = [monitor.check(i, 500 + i, metrics(ev=-0.5)) for i in (4, 5)]
+    assert early == [[], [], []]
+    assert [a.signal for a in late[1]] == ["explained_variance"]
+    assert late[1][0].severity == "warning"
+
+
+def test_monitor_ignores_signals_that_are_switched_off() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(monitor_kl=False, monitor_clip_fraction=False),
+                                 total_timesteps=1000)
+    assert monitor.check(1, 1, metrics(kl=5.0, clip=0.9)) == []
+
+
+def test_missing_signals_raise_nothing() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(), total_timesteps=1000)
+    assert monitor.check(1, 1, {"train/value_loss": 3.0}) == []
+
+
+def test_critical_count_counts_only_critical_alerts() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(window=1), total_timesteps=10)
+    monitor.check(1, 9, metrics(kl=0.5, clip=0.0, ev=-1.0))
+    assert sorted(a.signal for a in monitor.alerts) == ["approx_kl", "clip_fraction_low",
+                                                        "explained_variance"]
+    assert monitor.critical_count == 1
+
+
+def test_alert_serializes_every_field() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(), total_timesteps=1000)
+    [alert] = monitor.check(7, 70, metrics(kl=0.2))
+    assert set(alert.to_dict()) == {"update", "timestep", "signal", "value", "threshold",
+                                    "severity", "message", "advice"}
+    assert alert.format().startswith("[critical] update 7 (step 70): approx KL 0.2000")
+
+
+def test_non_finite_metrics_names_nan_and_inf() -> None:
+    assert non_finite_metrics({"a": 1.0, "b": math.nan, "c": math.inf}) == ["b", "c"]
