@@ -34,11 +34,13 @@ from .plots import plot_training_curves
 from .progress import ProgressEvent
 from .settings import Settings, get_settings
 from .spec import ExperimentSpec
-from .tracking import TAG_PREFIX, RunTracker
+from .tracking import TAG_PREFIX, RunTracker, metric_history
 
 Outcome = Literal["completed", "stopped_by_alert", "cancelled"]
 MLFLOW_STATUS = {"completed": "FINISHED", "stopped_by_alert": "FAILED", "cancelled": "KILLED"}
 ProgressCallback = Callable[[ProgressEvent], None]
+PLOTTED_METRICS = ("rollout/ep_rew_mean", "eval/mean_reward", "train/approx_kl",
+                   "train/clip_fraction", "train/explained_variance")
 
 
 @dataclass(frozen=True)
@@ -267,6 +269,8 @@ def resume_run(run_id: str, *, on_progress: ProgressCallback | None = None,
     model = load_model(spec, str(last.model), env)
     model._last_obs = None  # type: ignore[assignment]  # fresh envs: force a reset
     tracker = RunTracker(settings.tracking_uri, run_id, settings.metrics_flush_seconds)
+    # The plot covers the whole run, not just the resumed part.
+    tracker.history.update(metric_history(tracker.client, run_id, PLOTTED_METRICS))
     tracker.reopen()
     tracker.set_tags({f"{TAG_PREFIX}resumed_from_step": str(last.timesteps)})
     session = TrainingSession(spec, tracker, run_dir, on_progress, cancel)

@@ -133,5 +133,5 @@ class RunTracker:
 
 def metric_history(client: MlflowClient, run_id: str, keys: Iterable[str]) -> dict[str, list[tuple[int, float]]]:
     """Read back metric histories as (step, value) lists sorted by step."""
-    return {key: sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
+    return {key: sorted((m.step, m.value) for m in _retry(lambda key=key: client.get_metric_history(run_id, key)))
             for key in keys}
