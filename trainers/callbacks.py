@@ -13,8 +13,14 @@ from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 class PeriodicEvalCallback(BaseCallback):
     """Evaluate every `every` env steps (0: never here; the caller evaluates at the end)."""
 
-    def __init__(self, eval_env: VecEnv, every: int, episodes: int, deterministic: bool,
-                 on_eval: Callable[[int, float, float], None]) -> None:
+    def __init__(
+        self,
+        eval_env: VecEnv,
+        every: int,
+        episodes: int,
+        deterministic: bool,
+        on_eval: Callable[[int, float, float], None],
+    ) -> None:
         super().__init__()
         self.eval_env, self.every, self.episodes = eval_env, every, episodes
         self.deterministic, self.on_eval = deterministic, on_eval
@@ -26,15 +32,22 @@ class PeriodicEvalCallback(BaseCallback):
 
     def _on_step(self) -> bool:
         if self.every and self.num_timesteps >= self.next_eval:
-            self.next_eval += self.every * max(1, (self.num_timesteps - self.next_eval) // self.every + 1)
+            self.next_eval += self.every * max(
+                1, (self.num_timesteps - self.next_eval) // self.every + 1
+            )
             self.evaluate()
         return True
 
     def evaluate(self) -> tuple[float, float]:
         """Run the evaluation episodes now (obs statistics synced from the training env)."""
         sync_envs_normalization(self.model.get_env(), self.eval_env)
-        rewards, _ = evaluate_policy(self.model, self.eval_env, n_eval_episodes=self.episodes,
-                                     deterministic=self.deterministic, return_episode_rewards=True)
+        rewards, _ = evaluate_policy(
+            self.model,
+            self.eval_env,
+            n_eval_episodes=self.episodes,
+            deterministic=self.deterministic,
+            return_episode_rewards=True,
+        )
         mean, std = float(np.mean(rewards)), float(np.std(rewards))
         self.last_eval_step = self.num_timesteps
         self.on_eval(self.num_timesteps, mean, std)

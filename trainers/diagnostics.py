@@ -87,50 +87,101 @@ class DiagnosticsMonitor:
         t = self.thresholds
         found: list[Alert] = []
 
-        def edge(signal: str, holds: bool, value: float, threshold: float, severity: Severity,
-                 message: str, advice: str) -> None:
+        def edge(
+            signal: str,
+            holds: bool,
+            value: float,
+            threshold: float,
+            severity: Severity,
+            message: str,
+            advice: str,
+        ) -> None:
             # Alert on entering the state, not on every update that stays in it.
             if holds and signal not in self._active:
-                found.append(Alert(update, timestep, signal, value, threshold, severity,
-                                   message, advice))
+                found.append(
+                    Alert(update, timestep, signal, value, threshold, severity, message, advice)
+                )
             (self._active.add if holds else self._active.discard)(signal)
 
-        def sustained(signal: str, holds: bool, value: float, threshold: float,
-                      severity: Severity, message: str, advice: str) -> None:
+        def sustained(
+            signal: str,
+            holds: bool,
+            value: float,
+            threshold: float,
+            severity: Severity,
+            message: str,
+            advice: str,
+        ) -> None:
             streak = self._streaks.setdefault(signal, _Streak())
             if streak.step(holds, t.window):
-                found.append(Alert(update, timestep, signal, value, threshold, severity,
-                                   message, advice))
+                found.append(
+                    Alert(update, timestep, signal, value, threshold, severity, message, advice)
+                )
 
         kl = metrics.get(KL)
         if t.monitor_kl and kl is not None and math.isfinite(kl):
-            edge("approx_kl", kl > t.kl_alert, kl, t.kl_alert, "critical",
-                 f"approx KL {kl:.4f} is above {t.kl_alert} (healthy: 0 to {t.kl_healthy_max})",
-                 "lower K (update.epochs) or the learning rate, or set surrogate.target_kl")
+            edge(
+                "approx_kl",
+                kl > t.kl_alert,
+                kl,
+                t.kl_alert,
+                "critical",
+                f"approx KL {kl:.4f} is above {t.kl_alert} (healthy: 0 to {t.kl_healthy_max})",
+                "lower K (update.epochs) or the learning rate, or set surrogate.target_kl",
+            )
 
         clip = metrics.get(CLIP_FRACTION)
         # A clip range decayed to ~0 (linear schedule at the end) clips everything: no signal.
         clip_range_in_effect = metrics.get(CLIP_RANGE, math.inf) >= MIN_CLIP_RANGE_CHECKED
-        if t.monitor_clip_fraction and clip is not None and math.isfinite(clip) and clip_range_in_effect:
-            edge("clip_fraction_high", clip >= t.clip_fraction_high, clip, t.clip_fraction_high,
-                 "critical", f"clip fraction {clip:.3f} is at or above {t.clip_fraction_high}",
-                 "lower the learning rate or K")
-            sustained("clip_fraction_drift", clip > t.drift_clip_fraction, clip,
-                      t.drift_clip_fraction, "critical",
-                      f"clip fraction above {t.drift_clip_fraction} for {t.window} updates in a "
-                      "row: the policy is drifting from the data", "lower the learning rate or K")
-            sustained("clip_fraction_low", clip < t.clip_fraction_low, clip, t.clip_fraction_low,
-                      "warning", f"clip fraction below {t.clip_fraction_low} for {t.window} "
-                      "updates: clipping never triggers", "raise the learning rate or K")
+        if (
+            t.monitor_clip_fraction
+            and clip is not None
+            and math.isfinite(clip)
+            and clip_range_in_effect
+        ):
+            edge(
+                "clip_fraction_high",
+                clip >= t.clip_fraction_high,
+                clip,
+                t.clip_fraction_high,
+                "critical",
+                f"clip fraction {clip:.3f} is at or above {t.clip_fraction_high}",
+                "lower the learning rate or K",
+            )
+            sustained(
+                "clip_fraction_drift",
+                clip > t.drift_clip_fraction,
+                clip,
+                t.drift_clip_fraction,
+                "critical",
+                f"clip fraction above {t.drift_clip_fraction} for {t.window} updates in a "
+                "row: the policy is drifting from the data",
+                "lower the learning rate or K",
+            )
+            sustained(
+                "clip_fraction_low",
+                clip < t.clip_fraction_low,
+                clip,
+                t.clip_fraction_low,
+                "warning",
+                f"clip fraction below {t.clip_fraction_low} for {t.window} "
+                "updates: clipping never triggers",
+                "raise the learning rate or K",
+            )
 
         ev = metrics.get(EXPLAINED_VARIANCE)
         late = self.total_timesteps > 0 and timestep >= t.late_fraction * self.total_timesteps
         if ev is not None and math.isfinite(ev):
-            sustained("explained_variance", late and ev <= t.explained_variance_min, ev,
-                      t.explained_variance_min, "warning",
-                      f"explained variance {ev:.3f} stays at or below {t.explained_variance_min} "
-                      "late in training: the critic is not learning",
-                      "check reward scale (normalize rewards), raise value_coef or the LR")
+            sustained(
+                "explained_variance",
+                late and ev <= t.explained_variance_min,
+                ev,
+                t.explained_variance_min,
+                "warning",
+                f"explained variance {ev:.3f} stays at or below {t.explained_variance_min} "
+                "late in training: the critic is not learning",
+                "check reward scale (normalize rewards), raise value_coef or the LR",
+            )
 
         self.alerts.extend(found)
         self.counts.update(alert.signal for alert in found)

@@ -19,8 +19,13 @@ UpdateListener = Callable[[Any, dict[str, float]], None]
 
 # Only loss-like metrics decide divergence: e.g. explained variance is legitimately NaN when
 # the returns of a rollout have zero variance.
-_FINITE_REQUIRED = ("train/loss", "train/value_loss", "train/policy_gradient_loss",
-                    "train/entropy_loss", "train/approx_kl")
+_FINITE_REQUIRED = (
+    "train/loss",
+    "train/value_loss",
+    "train/policy_gradient_loss",
+    "train/entropy_loss",
+    "train/approx_kl",
+)
 
 
 def parameters_finite(module: torch.nn.Module) -> bool:
@@ -36,8 +41,9 @@ class UpdateReportingMixin:
     # holds whole updates and a resumed run keeps the same rollout grid.
     should_stop: Callable[[], bool] | None = None
 
-    def __init__(self, *args: Any, update_listeners: list[UpdateListener] | None = None,
-                 **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, update_listeners: list[UpdateListener] | None = None, **kwargs: Any
+    ) -> None:
         self.update_listeners = list(update_listeners or [])
         super().__init__(*args, **kwargs)
 
@@ -57,10 +63,15 @@ class UpdateReportingMixin:
         except ValueError as error:
             # torch.distributions rejects NaN logits/means: that is divergence, not a bug.
             if not parameters_finite(self.policy):  # type: ignore[attr-defined]
-                raise NonFiniteError(f"parameters became non-finite during the update: {error}") from error
+                raise NonFiniteError(
+                    f"parameters became non-finite during the update: {error}"
+                ) from error
             raise
-        metrics = {key: float(value) for key, value in logger.name_to_value.items()
-                   if key.startswith("train/") and isinstance(value, numbers.Real)}
+        metrics = {
+            key: float(value)
+            for key, value in logger.name_to_value.items()
+            if key.startswith("train/") and isinstance(value, numbers.Real)
+        }
         self.n_updates_done = getattr(self, "n_updates_done", 0) + 1
         bad = non_finite_metrics({k: v for k, v in metrics.items() if k in _FINITE_REQUIRED})
         if bad or not parameters_finite(self.policy):  # type: ignore[attr-defined]

@@ -23,16 +23,25 @@ def check_env_id(env_id: str) -> None:
     if env_id not in gym.registry:
         close = sorted(name for name in gym.registry if env_id.lower() in name.lower())[:5]
         hint = f"did you mean one of {close}? " if close else ""
-        raise SpecError([SpecIssue("env.id", "is not a registered gymnasium environment.", env_id,
-                                   fix=f"{hint}See gymnasium.registry for the ids available.")])
+        raise SpecError(
+            [
+                SpecIssue(
+                    "env.id",
+                    "is not a registered gymnasium environment.",
+                    env_id,
+                    fix=f"{hint}See gymnasium.registry for the ids available.",
+                )
+            ]
+        )
 
 
 def _vec_env(spec: ExperimentSpec, n_envs: int, seed: int) -> VecEnv:
     vec_cls = SubprocVecEnv if spec.env.vectorization == "subproc" and n_envs > 1 else DummyVecEnv
     # SB3 asks for render_mode="rgb_array" unless told otherwise; training renders nothing.
     kwargs = {"render_mode": None, **spec.env.kwargs}
-    return make_vec_env(spec.env.id, n_envs=n_envs, seed=seed, vec_env_cls=vec_cls,
-                        env_kwargs=kwargs)
+    return make_vec_env(
+        spec.env.id, n_envs=n_envs, seed=seed, vec_env_cls=vec_cls, env_kwargs=kwargs
+    )
 
 
 def build_train_env(spec: ExperimentSpec, normalize_stats: Path | None = None) -> VecEnv:
@@ -43,8 +52,14 @@ def build_train_env(spec: ExperimentSpec, normalize_stats: Path | None = None) -
     if normalize_stats is not None:
         return VecNormalize.load(str(normalize_stats), env)
     if norm.obs or norm.reward:
-        env = VecNormalize(env, norm_obs=norm.obs, norm_reward=norm.reward, clip_obs=norm.clip_obs,
-                           clip_reward=norm.clip_reward, gamma=spec.advantage.gamma)
+        env = VecNormalize(
+            env,
+            norm_obs=norm.obs,
+            norm_reward=norm.reward,
+            clip_obs=norm.clip_obs,
+            clip_reward=norm.clip_reward,
+            gamma=spec.advantage.gamma,
+        )
     return env
 
 
@@ -53,8 +68,14 @@ def build_eval_env(spec: ExperimentSpec) -> VecEnv:
     env = _vec_env(spec, 1, spec.budget.seed + EVAL_SEED_OFFSET)
     norm = spec.env.normalize
     if norm.obs or norm.reward:
-        env = VecNormalize(env, training=False, norm_obs=norm.obs, norm_reward=False,
-                           clip_obs=norm.clip_obs, gamma=spec.advantage.gamma)
+        env = VecNormalize(
+            env,
+            training=False,
+            norm_obs=norm.obs,
+            norm_reward=False,
+            clip_obs=norm.clip_obs,
+            gamma=spec.advantage.gamma,
+        )
     return env
 
 

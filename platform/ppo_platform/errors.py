@@ -1,4 +1,4 @@
-"""One error type per layer. The CLI and the API map these to exit codes / HTTP statuses in one place."""
+"""One error type per layer, mapped to exit codes and HTTP statuses in one place each."""
 
 from __future__ import annotations
 

@@ -64,7 +64,9 @@ class _Converter:
         self._scalars = yaml.constructor.SafeConstructor()
 
     def fail(self, node: yaml.Node | None, path: PathKey, message: str, fix: str) -> SpecError:
-        line, column = (node.start_mark.line + 1, node.start_mark.column + 1) if node else (None, None)
+        line, column = (
+            (node.start_mark.line + 1, node.start_mark.column + 1) if node else (None, None)
+        )
         issue = SpecIssue(_dotted(path), message, None, line, column, fix)
         return SpecError([issue], self.source)
 
@@ -72,18 +74,25 @@ class _Converter:
         self.nodes_seen += 1
         if self.nodes_seen > MAX_NODES:
             raise self.fail(
-                node, path, f"the document expands to more than {MAX_NODES} values "
-                "(an alias/anchor expansion bomb?).", "write the spec out without nested aliases."
+                node,
+                path,
+                f"the document expands to more than {MAX_NODES} values "
+                "(an alias/anchor expansion bomb?).",
+                "write the spec out without nested aliases.",
             )
         if len(path) > MAX_DEPTH:
             raise self.fail(
-                node, path, f"the document nests more than {MAX_DEPTH} levels deep "
-                "(a recursive alias?).", "write the spec out without recursive aliases."
+                node,
+                path,
+                f"the document nests more than {MAX_DEPTH} levels deep (a recursive alias?).",
+                "write the spec out without recursive aliases.",
             )
         self.positions.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
         if node.tag not in _STANDARD_TAGS:
             raise self.fail(
-                node, path, f"YAML tag {node.tag!r} is not allowed: a spec is plain data.",
+                node,
+                path,
+                f"YAML tag {node.tag!r} is not allowed: a spec is plain data.",
                 "remove the tag; use plain mappings, lists, strings, numbers and booleans.",
             )
         if isinstance(node, yaml.MappingNode):
@@ -96,17 +105,32 @@ class _Converter:
         result: dict[str, Any] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
-                raise self.fail(key_node, path, "YAML merge keys (<<) are not supported.",
-                                "write the keys out explicitly.")
+                raise self.fail(
+                    key_node,
+                    path,
+                    "YAML merge keys (<<) are not supported.",
+                    "write the keys out explicitly.",
+                )
             key = self.convert(key_node, path) if isinstance(key_node, yaml.ScalarNode) else None
             if not isinstance(key, str):
-                raise self.fail(key_node, path, f"mapping key {key!r} is not a string.",
-                                "quote the key, e.g. 'on': ... (YAML reads on/off/yes/no as booleans).")
+                raise self.fail(
+                    key_node,
+                    path,
+                    f"mapping key {key!r} is not a string.",
+                    "quote the key, e.g. 'on': ... (YAML reads on/off/yes/no as booleans).",
+                )
             if key in result:
                 first_line = self.positions[(*path, key)][0]
-                raise self.fail(key_node, (*path, key), f"duplicate key (first set on line {first_line}).",
-                                "keep one of the two entries.")
-            self.positions[(*path, key)] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+                raise self.fail(
+                    key_node,
+                    (*path, key),
+                    f"duplicate key (first set on line {first_line}).",
+                    "keep one of the two entries.",
+                )
+            self.positions[(*path, key)] = (
+                key_node.start_mark.line + 1,
+                key_node.start_mark.column + 1,
+            )
             result[key] = self.convert(value_node, (*path, key))
         return result
 
@@ -117,8 +141,11 @@ def _dotted(path: Iterable[str | int]) -> str:
 
 def _check_size(n_bytes: int, source: str | None) -> None:
     if n_bytes > MAX_SPEC_BYTES:
-        issue = SpecIssue("", f"the spec is over {MAX_SPEC_BYTES} bytes (1 MiB), the limit.",
-                          fix="a spec is a short configuration file; remove embedded data.")
+        issue = SpecIssue(
+            "",
+            f"the spec is over {MAX_SPEC_BYTES} bytes (1 MiB), the limit.",
+            fix="a spec is a short configuration file; remove embedded data.",
+        )
         raise SpecError([issue], source)
 
 
@@ -129,25 +156,41 @@ def _decode(raw: bytes, source: str | None) -> str:
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        issue = SpecIssue("", f"byte {raw[exc.start]:#04x} is not valid UTF-8.", None, line, column,
-                          "save the file as UTF-8.")
+        issue = SpecIssue(
+            "",
+            f"byte {raw[exc.start]:#04x} is not valid UTF-8.",
+            None,
+            line,
+            column,
+            "save the file as UTF-8.",
+        )
         raise SpecError([issue], source) from None
 
 
-def parse_yaml(text: str, source: str | None = None) -> tuple[dict[str, Any], dict[PathKey, Position]]:
-    """YAML text -> (plain mapping, positions). Raises SpecError for anything that is not a plain spec."""
+def parse_yaml(
+    text: str, source: str | None = None
+) -> tuple[dict[str, Any], dict[PathKey, Position]]:
+    """YAML text -> (plain mapping, positions); SpecError for anything but a plain spec."""
     converter = _Converter(source)
     try:
         nodes = list(yaml.compose_all(text, Loader=_SpecYamlLoader))
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
-        issue = SpecIssue("", f"YAML syntax error: {exc.problem}.", None,
-                          mark.line + 1 if mark else None, mark.column + 1 if mark else None,
-                          "fix the YAML syntax at this position.")
+        issue = SpecIssue(
+            "",
+            f"YAML syntax error: {exc.problem}.",
+            None,
+            mark.line + 1 if mark else None,
+            mark.column + 1 if mark else None,
+            "fix the YAML syntax at this position.",
+        )
         raise SpecError([issue], source) from None
     except RecursionError:
-        issue = SpecIssue("", "the document nests too deeply to read.",
-                          fix="a spec nests a few levels deep; remove the deep nesting.")
+        issue = SpecIssue(
+            "",
+            "the document nests too deeply to read.",
+            fix="a spec nests a few levels deep; remove the deep nesting.",
+        )
         raise SpecError([issue], source) from None
     except yaml.YAMLError as exc:
         raise SpecError([SpecIssue("", f"YAML error: {exc}.")], source) from None
@@ -156,12 +199,22 @@ def parse_yaml(text: str, source: str | None = None) -> tuple[dict[str, Any], di
         line = column = None
         if len(nodes) > 1 and nodes[1] is not None:  # point at the second document
             line, column = nodes[1].start_mark.line + 1, nodes[1].start_mark.column + 1
-        issue = SpecIssue("", f"expected one YAML mapping, found {found}.", None, line, column,
-                          fix="write the spec as one mapping: name: ..., env: ...")
+        issue = SpecIssue(
+            "",
+            f"expected one YAML mapping, found {found}.",
+            None,
+            line,
+            column,
+            fix="write the spec as one mapping: name: ..., env: ...",
+        )
         raise SpecError([issue], source)
     if not isinstance(nodes[0], yaml.MappingNode):
-        raise converter.fail(nodes[0], (), "the document is not a mapping.",
-                             "write the spec as one mapping: name: ..., env: ...")
+        raise converter.fail(
+            nodes[0],
+            (),
+            "the document is not a mapping.",
+            "write the spec as one mapping: name: ..., env: ...",
+        )
     data = converter.convert(nodes[0])
     return data, converter.positions
 
@@ -171,13 +224,29 @@ def parse_override(assignment: str) -> tuple[str, Any]:
     path, sep, raw = assignment.partition("=")
     path = path.strip()
     if not sep or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*", path):
-        raise SpecError([SpecIssue(path or assignment, f"override {assignment!r} is not dotted.path=value.",
-                                   fix="write it as e.g. --set update.epochs=10")], "--set")
+        raise SpecError(
+            [
+                SpecIssue(
+                    path or assignment,
+                    f"override {assignment!r} is not dotted.path=value.",
+                    fix="write it as e.g. --set update.epochs=10",
+                )
+            ],
+            "--set",
+        )
     try:
         value, _ = parse_yaml(f"v: {raw}" if raw.strip() else "v: null", "--set")
     except SpecError as exc:
-        raise SpecError([SpecIssue(path, f"cannot read value {raw!r}: {exc.issues[0].message}",
-                                   fix="quote strings, e.g. --set name='\"my-run\"'")], "--set") from None
+        raise SpecError(
+            [
+                SpecIssue(
+                    path,
+                    f"cannot read value {raw!r}: {exc.issues[0].message}",
+                    fix="quote strings, e.g. --set name='\"my-run\"'",
+                )
+            ],
+            "--set",
+        ) from None
     return path, value["v"]
 
 
@@ -203,9 +272,16 @@ def set_dotted(data: dict[str, Any], path: str, value: Any, source: str | None =
         elif depth == 0 and part == "env" and isinstance(child, str):
             child = node[part] = {"id": child}  # `env: CartPole-v1` shorthand, now a mapping
         if not isinstance(child, dict):
-            raise SpecError([SpecIssue(".".join(parts[: depth + 1]), f"is {child!r}, not a mapping, "
-                                       f"so {path} cannot be set.", fix="override the whole value instead.")],
-                            source)
+            raise SpecError(
+                [
+                    SpecIssue(
+                        ".".join(parts[: depth + 1]),
+                        f"is {child!r}, not a mapping, so {path} cannot be set.",
+                        fix="override the whole value instead.",
+                    )
+                ],
+                source,
+            )
         node = child
     node[parts[-1]] = value
 
@@ -243,7 +319,9 @@ def _model_in(annotation: Any) -> type[BaseModel] | None:
     return None
 
 
-def _position(positions: dict[PathKey, Position], loc: tuple[str | int, ...]) -> Position | tuple[None, None]:
+def _position(
+    positions: dict[PathKey, Position], loc: tuple[str | int, ...]
+) -> Position | tuple[None, None]:
     for end in range(len(loc), -1, -1):
         if loc[:end] in positions:
             return positions[loc[:end]]
@@ -251,15 +329,26 @@ def _position(positions: dict[PathKey, Position], loc: tuple[str | int, ...]) ->
 
 
 def _issue_from_pydantic(error: Any, positions: dict[PathKey, Position]) -> SpecIssue:
-    loc = tuple(part for part in error["loc"] if not (isinstance(part, str) and part.startswith("function-")))
+    loc = tuple(
+        part
+        for part in error["loc"]
+        if not (isinstance(part, str) and part.startswith("function-"))
+    )
     line, column = _position(positions, loc)
-    kind, message, value, fix = error["type"], error["msg"].rstrip(".") + ".", error.get("input"), None
+    kind, message, value, fix = (
+        error["type"],
+        error["msg"].rstrip(".") + ".",
+        error.get("input"),
+        None,
+    )
     if kind == "extra_forbidden":
         model = _field_model(loc[:-1])
         allowed = sorted(model.model_fields) if model else []
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         message = "unknown key."
-        fix = (f"did you mean {close[0]!r}? " if close else "") + f"Allowed keys: {', '.join(allowed)}."
+        fix = (
+            f"did you mean {close[0]!r}? " if close else ""
+        ) + f"Allowed keys: {', '.join(allowed)}."
         value = None
     elif kind == "missing":
         message, value, fix = "required field is missing.", None, f"add {_dotted(loc)}."
@@ -278,7 +367,7 @@ def _issue_from_pydantic(error: Any, positions: dict[PathKey, Position]) -> Spec
 def validate_data(
     data: Any, positions: dict[PathKey, Position] | None = None, source: str | None = None
 ) -> ExperimentSpec:
-    """Plain data -> ExperimentSpec, or SpecError listing every schema error, inconsistency and refusal."""
+    """Plain data -> ExperimentSpec, or SpecError with every schema error and refusal."""
     positions = positions or {}
     if not isinstance(data, dict):
         raise SpecError([SpecIssue("", f"expected a mapping, got {type(data).__name__}.")], source)
@@ -292,12 +381,16 @@ def validate_data(
         located = []
         for issue in problems:
             line, column = _position(positions, tuple(issue.path.split(".")))
-            located.append(SpecIssue(issue.path, issue.message, issue.value, line, column, issue.fix))
+            located.append(
+                SpecIssue(issue.path, issue.message, issue.value, line, column, issue.fix)
+            )
         raise SpecError(located, source)
     return spec
 
 
-def load_spec_text(text: str, source: str | None = None, overrides: Iterable[str] = ()) -> ExperimentSpec:
+def load_spec_text(
+    text: str, source: str | None = None, overrides: Iterable[str] = ()
+) -> ExperimentSpec:
     """Parse, validate and refusal-check spec text (`load_spec` reads a file)."""
     _check_size(len(text.encode("utf-8", "surrogatepass")), source)
     data, positions = parse_yaml(text, source)
@@ -325,8 +418,10 @@ def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentSpec
         with path.open("rb") as handle:
             raw = handle.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
-        raise SpecError([SpecIssue("", f"cannot read the spec file: {exc.strerror}.",
-                                   fix="check the path.")], str(path)) from None
+        raise SpecError(
+            [SpecIssue("", f"cannot read the spec file: {exc.strerror}.", fix="check the path.")],
+            str(path),
+        ) from None
     return load_spec_text(_decode(raw, str(path)), str(path), overrides)
 
 

@@ -8,18 +8,26 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 Series = Sequence[tuple[int, float]]
 
 
-def plot_training_curves(history: Mapping[str, Series], path: Path, title: str,
-                         kl_alert: float, clip_band: tuple[float, float] = (0.1, 0.3)) -> Path:
+def plot_training_curves(
+    history: Mapping[str, Series],
+    path: Path,
+    title: str,
+    kl_alert: float,
+    clip_band: tuple[float, float] = (0.1, 0.3),
+) -> Path:
     """Return, approx KL, clip fraction and explained variance against env steps."""
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
     panels = [
-        (axes[0][0], "Return", [("rollout/ep_rew_mean", "train episodes"),
-                                ("eval/mean_reward", "evaluation")]),
+        (
+            axes[0][0],
+            "Return",
+            [("rollout/ep_rew_mean", "train episodes"), ("eval/mean_reward", "evaluation")],
+        ),
         (axes[0][1], "Approx KL", [("train/approx_kl", "approx KL")]),
         (axes[1][0], "Clip fraction", [("train/clip_fraction", "clip fraction")]),
         (axes[1][1], "Explained variance", [("train/explained_variance", "explained variance")]),
@@ -29,8 +37,13 @@ def plot_training_curves(history: Mapping[str, Series], path: Path, title: str,
             points = history.get(key, [])
             if points:
                 steps, values = zip(*points, strict=True)
-                axis.plot(steps, values, label=legend, marker="o" if key.startswith("eval") else None,
-                          markersize=3)
+                axis.plot(
+                    steps,
+                    values,
+                    label=legend,
+                    marker="o" if key.startswith("eval") else None,
+                    markersize=3,
+                )
         axis.set_title(label)
         axis.grid(alpha=0.3)
     axes[0][1].axhline(kl_alert, color="tab:red", linestyle="--", label=f"alert {kl_alert}")

@@ -37,9 +37,11 @@ def _fmt(value: float, spec: str) -> str:
 
 
 def describe(event: ProgressEvent) -> str:
-    return (f"step {event.timesteps}/{event.total_timesteps} fps {_fmt(event.fps, '.0f')} "
-            f"return {_fmt(event.ep_rew_mean, '.1f')} kl {_fmt(event.approx_kl, '.4f')} "
-            f"clip {_fmt(event.clip_fraction, '.3f')}")
+    return (
+        f"step {event.timesteps}/{event.total_timesteps} fps {_fmt(event.fps, '.0f')} "
+        f"return {_fmt(event.ep_rew_mean, '.1f')} kl {_fmt(event.approx_kl, '.4f')} "
+        f"clip {_fmt(event.clip_fraction, '.3f')}"
+    )
 
 
 class PlainReporter:
@@ -61,8 +63,11 @@ class PlainReporter:
         elif event.kind == "eval":
             print(f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}", flush=True)
         else:
-            print(f"{event.kind}: {event.message}", file=sys.stderr if event.kind == "alert" else sys.stdout,
-                  flush=True)
+            print(
+                f"{event.kind}: {event.message}",
+                file=sys.stderr if event.kind == "alert" else sys.stdout,
+                flush=True,
+            )
 
     def close(self) -> None:
         pass
@@ -73,21 +78,36 @@ class RichReporter:
 
     def __init__(self) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import (
+            BarColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
 
         self.console = Console(stderr=True)
-        self.progress = Progress(TextColumn("[bold]train"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                                 TimeElapsedColumn(), TimeRemainingColumn(), TextColumn("{task.fields[stats]}"),
-                                 console=self.console)
+        self.progress = Progress(
+            TextColumn("[bold]train"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("{task.fields[stats]}"),
+            console=self.console,
+        )
         self.task = self.progress.add_task("train", total=None, stats="")
         self.progress.start()
 
     def __call__(self, event: ProgressEvent) -> None:
         if event.kind == "update":
-            stats = (f"fps {_fmt(event.fps, '.0f')} return {_fmt(event.ep_rew_mean, '.1f')} "
-                     f"kl {_fmt(event.approx_kl, '.4f')} clip {_fmt(event.clip_fraction, '.3f')}")
-            self.progress.update(self.task, completed=event.timesteps, total=event.total_timesteps,
-                                 stats=stats)
+            stats = (
+                f"fps {_fmt(event.fps, '.0f')} return {_fmt(event.ep_rew_mean, '.1f')} "
+                f"kl {_fmt(event.approx_kl, '.4f')} clip {_fmt(event.clip_fraction, '.3f')}"
+            )
+            self.progress.update(
+                self.task, completed=event.timesteps, total=event.total_timesteps, stats=stats
+            )
         elif event.kind == "eval":
             self.console.print(f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}")
         elif event.kind == "alert":

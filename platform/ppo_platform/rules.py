@@ -7,7 +7,7 @@ rules live in exactly one place. 30 epochs and epsilon 0.3 are allowed; one more
 from __future__ import annotations
 
 from .errors import SpecIssue
-from .spec import ExperimentSpec
+from .spec import ExperimentSpec, KLPenaltySpec, SurrogateSpec, UpdateSpec
 
 MAX_EPOCHS = 30
 MAX_CLIP_EPSILON = 0.3
@@ -82,6 +82,44 @@ def refuse_unmonitored_run(spec: ExperimentSpec) -> list[SpecIssue]:
     return issues
 
 
+# Spec fields A2C has no use for, and why. Refused when set away from their default (a
+# resolved spec, as stored with every run, holds the defaults and must still load).
+A2C_IGNORED_FIELDS = {
+    "update.epochs": "A2C takes one gradient step per rollout",
+    "update.minibatch_size": "A2C uses the whole rollout as one batch",
+    "surrogate.clip_epsilon": "A2C has no probability ratio to clip",
+    "surrogate.clip_value": "A2C does not clip the value update",
+    "surrogate.target_kl": "A2C runs no epochs that a KL target could stop early",
+    "kl_penalty.target": "only algorithm: ppo_kl has a KL penalty",
+    "kl_penalty.beta_init": "only algorithm: ppo_kl has a KL penalty",
+    "kl_penalty.rule": "only algorithm: ppo_kl has a KL penalty",
+}
+
+
+def refuse_fields_a2c_ignores(spec: ExperimentSpec) -> list[SpecIssue]:
+    """A2C would silently ignore PPO-only settings: refuse them instead."""
+    if spec.algorithm != "a2c":
+        return []
+    defaults = {"update": UpdateSpec(), "surrogate": SurrogateSpec(), "kl_penalty": KLPenaltySpec()}
+    issues = []
+    for path, why in A2C_IGNORED_FIELDS.items():
+        section, field = path.split(".")
+        value, default = getattr(getattr(spec, section), field), getattr(defaults[section], field)
+        if value == default:
+            continue
+        shown = value.model_dump() if hasattr(value, "model_dump") else value
+        default_shown = default.model_dump() if hasattr(default, "model_dump") else default
+        issues.append(
+            SpecIssue(
+                path=path,
+                value=shown,
+                message=f"does not apply to algorithm: a2c ({why}); it would be silently ignored.",
+                fix=f"remove {path} (default: {default_shown!r}), or use algorithm: ppo or ppo_kl.",
+            )
+        )
+    return issues
+
+
 def inconsistencies(spec: ExperimentSpec) -> list[SpecIssue]:
     """Fields that are valid alone but contradict each other."""
     issues = []
@@ -94,7 +132,8 @@ def inconsistencies(spec: ExperimentSpec) -> list[SpecIssue]:
                 fix="raise rollout.n_steps or env.n_envs.",
             )
         )
-    if spec.update.minibatch_size > spec.batch_size:
+    # A2C has no minibatches (update.minibatch_size is refused for it unless left default).
+    if spec.algorithm in PPO_ALGORITHMS and spec.update.minibatch_size > spec.batch_size:
         issues.append(
             SpecIssue(
                 path="update.minibatch_size",
@@ -107,10 +146,52 @@ def inconsistencies(spec: ExperimentSpec) -> list[SpecIssue]:
     return issues
 
 
+_TRUST_REGION_CHECKS = {
+    "update.epochs": epochs_issue,
+    "surrogate.clip_epsilon": clip_epsilon_issue,
+    "surrogate.clip_epsilon.start": clip_epsilon_issue,
+    "surrogate.clip_epsilon.end": clip_epsilon_issue,
+}
+
+
+def refuse_unsafe_search_space(spec: ExperimentSpec) -> list[SpecIssue]:
+    """A `tune:` space that could sample a refused K or epsilon is refused before anything runs."""
+    if spec.tune is None:
+        return []
+    issues = []
+    for param, dist in spec.tune.space.items():
+        check = _TRUST_REGION_CHECKS.get(param)
+        if check is None:
+            continue
+        if dist.type == "categorical":
+            bounds = [
+                (f"choices[{i}]", v)
+                for i, v in enumerate(dist.choices)
+                if isinstance(v, (int, float)) and not isinstance(v, bool)
+            ]
+        else:
+            bounds = [("high", dist.high)]
+        for bound, value in bounds:
+            issue = check(value, param)
+            if issue is not None:
+                issues.append(
+                    SpecIssue(
+                        path=f"tune.space.{param}.{bound}",
+                        value=value,
+                        message=f"refused: the search space can sample {param} = {value}: "
+                        + issue.message.removeprefix("refused: "),
+                        fix=f"keep the search space of {param} within the limit: {issue.fix}",
+                    )
+                )
+    return issues
+
+
 def refusals(spec: ExperimentSpec) -> list[SpecIssue]:
     """Every refusal rule that the spec breaks, in a stable order."""
     return [
         *refuse_unsafe_trust_region(spec),
         *refuse_unnormalized_advantages(spec),
         *refuse_unmonitored_run(spec),
+        *refuse_fields_a2c_ignores(spec),
+        *refuse_unsafe_search_space(spec),
     ]

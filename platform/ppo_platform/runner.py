@@ -39,8 +39,13 @@ from .tracking import TAG_PREFIX, RunTracker, metric_history
 Outcome = Literal["completed", "stopped_by_alert", "cancelled"]
 MLFLOW_STATUS = {"completed": "FINISHED", "stopped_by_alert": "FAILED", "cancelled": "KILLED"}
 ProgressCallback = Callable[[ProgressEvent], None]
-PLOTTED_METRICS = ("rollout/ep_rew_mean", "eval/mean_reward", "train/approx_kl",
-                   "train/clip_fraction", "train/explained_variance")
+PLOTTED_METRICS = (
+    "rollout/ep_rew_mean",
+    "eval/mean_reward",
+    "train/approx_kl",
+    "train/clip_fraction",
+    "train/explained_variance",
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class RunResult:
     alerts: int
     seconds: float
     message: str = ""
+    tracking_seconds: float = 0.0  # wall time spent writing to MLflow during training
 
     @property
     def status(self) -> str:
@@ -62,20 +68,30 @@ class RunResult:
         return MLFLOW_STATUS[self.outcome]
 
     def summary(self) -> str:
-        score = ("-" if self.final_eval_mean is None
-                 else f"{self.final_eval_mean:.2f} +- {self.final_eval_std:.2f}")
-        text = (f"{self.outcome}: run {self.run_id}, {self.timesteps} env steps in "
-                f"{self.seconds:.1f} s, final eval return {score}, {self.alerts} alert(s)")
+        score = (
+            "-"
+            if self.final_eval_mean is None
+            else f"{self.final_eval_mean:.2f} +- {self.final_eval_std:.2f}"
+        )
+        text = (
+            f"{self.outcome}: run {self.run_id}, {self.timesteps} env steps in "
+            f"{self.seconds:.1f} s, final eval return {score}, {self.alerts} alert(s)"
+        )
         return f"{text}\n{self.message}" if self.message else text
 
 
 def thresholds_for(spec: ExperimentSpec) -> Thresholds:
     d = spec.diagnostics
     return Thresholds(
-        kl_healthy_max=d.kl_healthy_max, kl_alert=d.kl_alert, clip_fraction_low=d.clip_fraction_low,
-        clip_fraction_high=d.clip_fraction_high, drift_clip_fraction=d.drift_clip_fraction,
-        window=d.window, explained_variance_min=d.explained_variance_min,
-        late_fraction=d.late_fraction, monitor_kl=d.monitor_kl,
+        kl_healthy_max=d.kl_healthy_max,
+        kl_alert=d.kl_alert,
+        clip_fraction_low=d.clip_fraction_low,
+        clip_fraction_high=d.clip_fraction_high,
+        drift_clip_fraction=d.drift_clip_fraction,
+        window=d.window,
+        explained_variance_min=d.explained_variance_min,
+        late_fraction=d.late_fraction,
+        monitor_kl=d.monitor_kl,
         monitor_clip_fraction=d.monitor_clip_fraction,
     )
 
@@ -87,8 +103,14 @@ def run_folder(settings: Settings, run_id: str) -> Path:
 class TrainingSession:
     """Wires one model to diagnostics, evaluation, checkpoints, MLflow and progress reporting."""
 
-    def __init__(self, spec: ExperimentSpec, tracker: RunTracker, run_dir: Path,
-                 on_progress: ProgressCallback | None, cancel: threading.Event | None) -> None:
+    def __init__(
+        self,
+        spec: ExperimentSpec,
+        tracker: RunTracker,
+        run_dir: Path,
+        on_progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> None:
         self.spec, self.tracker, self.run_dir = spec, tracker, run_dir
         self.on_progress = on_progress or (lambda event: None)
         self.cancel = cancel or threading.Event()
@@ -105,16 +127,26 @@ class TrainingSession:
 
     def _event(self, kind: str, **fields: object) -> None:
         assert self.model is not None
-        self.on_progress(ProgressEvent(kind=kind, timesteps=self.model.num_timesteps,  # type: ignore[arg-type]
-                                       total_timesteps=self.spec.budget.total_timesteps, **fields))  # type: ignore[arg-type]
+        self.on_progress(
+            ProgressEvent(
+                kind=kind,
+                timesteps=self.model.num_timesteps,  # type: ignore[arg-type]
+                total_timesteps=self.spec.budget.total_timesteps,
+                **fields,
+            )
+        )  # type: ignore[arg-type]
 
     def on_update(self, model: BaseAlgorithm, metrics: dict[str, float]) -> None:
         """Listener called by the trainer right after each update."""
         steps = model.num_timesteps
         elapsed = max(time.perf_counter() - self._started, 1e-9)
         row = dict(metrics)
-        row["rollout/ep_rew_mean"] = float(safe_mean([ep["r"] for ep in model.ep_info_buffer or []]))
-        row["rollout/ep_len_mean"] = float(safe_mean([ep["l"] for ep in model.ep_info_buffer or []]))
+        row["rollout/ep_rew_mean"] = float(
+            safe_mean([ep["r"] for ep in model.ep_info_buffer or []])
+        )
+        row["rollout/ep_len_mean"] = float(
+            safe_mean([ep["l"] for ep in model.ep_info_buffer or []])
+        )
         row["time/fps"] = (steps - self._start_steps) / elapsed
         for alert in self.monitor.check(getattr(model, "n_updates_done", 0), steps, metrics):
             self._event("alert", message=alert.format())
@@ -122,12 +154,20 @@ class TrainingSession:
             if stop and self.stop_alert is None:
                 self.stop_alert = alert
         row["diagnostics/alerts_total"] = float(len(self.monitor.alerts))
-        row.update({f"diagnostics/alerts/{signal}": float(count)
-                    for signal, count in self.monitor.counts.items()})
+        row.update(
+            {
+                f"diagnostics/alerts/{signal}": float(count)
+                for signal, count in self.monitor.counts.items()
+            }
+        )
         self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, steps)
-        self._event("update", fps=row["time/fps"], ep_rew_mean=row["rollout/ep_rew_mean"],
-                    approx_kl=metrics.get("train/approx_kl", math.nan),
-                    clip_fraction=metrics.get("train/clip_fraction", math.nan))
+        self._event(
+            "update",
+            fps=row["time/fps"],
+            ep_rew_mean=row["rollout/ep_rew_mean"],
+            approx_kl=metrics.get("train/approx_kl", math.nan),
+            clip_fraction=metrics.get("train/clip_fraction", math.nan),
+        )
 
     def on_eval(self, steps: int, mean: float, std: float) -> None:
         self.last_eval = (mean, std)
@@ -143,34 +183,48 @@ class TrainingSession:
             env.save(str(ckpt.normalize_path(self.checkpoint_dir, steps)))
         ckpt.prune_checkpoints(self.checkpoint_dir, self.spec.checkpoints.keep_last)
 
-    def train(self, model: BaseAlgorithm, eval_env: VecEnv, remaining: int, fresh: bool) -> RunResult:
+    def train(
+        self, model: BaseAlgorithm, eval_env: VecEnv, remaining: int, fresh: bool
+    ) -> RunResult:
         """Train `remaining` more env steps, then record the outcome truthfully in MLflow."""
         self.model = model
         self._start_steps = model.num_timesteps
         self._started = time.perf_counter()
         model.update_listeners = [self.on_update]  # type: ignore[attr-defined]
         model.should_stop = lambda: self.cancel.is_set() or self.stop_alert is not None  # type: ignore[attr-defined]
-        evaluator = PeriodicEvalCallback(eval_env, self.spec.evaluation.every_timesteps,
-                                         self.spec.evaluation.episodes,
-                                         self.spec.evaluation.deterministic, self.on_eval)
-        callbacks = CallbackList([
-            evaluator,
-            PeriodicCheckpointCallback(self.spec.checkpoints.every_timesteps, self.save_checkpoint),
-        ])
+        evaluator = PeriodicEvalCallback(
+            eval_env,
+            self.spec.evaluation.every_timesteps,
+            self.spec.evaluation.episodes,
+            self.spec.evaluation.deterministic,
+            self.on_eval,
+        )
+        callbacks = CallbackList(
+            [
+                evaluator,
+                PeriodicCheckpointCallback(
+                    self.spec.checkpoints.every_timesteps, self.save_checkpoint
+                ),
+            ]
+        )
         try:
             model.learn(remaining, callback=callbacks, log_interval=None, reset_num_timesteps=fresh)
         except NonFiniteError as error:
             last = ckpt.latest_checkpoint(self.checkpoint_dir)
             where = f"last good checkpoint: {last.model}" if last else "no checkpoint was saved yet"
             self._close("FAILED", {"outcome": "diverged", "failure": str(error)})
-            raise TrainingError(f"training diverged at step {model.num_timesteps}: {error} "
-                                f"({where}). Lower the learning rate or K.") from error
+            raise TrainingError(
+                f"training diverged at step {model.num_timesteps}: {error} "
+                f"({where}). Lower the learning rate or K."
+            ) from error
         except KeyboardInterrupt:
             self.save_checkpoint(model.num_timesteps)
             self._close("KILLED", {"outcome": "cancelled", "failure": "interrupted"})
             raise
         except Exception as error:
-            self._close("FAILED", {"outcome": "failed", "failure": f"{type(error).__name__}: {error}"})
+            self._close(
+                "FAILED", {"outcome": "failed", "failure": f"{type(error).__name__}: {error}"}
+            )
             raise
         finally:
             model.env.close()  # type: ignore[union-attr]
@@ -195,8 +249,17 @@ class TrainingSession:
         if message:
             tags["stop_reason"] = message
         self._close(MLFLOW_STATUS[outcome], tags)
-        return RunResult(self.tracker.run_id, outcome, model.num_timesteps, mean, std,
-                         len(self.monitor.alerts), time.perf_counter() - self._started, message)
+        return RunResult(
+            self.tracker.run_id,
+            outcome,
+            model.num_timesteps,
+            mean,
+            std,
+            len(self.monitor.alerts),
+            time.perf_counter() - self._started,
+            message,
+            self.tracker.write_seconds,
+        )
 
     def _log_artifacts(self, model: BaseAlgorithm) -> None:
         final = self.run_dir / "final"
@@ -211,9 +274,12 @@ class TrainingSession:
         alerts_path.write_text(json.dumps([a.to_dict() for a in self.monitor.alerts], indent=2))
         self.tracker.log_artifact(alerts_path, "diagnostics")
         self.tracker.flush()
-        plot = plot_training_curves(self.tracker.history, self.run_dir / "training_curves.png",
-                                    title=f"{self.spec.name} ({self.spec.algorithm}, {self.spec.env.id})",
-                                    kl_alert=self.spec.diagnostics.kl_alert)
+        plot = plot_training_curves(
+            self.tracker.history,
+            self.run_dir / "training_curves.png",
+            title=f"{self.spec.name} ({self.spec.algorithm}, {self.spec.env.id})",
+            kl_alert=self.spec.diagnostics.kl_alert,
+        )
         self.tracker.log_artifact(plot, "plots")
 
     def _close(self, status: str, tags: dict[str, str]) -> None:
@@ -227,16 +293,27 @@ def _prepare(settings: Settings | None) -> Settings:
     return settings
 
 
-def run_spec(spec: ExperimentSpec, *, on_progress: ProgressCallback | None = None,
-             cancel: threading.Event | None = None, settings: Settings | None = None,
-             parent_run_id: str | None = None, tags: dict[str, str] | None = None) -> RunResult:
+def run_spec(
+    spec: ExperimentSpec,
+    *,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    settings: Settings | None = None,
+    parent_run_id: str | None = None,
+    tags: dict[str, str] | None = None,
+) -> RunResult:
     """Train `spec` from scratch as a new MLflow run. Raises TrainingError if it diverges."""
     settings = _prepare(settings)
     env = build_train_env(spec)  # fails on an unknown env id before any run is created
     eval_env = build_eval_env(spec)
     model = build_model(spec, env)
-    tracker = RunTracker.start(settings.tracking_uri, spec, parent_run_id=parent_run_id, tags=tags,
-                               flush_seconds=settings.metrics_flush_seconds)
+    tracker = RunTracker.start(
+        settings.tracking_uri,
+        spec,
+        parent_run_id=parent_run_id,
+        tags=tags,
+        flush_seconds=settings.metrics_flush_seconds,
+    )
     run_dir = run_folder(settings, tracker.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     resolved = dump_spec(spec)
@@ -247,24 +324,35 @@ def run_spec(spec: ExperimentSpec, *, on_progress: ProgressCallback | None = Non
     return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
 
 
-def resume_run(run_id: str, *, on_progress: ProgressCallback | None = None,
-               cancel: threading.Event | None = None, settings: Settings | None = None) -> RunResult:
+def resume_run(
+    run_id: str,
+    *,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    settings: Settings | None = None,
+) -> RunResult:
     """Continue `run_id` from its last checkpoint, into the same MLflow run."""
     settings = _prepare(settings)
     run_dir = run_folder(settings, run_id)
     if not (run_dir / "spec.yaml").exists():
-        raise RunNotFoundError(f"no run folder for run {run_id!r} under {settings.runs_dir}: "
-                               "resume works on the machine (PPO_PLATFORM_HOME) that started it.")
+        raise RunNotFoundError(
+            f"no run folder for run {run_id!r} under {settings.runs_dir}: "
+            "resume works on the machine (PPO_PLATFORM_HOME) that started it."
+        )
     try:
         spec = load_spec(run_dir / "spec.yaml")
     except SpecError as error:
-        raise RunNotFoundError(f"the stored spec of run {run_id} no longer validates:\n{error}") from error
+        raise RunNotFoundError(
+            f"the stored spec of run {run_id} no longer validates:\n{error}"
+        ) from error
     last = ckpt.latest_checkpoint(run_dir / "checkpoints")
     if last is None:
         raise RunNotFoundError(f"run {run_id} has no checkpoint to resume from.")
     if last.timesteps >= spec.budget.total_timesteps:
-        raise RunNotFoundError(f"run {run_id} already trained {last.timesteps} of "
-                               f"{spec.budget.total_timesteps} env steps: nothing to resume.")
+        raise RunNotFoundError(
+            f"run {run_id} already trained {last.timesteps} of "
+            f"{spec.budget.total_timesteps} env steps: nothing to resume."
+        )
     env = build_train_env(spec, normalize_stats=last.normalize)
     model = load_model(spec, str(last.model), env)
     model._last_obs = None  # type: ignore[assignment]  # fresh envs: force a reset
@@ -274,5 +362,6 @@ def resume_run(run_id: str, *, on_progress: ProgressCallback | None = None,
     tracker.reopen()
     tracker.set_tags({f"{TAG_PREFIX}resumed_from_step": str(last.timesteps)})
     session = TrainingSession(spec, tracker, run_dir, on_progress, cancel)
-    return session.train(model, build_eval_env(spec), spec.budget.total_timesteps - last.timesteps,
-                         fresh=False)
+    return session.train(
+        model, build_eval_env(spec), spec.budget.total_timesteps - last.timesteps, fresh=False
+    )

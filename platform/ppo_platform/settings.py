@@ -24,7 +24,9 @@ class Settings(BaseSettings):
         description="MLflow tracking URI; default sqlite:///<home>/mlflow.db.",
     )
     torch_threads: int = Field(
-        1, ge=1, description="torch intra-op threads per training process (small nets: 1 is fastest)."
+        1,
+        ge=1,
+        description="torch intra-op threads per training process (small nets: 1 is fastest).",
     )
     metrics_flush_seconds: float = Field(
         10.0, gt=0, description="How often buffered metrics are written to MLflow in one batch."

@@ -57,13 +57,23 @@ class RunTracker:
         self.write_seconds = 0.0  # time spent in MLflow calls, to keep logging overhead honest
 
     @classmethod
-    def start(cls, tracking_uri: str, spec: ExperimentSpec, *, parent_run_id: str | None = None,
-              tags: dict[str, str] | None = None, flush_seconds: float = 10.0) -> RunTracker:
+    def start(
+        cls,
+        tracking_uri: str,
+        spec: ExperimentSpec,
+        *,
+        parent_run_id: str | None = None,
+        tags: dict[str, str] | None = None,
+        flush_seconds: float = 10.0,
+    ) -> RunTracker:
         """Create the MLflow run for `spec` in its experiment, with params and identifying tags."""
         client = MlflowClient(tracking_uri)
         experiment = _retry(lambda: client.get_experiment_by_name(spec.experiment_name))
-        experiment_id = (experiment.experiment_id if experiment else
-                         _retry(lambda: client.create_experiment(spec.experiment_name)))
+        experiment_id = (
+            experiment.experiment_id
+            if experiment
+            else _retry(lambda: client.create_experiment(spec.experiment_name))
+        )
         run_tags = {
             "mlflow.runName": spec.name,
             f"{TAG_PREFIX}spec_hash": spec.spec_hash(),
@@ -131,7 +141,14 @@ class RunTracker:
             self.write_seconds += time.perf_counter() - started
 
 
-def metric_history(client: MlflowClient, run_id: str, keys: Iterable[str]) -> dict[str, list[tuple[int, float]]]:
+def metric_history(
+    client: MlflowClient, run_id: str, keys: Iterable[str]
+) -> dict[str, list[tuple[int, float]]]:
     """Read back metric histories as (step, value) lists sorted by step."""
-    return {key: sorted((m.step, m.value) for m in _retry(lambda key=key: client.get_metric_history(run_id, key)))
-            for key in keys}
+    return {
+        key: sorted(
+            (m.step, m.value)
+            for m in _retry(lambda key=key: client.get_metric_history(run_id, key))
+        )
+        for key in keys
+    }

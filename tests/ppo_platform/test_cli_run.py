@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
+from typer.testing import CliRunner
+
 from ppo_platform.cli import app
 from ppo_platform.settings import get_settings
-from typer.testing import CliRunner
 
 TINY = """\
 name: cli-tiny
@@ -66,10 +67,12 @@ def _cli(*args: str, env: dict[str, str]) -> list[str]:
 
 
 def test_run_as_a_process_prints_plain_progress_without_a_terminal(
-        platform_home: Path, tiny_spec: Path) -> None:
+    platform_home: Path, tiny_spec: Path
+) -> None:
     env = {**os.environ, "PPO_PLATFORM_HOME": str(platform_home)}
-    done = subprocess.run(_cli("run", str(tiny_spec), env=env), env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        _cli("run", str(tiny_spec), env=env), env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr
     assert "eval  step 512: mean return" in done.stdout
     assert "completed: run" in done.stdout
@@ -78,11 +81,22 @@ def test_run_as_a_process_prints_plain_progress_without_a_terminal(
 
 @pytest.mark.slow
 def test_ctrl_c_saves_a_checkpoint_marks_run_killed_and_exits_130(
-        platform_home: Path, tiny_spec: Path) -> None:
+    platform_home: Path, tiny_spec: Path
+) -> None:
     env = {**os.environ, "PPO_PLATFORM_HOME": str(platform_home)}
-    long_run = ["--set", "budget.total_timesteps=1000000", "--set", "evaluation.every_timesteps=2048"]
-    process = subprocess.Popen(_cli("run", str(tiny_spec), *long_run, env=env), env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    long_run = [
+        "--set",
+        "budget.total_timesteps=1000000",
+        "--set",
+        "evaluation.every_timesteps=2048",
+    ]
+    process = subprocess.Popen(
+        _cli("run", str(tiny_spec), *long_run, env=env),
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert process.stdout is not None
     deadline = time.monotonic() + 240
     for line in process.stdout:  # wait until training is really under way

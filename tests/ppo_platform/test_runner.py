@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import yaml
 from mlflow.tracking import MlflowClient
+
 from ppo_platform.checkpoints import latest_checkpoint
 from ppo_platform.errors import SpecError, TrainingError
 from ppo_platform.loader import validate_data
@@ -87,9 +88,17 @@ def test_params_are_the_flattened_resolved_spec(finished) -> None:
 def test_every_update_logs_sb3_named_metrics_at_its_env_step(finished) -> None:
     _, result, _ = finished
     steps = [256 * i for i in range(1, 9)]
-    for key in ("train/approx_kl", "train/clip_fraction", "train/explained_variance",
-                "train/entropy_loss", "train/policy_gradient_loss", "train/value_loss",
-                "rollout/ep_rew_mean", "time/fps", "diagnostics/alerts_total"):
+    for key in (
+        "train/approx_kl",
+        "train/clip_fraction",
+        "train/explained_variance",
+        "train/entropy_loss",
+        "train/policy_gradient_loss",
+        "train/value_loss",
+        "rollout/ep_rew_mean",
+        "time/fps",
+        "diagnostics/alerts_total",
+    ):
         assert [step for step, _ in history(result.run_id, key)] == steps, key
 
 
@@ -130,7 +139,9 @@ def test_checkpoints_keep_only_the_newest(finished) -> None:
     _, result, _ = finished
     folder = run_folder(get_settings(), result.run_id) / "checkpoints"
     assert sorted(p.name for p in folder.glob("*.zip")) == [
-        "step_000000001536.zip", "step_000000002048.zip"]
+        "step_000000001536.zip",
+        "step_000000002048.zip",
+    ]
 
 
 def test_same_seed_trains_identically(shared_home: Path, finished) -> None:
@@ -143,8 +154,9 @@ def test_same_seed_trains_identically(shared_home: Path, finished) -> None:
 def test_absurd_learning_rate_raises_kl_and_clip_alerts(shared_home: Path) -> None:
     result = run_spec(tiny_spec(update__learning_rate=0.5))
     assert result.outcome == "completed"
-    alerts = json.loads(Path(client().download_artifacts(
-        result.run_id, "diagnostics/alerts.json")).read_text())
+    alerts = json.loads(
+        Path(client().download_artifacts(result.run_id, "diagnostics/alerts.json")).read_text()
+    )
     first = alerts[0]
     assert (first["signal"], first["update"], first["severity"]) == ("approx_kl", 1, "critical")
     assert first["value"] > 0.1 and "lower K" in first["advice"]
@@ -177,8 +189,11 @@ def test_cancel_event_stops_cleanly_as_killed_with_a_checkpoint(shared_home: Pat
 
 def test_resume_continues_from_last_checkpoint_into_the_same_run(shared_home: Path) -> None:
     cancel = threading.Event()
-    first = run_spec(tiny_spec(), cancel=cancel,
-                     on_progress=lambda e: cancel.set() if e.timesteps >= 768 else None)
+    first = run_spec(
+        tiny_spec(),
+        cancel=cancel,
+        on_progress=lambda e: cancel.set() if e.timesteps >= 768 else None,
+    )
     stopped_at = first.timesteps
     resumed = resume_run(first.run_id)
     assert resumed.run_id == first.run_id
@@ -211,13 +226,16 @@ def _register_nan_env() -> str:
     return env_id
 
 
-def test_non_finite_loss_fails_the_run_and_keeps_the_last_good_checkpoint(shared_home: Path) -> None:
+def test_non_finite_loss_fails_the_run_and_keeps_the_last_good_checkpoint(
+    shared_home: Path,
+) -> None:
     spec = tiny_spec(env__id=_register_nan_env(), env__n_envs=1, checkpoints__every_timesteps=256)
     with pytest.raises(TrainingError, match="diverged") as caught:
         run_spec(spec)
     runs = client().search_runs(
         [client().get_experiment_by_name("tiny").experiment_id],
-        filter_string="tags.`ppo_platform.outcome` = 'diverged'")
+        filter_string="tags.`ppo_platform.outcome` = 'diverged'",
+    )
     assert len(runs) == 1 and runs[0].info.status == "FAILED"
     last = latest_checkpoint(run_folder(get_settings(), runs[0].info.run_id) / "checkpoints")
     assert last is not None and last.timesteps <= 768
@@ -237,15 +255,20 @@ def test_unknown_env_id_is_refused_before_any_run_exists(platform_home: Path) ->
 
 
 def test_normalized_run_stores_vecnormalize_statistics(shared_home: Path) -> None:
-    spec = tiny_spec(name="pendulum-tiny", env__id="Pendulum-v1",
-                     env__normalize={"obs": True, "reward": True},
-                     evaluation__every_timesteps=0, budget__total_timesteps=1024)
+    spec = tiny_spec(
+        name="pendulum-tiny",
+        env__id="Pendulum-v1",
+        env__normalize={"obs": True, "reward": True},
+        evaluation__every_timesteps=0,
+        budget__total_timesteps=1024,
+    )
     result = run_spec(spec)
     assert artifact_paths(result.run_id, "model") == {"model/model.zip", "model/vecnormalize.pkl"}
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
     stats = VecNormalize.load(
         client().download_artifacts(result.run_id, "model/vecnormalize.pkl"),
-        DummyVecEnv([lambda: gym.make("Pendulum-v1")]))
+        DummyVecEnv([lambda: gym.make("Pendulum-v1")]),
+    )
     assert stats.obs_rms.count > 1000  # statistics from the 1024 training steps
     assert [s for s, _ in history(result.run_id, "eval/mean_reward")] == [1024]

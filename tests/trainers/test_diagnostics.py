@@ -7,9 +7,15 @@ import math
 from trainers.diagnostics import DiagnosticsMonitor, Thresholds, non_finite_metrics
 
 
-def metrics(kl: float = 0.01, clip: float = 0.2, ev: float = 0.5, clip_range: float = 0.2) -> dict[str, float]:
-    return {"train/approx_kl": kl, "train/clip_fraction": clip,
-            "train/explained_variance": ev, "train/clip_range": clip_range}
+def metrics(
+    kl: float = 0.01, clip: float = 0.2, ev: float = 0.5, clip_range: float = 0.2
+) -> dict[str, float]:
+    return {
+        "train/approx_kl": kl,
+        "train/clip_fraction": clip,
+        "train/explained_variance": ev,
+        "train/clip_range": clip_range,
+    }
 
 
 def test_healthy_update_raises_no_alert() -> None:
@@ -32,8 +38,10 @@ def test_kl_exactly_at_threshold_is_not_an_alert() -> None:
 
 def test_alert_fires_once_while_signal_stays_high_and_again_after_recovery() -> None:
     monitor = DiagnosticsMonitor(Thresholds(), total_timesteps=1000)
-    fired = [len(monitor.check(i, i * 10, metrics(kl=kl))) for i, kl in
-             enumerate([0.2, 0.3, 0.25, 0.01, 0.5], start=1)]
+    fired = [
+        len(monitor.check(i, i * 10, metrics(kl=kl)))
+        for i, kl in enumerate([0.2, 0.3, 0.25, 0.01, 0.5], start=1)
+    ]
     assert fired == [1, 0, 0, 0, 1]
     assert monitor.counts["approx_kl"] == 2
 
@@ -42,11 +50,13 @@ def test_clip_fraction_at_high_threshold_is_critical() -> None:
     monitor = DiagnosticsMonitor(Thresholds(clip_fraction_high=0.5), total_timesteps=1000)
     [alert] = monitor.check(1, 10, metrics(clip=0.5))
     assert alert.signal == "clip_fraction_high" and alert.severity == "critical"
-    assert "lower the learning rate or K" == alert.advice
+    assert alert.advice == "lower the learning rate or K"
 
 
 def test_clip_fraction_above_drift_level_for_window_updates_is_drift() -> None:
-    monitor = DiagnosticsMonitor(Thresholds(drift_clip_fraction=0.4, window=3), total_timesteps=1000)
+    monitor = DiagnosticsMonitor(
+        Thresholds(drift_clip_fraction=0.4, window=3), total_timesteps=1000
+    )
     signals = [[a.signal for a in monitor.check(i, i, metrics(clip=0.45))] for i in range(1, 5)]
     assert signals == [[], [], ["clip_fraction_drift"], []]
     assert "drifting" in monitor.alerts[0].message
@@ -82,8 +92,9 @@ def test_explained_variance_only_alerts_late_in_training() -> None:
 
 
 def test_monitor_ignores_signals_that_are_switched_off() -> None:
-    monitor = DiagnosticsMonitor(Thresholds(monitor_kl=False, monitor_clip_fraction=False),
-                                 total_timesteps=1000)
+    monitor = DiagnosticsMonitor(
+        Thresholds(monitor_kl=False, monitor_clip_fraction=False), total_timesteps=1000
+    )
     assert monitor.check(1, 1, metrics(kl=5.0, clip=0.9)) == []
 
 
@@ -95,16 +106,27 @@ def test_missing_signals_raise_nothing() -> None:
 def test_critical_count_counts_only_critical_alerts() -> None:
     monitor = DiagnosticsMonitor(Thresholds(window=1), total_timesteps=10)
     monitor.check(1, 9, metrics(kl=0.5, clip=0.0, ev=-1.0))
-    assert sorted(a.signal for a in monitor.alerts) == ["approx_kl", "clip_fraction_low",
-                                                        "explained_variance"]
+    assert sorted(a.signal for a in monitor.alerts) == [
+        "approx_kl",
+        "clip_fraction_low",
+        "explained_variance",
+    ]
     assert monitor.critical_count == 1
 
 
 def test_alert_serializes_every_field() -> None:
     monitor = DiagnosticsMonitor(Thresholds(), total_timesteps=1000)
     [alert] = monitor.check(7, 70, metrics(kl=0.2))
-    assert set(alert.to_dict()) == {"update", "timestep", "signal", "value", "threshold",
-                                    "severity", "message", "advice"}
+    assert set(alert.to_dict()) == {
+        "update",
+        "timestep",
+        "signal",
+        "value",
+        "threshold",
+        "severity",
+        "message",
+        "advice",
+    }
     assert alert.format().startswith("[critical] update 7 (step 70): approx KL 0.2000")
 
 
