@@ -40,7 +40,9 @@ class PeriodicEvalCallback(BaseCallback):
 
     def evaluate(self) -> tuple[float, float]:
         """Run the evaluation episodes now (obs statistics synced from the training env)."""
-        sync_envs_normalization(self.model.get_env(), self.eval_env)
+        train_env = self.model.get_env()
+        if train_env is not None:
+            sync_envs_normalization(train_env, self.eval_env)
         rewards, _ = evaluate_policy(
             self.model,
             self.eval_env,

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
@@ -31,7 +31,7 @@ from .errors import RunNotFoundError, SpecError, TrainingError
 from .loader import dump_spec, load_spec
 from .models import build_model, load_model
 from .plots import plot_training_curves
-from .progress import ProgressEvent
+from .progress import EventKind, ProgressEvent
 from .settings import Settings, get_settings
 from .spec import ExperimentSpec
 from .tracking import TAG_PREFIX, RunTracker, metric_history
@@ -125,16 +125,16 @@ class TrainingSession:
     def checkpoint_dir(self) -> Path:
         return self.run_dir / "checkpoints"
 
-    def _event(self, kind: str, **fields: object) -> None:
+    def _event(self, kind: EventKind, **fields: Any) -> None:
         assert self.model is not None
         self.on_progress(
             ProgressEvent(
                 kind=kind,
-                timesteps=self.model.num_timesteps,  # type: ignore[arg-type]
+                timesteps=self.model.num_timesteps,
                 total_timesteps=self.spec.budget.total_timesteps,
                 **fields,
             )
-        )  # type: ignore[arg-type]
+        )
 
     def on_update(self, model: BaseAlgorithm, metrics: dict[str, float]) -> None:
         """Listener called by the trainer right after each update."""
@@ -208,7 +208,13 @@ class TrainingSession:
             ]
         )
         try:
-            model.learn(remaining, callback=callbacks, log_interval=None, reset_num_timesteps=fresh)
+            # log_interval=None: SB3's own log dump is off; metrics flow through on_update.
+            model.learn(
+                remaining,
+                callback=callbacks,
+                log_interval=None,  # type: ignore[arg-type]
+                reset_num_timesteps=fresh,
+            )
         except NonFiniteError as error:
             last = ckpt.latest_checkpoint(self.checkpoint_dir)
             where = f"last good checkpoint: {last.model}" if last else "no checkpoint was saved yet"

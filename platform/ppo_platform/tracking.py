@@ -12,6 +12,7 @@ import random
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -93,7 +94,7 @@ class RunTracker:
         items = [Param(key, _param_value(value)) for key, value in params.items()]
         for start in range(0, len(items), MAX_BATCH_PARAMS):
             chunk = items[start : start + MAX_BATCH_PARAMS]
-            self._timed(lambda chunk=chunk: self.client.log_batch(self.run_id, params=chunk))
+            self._timed(partial(self.client.log_batch, self.run_id, params=chunk))
 
     def set_tags(self, tags: dict[str, str]) -> None:
         run_tags = [RunTag(key, str(value)[:5000]) for key, value in tags.items()]
@@ -113,7 +114,7 @@ class RunTracker:
         self._last_flush = time.monotonic()
         for start in range(0, len(pending), MAX_BATCH_METRICS):
             chunk = pending[start : start + MAX_BATCH_METRICS]
-            self._timed(lambda chunk=chunk: self.client.log_batch(self.run_id, metrics=chunk))
+            self._timed(partial(self.client.log_batch, self.run_id, metrics=chunk))
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         self._timed(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path))
@@ -147,8 +148,7 @@ def metric_history(
     """Read back metric histories as (step, value) lists sorted by step."""
     return {
         key: sorted(
-            (m.step, m.value)
-            for m in _retry(lambda key=key: client.get_metric_history(run_id, key))
+            (m.step, m.value) for m in _retry(partial(client.get_metric_history, run_id, key))
         )
         for key in keys
     }
