@@ -1,11 +1,252 @@
-"""PPO trainers built on stable-baselines3."""
+"""PPO whose update we own: SB3 collects rollouts and computes GAE; the objective and the
+diagnostics come from `trainers.losses`.
+
+The update keeps every per-minibatch statistic on the device and reads them back once, at the
+end of the update (stock SB3 calls `.item()` five times per minibatch). With the same seed and
+the same rollout it takes exactly the gradient steps stock SB3 `PPO` takes.
+"""
 
 from __future__ import annotations
 
-from stable_baselines3 import PPO
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3 import PPO
+from stable_baselines3.common.buffers import RolloutBuffer
+from stable_baselines3.common.type_aliases import RolloutBufferSamples
+from torch import Tensor
+from torch.nn import functional as F
+
+from .losses import PolicyLossOutput, clipped_policy_loss, explained_variance, ratio_quantiles
 from .reporting import UpdateReportingMixin
 
+# A linear clip schedule reaches 0 at the end of training; the objective needs eps > 0.
+# 1e-8 is below float32 resolution around 1, so clamp(r, 1 - eps, 1 + eps) is still exactly 1.
+MIN_CLIP_EPSILON = 1e-8
+# SB3's early-stopping convention: stop once a minibatch's KL exceeds 1.5 x target_kl.
+TARGET_KL_FACTOR = 1.5
 
-class MonitoredPPO(UpdateReportingMixin, PPO):
-    """SB3 PPO (clipped surrogate) whose update metrics reach listeners in the same update."""
+
+def use_foreach_optimizer(optimizer: torch.optim.Optimizer) -> None:
+    """Let the optimizer update all parameters per kernel (`foreach`) instead of one by one.
+
+    Same arithmetic as torch's default CPU path, bit for bit, with a fraction of the kernel
+    launches; an explicit foreach=False in policy_kwargs is respected.
+    """
+    for group in optimizer.param_groups:
+        if "foreach" in group and group["foreach"] is None:
+            group["foreach"] = True
+
+
+@contextmanager
+def distribution_checks_off() -> Iterator[None]:
+    """Skip torch.distributions' argument validation: a host sync per minibatch.
+
+    Nothing is lost: a NaN that validation would have caught makes the update's metrics
+    non-finite, and UpdateReportingMixin raises NonFiniteError for those once per update.
+    """
+    previous = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(False)
+    try:
+        yield
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(previous)
+
+
+def epoch_kl_name(epoch: int) -> str:
+    """MLflow name of the mean approx KL of epoch `epoch` (1-based, zero-padded so it sorts)."""
+    return f"train/approx_kl_epoch_{epoch:02d}"
+
+
+_BUFFER_FIELDS = ("observations", "actions", "values", "log_probs", "advantages", "returns")
+
+
+class _RolloutTensors:
+    """The rollout buffer as flat tensors, built once per update.
+
+    `minibatches()` yields exactly what `buffer.get(batch_size)` yields, with the same
+    `np.random.permutation` draw, but SB3 gathers every minibatch from numpy into fresh tensors
+    while these are index views of tensors converted once.
+    """
+
+    def __init__(self, buffer: RolloutBuffer) -> None:
+        self.buffer = buffer
+        self.size = buffer.buffer_size * buffer.n_envs
+        self.tensors: tuple[Tensor, ...] | None = None
+        if type(buffer) is not RolloutBuffer:  # Dict observations or a custom buffer: SB3's way
+            return
+        if not buffer.generator_ready:  # what buffer.get() does on its first call
+            for name in _BUFFER_FIELDS:
+                setattr(buffer, name, buffer.swap_and_flatten(getattr(buffer, name)))
+            buffer.generator_ready = True
+        arrays = [getattr(buffer, name) for name in _BUFFER_FIELDS]
+        arrays[1] = arrays[1].astype(np.float32, copy=False)  # actions, as SB3 samples them
+        arrays[2:] = [array.reshape(-1) for array in arrays[2:]]
+        self.tensors = tuple(buffer.to_torch(array) for array in arrays)
+
+    def minibatches(self, batch_size: int) -> Iterator[RolloutBufferSamples]:
+        """One epoch of shuffled minibatches."""
+        if self.tensors is None:
+            yield from self.buffer.get(batch_size)
+            return
+        order = torch.from_numpy(np.random.permutation(self.size)).to(self.tensors[0].device)
+        for start in range(0, self.size, batch_size):
+            index = order[start : start + batch_size]
+            yield RolloutBufferSamples(*(tensor[index] for tensor in self.tensors))
+
+
+class _UpdateRecord:
+    """Per-minibatch statistics of one update, kept as device tensors until `read()`."""
+
+    def __init__(self) -> None:
+        self.policy_losses: list[Tensor] = []
+        self.value_losses: list[Tensor] = []
+        self.entropy_losses: list[Tensor] = []
+        self.clip_fractions: list[Tensor] = []
+        self.grad_norms: list[Tensor] = []
+        self.epoch_kls: list[list[Tensor]] = []
+        self.last_epoch_ratios: list[Tensor] = []
+        self.last_loss: Tensor | None = None
+
+    def start_epoch(self) -> None:
+        self.epoch_kls.append([])
+        self.last_epoch_ratios = []  # quantiles describe the last epoch: the policy as it ends
+
+    def add(
+        self, out: PolicyLossOutput, value_loss: Tensor, entropy_loss: Tensor, loss: Tensor
+    ) -> None:
+        self.policy_losses.append(out.loss.detach())
+        self.value_losses.append(value_loss.detach())
+        self.entropy_losses.append(entropy_loss.detach())
+        self.clip_fractions.append(out.clip_fraction)
+        self.epoch_kls[-1].append(out.approx_kl)
+        self.last_epoch_ratios.append(out.ratio)
+        self.last_loss = loss.detach()
+
+    def read(self, extra: dict[str, Tensor]) -> dict[str, float]:
+        """All statistics (and `extra` 0-d tensors) as floats, in one device-to-host transfer."""
+        epoch_means = [torch.stack(kls).mean() for kls in self.epoch_kls]
+        named: dict[str, Tensor] = {
+            "train/policy_gradient_loss": torch.stack(self.policy_losses).mean(),
+            "train/value_loss": torch.stack(self.value_losses).mean(),
+            "train/entropy_loss": torch.stack(self.entropy_losses).mean(),
+            "train/clip_fraction": torch.stack(self.clip_fractions).mean(),
+            # SB3's definition: the KL over the last epoch run, i.e. where the update ended.
+            "train/approx_kl": epoch_means[-1],
+            "train/loss": self.last_loss,  # type: ignore[dict-item]  # SB3: last minibatch
+        }
+        if self.grad_norms:  # empty when early stopping fired before the first step
+            named["train/grad_norm"] = torch.stack(self.grad_norms).mean()
+        named.update({epoch_kl_name(i): kl for i, kl in enumerate(epoch_means, start=1)})
+        quantiles = ratio_quantiles(torch.cat(self.last_epoch_ratios))
+        named.update({f"train/ratio_{name}": value for name, value in quantiles.items()})
+        named.update(extra)
+        values = torch.stack([v.to(torch.float64) for v in named.values()]).tolist()
+        return dict(zip(named, values, strict=True))
+
+
+class ClipPPO(PPO):
+    """SB3 PPO with our update: the clipped surrogate from `trainers.losses`, same-update logs."""
+
+    def _policy_objective(
+        self, log_prob: Tensor, old_log_prob: Tensor, advantages: Tensor, clip_epsilon: float
+    ) -> PolicyLossOutput:
+        """The policy term of the loss; subclasses swap the objective here."""
+        return clipped_policy_loss(
+            log_prob, old_log_prob, advantages, clip_epsilon=clip_epsilon, validate=False
+        )
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        use_foreach_optimizer(self.policy.optimizer)
+
+    def train(self) -> None:
+        """One update: K epochs of minibatch steps over the rollout buffer."""
+        with distribution_checks_off():
+            self._train()
+
+    def _train(self) -> None:
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        progress = self._current_progress_remaining
+        clip_range = float(self.clip_range(progress))  # type: ignore[operator]
+        clip_epsilon = max(clip_range, MIN_CLIP_EPSILON)
+        clip_range_vf: float | None = None
+        if self.clip_range_vf is not None:
+            clip_range_vf = float(self.clip_range_vf(progress))  # type: ignore[operator]
+        discrete = isinstance(self.action_space, spaces.Discrete)
+        record = _UpdateRecord()
+        rollout = _RolloutTensors(self.rollout_buffer)
+        # Looked up once: policy.parameters() walks every submodule on each call.
+        parameters = list(self.policy.parameters())
+        early_stop_epoch = None
+
+        for epoch in range(1, self.n_epochs + 1):
+            record.start_epoch()
+            for batch in rollout.minibatches(self.batch_size):
+                actions = batch.actions.long().flatten() if discrete else batch.actions
+                values, log_prob, entropy = self.policy.evaluate_actions(
+                    batch.observations, actions
+                )
+                values = values.flatten()
+                advantages = batch.advantages
+                # A minibatch of one has no spread to normalize by (SB3 issue #325).
+                if self.normalize_advantage and len(advantages) > 1:
+                    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+                out = self._policy_objective(log_prob, batch.old_log_prob, advantages, clip_epsilon)
+                if clip_range_vf is not None:
+                    values = batch.old_values + torch.clamp(
+                        values - batch.old_values, -clip_range_vf, clip_range_vf
+                    )
+                value_loss = F.mse_loss(batch.returns, values)
+                # Without an analytical entropy, -log_prob estimates it.
+                entropy_loss = -torch.mean(-log_prob) if entropy is None else -torch.mean(entropy)
+                loss = out.loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
+                record.add(out, value_loss, entropy_loss, loss)
+
+                # The one sync we cannot avoid, and only when asked for: step or stop?
+                if (
+                    self.target_kl is not None
+                    and out.approx_kl.item() > TARGET_KL_FACTOR * self.target_kl
+                ):
+                    early_stop_epoch = epoch
+                    break
+                self.policy.optimizer.zero_grad()
+                loss.backward()
+                # Returns the norm before clipping: the diagnostic we want.
+                record.grad_norms.append(
+                    torch.nn.utils.clip_grad_norm_(parameters, self.max_grad_norm)
+                )
+                self.policy.optimizer.step()
+            self._n_updates += 1
+            if early_stop_epoch is not None:
+                break
+
+        extra = {
+            "train/explained_variance": explained_variance(
+                torch.from_numpy(self.rollout_buffer.values.flatten()),
+                torch.from_numpy(self.rollout_buffer.returns.flatten()),
+            )
+        }
+        if hasattr(self.policy, "log_std"):
+            extra["train/std"] = torch.exp(self.policy.log_std.detach()).mean()
+        metrics = record.read(extra)
+        metrics["train/clip_range"] = clip_range
+        if clip_range_vf is not None:
+            metrics["train/clip_range_vf"] = clip_range_vf
+        if early_stop_epoch is not None:
+            metrics["train/early_stop_epoch"] = float(early_stop_epoch)
+        self._record(metrics)
+
+    def _record(self, metrics: dict[str, Any]) -> None:
+        for key, value in metrics.items():
+            self.logger.record(key, value)
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+
+
+class MonitoredPPO(UpdateReportingMixin, ClipPPO):
+    """`algorithm: ppo`: our clipped-surrogate update; listeners get its metrics per update."""

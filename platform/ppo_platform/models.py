@@ -1,7 +1,14 @@
-"""Map a spec onto stable-baselines3 keyword arguments, and build the model for it."""
+"""Map a spec onto stable-baselines3 keyword arguments, and build the model for it.
+
+`algorithm: ppo` -> MonitoredPPO (clipped surrogate), `ppo_kl` -> MonitoredKLPPO (adaptive KL
+penalty), `a2c` -> MonitoredA2C (baseline). All three report each update's metrics to the
+runner's listeners. The spec names the algorithm, so it also picks the class a checkpoint is
+loaded with.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -10,7 +17,9 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.vec_env import VecEnv
 
+from trainers.a2c import MonitoredA2C
 from trainers.ppo import MonitoredPPO
+from trainers.ppo_kl import MonitoredKLPPO
 from trainers.schedules import ConstantSchedule, LinearSchedule
 
 from .errors import SpecError, SpecIssue
@@ -38,6 +47,14 @@ def policy_name(observation_space: spaces.Space) -> str:
     return "MlpPolicy"
 
 
+def _policy_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
+    return {
+        "net_arch": {"pi": list(spec.policy.net_arch), "vf": list(spec.policy.net_arch)},
+        "activation_fn": ACTIVATIONS[spec.policy.activation],
+        "ortho_init": spec.policy.ortho_init,
+    }
+
+
 def ppo_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
     """Every spec field that SB3's PPO takes, under SB3's name."""
     return {
@@ -55,23 +72,76 @@ def ppo_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
         "gamma": spec.advantage.gamma,
         "gae_lambda": spec.advantage.gae_lambda,
         "seed": spec.budget.seed,
-        "policy_kwargs": {
-            "net_arch": {"pi": list(spec.policy.net_arch), "vf": list(spec.policy.net_arch)},
-            "activation_fn": ACTIVATIONS[spec.policy.activation],
-            "ortho_init": spec.policy.ortho_init,
-        },
+        "policy_kwargs": _policy_kwargs(spec),
     }
 
 
+def ppo_kl_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
+    """PPO's arguments plus the adaptive KL penalty (the clip range only measures clip fraction)."""
+    return {
+        **ppo_kwargs(spec),
+        "kl_target": spec.kl_penalty.target,
+        "kl_beta_init": spec.kl_penalty.beta_init,
+        "kl_rule": spec.kl_penalty.rule,
+    }
+
+
+def a2c_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
+    """The spec fields that apply to A2C (rules.py refuses the others when they are set).
+
+    The optimizer stays SB3's A2C default, RMSprop (alpha 0.99, eps 1e-5), as in the A2C paper.
+    """
+    return {
+        "n_steps": spec.rollout.n_steps,
+        "learning_rate": to_schedule(spec.update.learning_rate),
+        "max_grad_norm": spec.update.max_grad_norm,
+        "vf_coef": spec.surrogate.value_coef,
+        "ent_coef": spec.surrogate.entropy_coef,
+        "normalize_advantage": spec.surrogate.normalize_advantage,
+        "gamma": spec.advantage.gamma,
+        "gae_lambda": spec.advantage.gae_lambda,
+        "seed": spec.budget.seed,
+        "policy_kwargs": _policy_kwargs(spec),
+    }
+
+
+ALGORITHMS: dict[str, tuple[type[BaseAlgorithm], Callable[[ExperimentSpec], dict[str, Any]]]] = {
+    "ppo": (MonitoredPPO, ppo_kwargs),
+    "ppo_kl": (MonitoredKLPPO, ppo_kl_kwargs),
+    "a2c": (MonitoredA2C, a2c_kwargs),
+}
+
+
+def model_class(spec: ExperimentSpec) -> type[BaseAlgorithm]:
+    """The trainer class of the spec's algorithm."""
+    if spec.algorithm not in ALGORITHMS:
+        raise SpecError(
+            [
+                SpecIssue(
+                    "algorithm",
+                    "is not available in this build.",
+                    spec.algorithm,
+                    fix=f"use one of {sorted(ALGORITHMS)}.",
+                )
+            ]
+        )
+    return ALGORITHMS[spec.algorithm][0]
+
+
+def model_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
+    """The keyword arguments of `model_class(spec)` for the spec."""
+    model_class(spec)  # unknown algorithm: the same clear error
+    return ALGORITHMS[spec.algorithm][1](spec)
+
+
 def build_model(spec: ExperimentSpec, env: VecEnv) -> BaseAlgorithm:
-    """A fresh, seeded SB3 model for the spec's algorithm on `env` (CPU)."""
-    if spec.algorithm != "ppo":
-        raise SpecError([SpecIssue("algorithm", "is not available in this build.", spec.algorithm,
-                                   fix="use algorithm: ppo.")])
-    return MonitoredPPO(policy_name(env.observation_space), env, device="cpu", verbose=0,
-                        **ppo_kwargs(spec))
+    """A fresh, seeded model of the spec's algorithm on `env` (CPU)."""
+    cls = model_class(spec)
+    return cls(
+        policy_name(env.observation_space), env, device="cpu", verbose=0, **model_kwargs(spec)
+    )
 
 
 def load_model(spec: ExperimentSpec, path: str, env: VecEnv) -> BaseAlgorithm:
-    """Load a checkpoint saved by `build_model`'s model class."""
-    return MonitoredPPO.load(path, env=env, device="cpu")
+    """Load a checkpoint of the spec's algorithm (saved by the class `build_model` used)."""
+    return model_class(spec).load(path, env=env, device="cpu")

@@ -100,7 +100,11 @@ def refuse_fields_a2c_ignores(spec: ExperimentSpec) -> list[SpecIssue]:
     """A2C would silently ignore PPO-only settings: refuse them instead."""
     if spec.algorithm != "a2c":
         return []
-    defaults = {"update": UpdateSpec(), "surrogate": SurrogateSpec(), "kl_penalty": KLPenaltySpec()}
+    defaults = {
+        "update": UpdateSpec.model_validate({}),
+        "surrogate": SurrogateSpec.model_validate({}),
+        "kl_penalty": KLPenaltySpec.model_validate({}),
+    }
     issues = []
     for path, why in A2C_IGNORED_FIELDS.items():
         section, field = path.split(".")

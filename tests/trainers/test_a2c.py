@@ -1,0 +1,144 @@
+"""A2C baseline: stock SB3's update step for step, with the diagnostics that apply to it."""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from stable_baselines3 import A2C
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+
+from trainers.a2c import MonitoredA2C
+from trainers.diagnostics import DiagnosticsMonitor, Thresholds
+from trainers.errors import NonFiniteError
+
+SEED = 5
+
+
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    # Tiny nets on a shared 2-core machine: extra intra-op threads only contend.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def with_rollout(cls: type[OnPolicyAlgorithm], env_id: str, **kwargs: Any) -> OnPolicyAlgorithm:
+    env = make_vec_env(env_id, n_envs=4, seed=SEED)
+    model = cls("MlpPolicy", env, seed=SEED, device="cpu", n_steps=8, **kwargs)
+    _, callback = model._setup_learn(total_timesteps=10_000, callback=None)
+    model.collect_rollouts(model.env, callback, model.rollout_buffer, model.n_steps)  # type: ignore[arg-type]
+    return model
+
+
+def stock_and_ours(env_id: str = "CartPole-v1", **kwargs: Any) -> tuple[A2C, MonitoredA2C]:
+    stock = with_rollout(A2C, env_id, **kwargs)
+    ours = MonitoredA2C(
+        "MlpPolicy",
+        make_vec_env(env_id, n_envs=4, seed=SEED),
+        seed=SEED,
+        device="cpu",
+        n_steps=8,
+        **kwargs,
+    )
+    ours._setup_learn(total_timesteps=10_000, callback=None)
+    ours.policy.load_state_dict(stock.policy.state_dict())
+    # Both optimizers are fresh (no state yet); ours keeps its foreach setting.
+    assert ours.policy.optimizer.param_groups[0]["foreach"] is True
+    ours.rollout_buffer = copy.deepcopy(stock.rollout_buffer)
+    return stock, ours  # type: ignore[return-value]
+
+
+def train_seeded(model: OnPolicyAlgorithm) -> dict[str, float]:
+    np.random.seed(11)
+    torch.manual_seed(11)
+    model.logger.name_to_value.clear()
+    model.train()
+    return dict(model.logger.name_to_value)
+
+
+@pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])
+@pytest.mark.parametrize("normalize_advantage", [False, True])
+def test_one_update_gives_the_same_parameters_as_stock_sb3_a2c(
+    env_id: str, normalize_advantage: bool
+) -> None:
+    stock, ours = stock_and_ours(env_id, normalize_advantage=normalize_advantage)
+    train_seeded(stock)
+    train_seeded(ours)
+    theirs, mine = stock.policy.state_dict(), ours.policy.state_dict()
+    for name, value in theirs.items():
+        torch.testing.assert_close(mine[name], value, rtol=1e-6, atol=1e-7, msg=name)
+
+
+@pytest.mark.parametrize(
+    ("ours_key", "stock_key"),
+    [
+        ("train/policy_gradient_loss", "train/policy_loss"),
+        ("train/value_loss", "train/value_loss"),
+        ("train/entropy_loss", "train/entropy_loss"),
+        ("train/explained_variance", "train/explained_variance"),
+    ],
+)
+def test_diagnostics_match_stock_sb3_a2c(ours_key: str, stock_key: str) -> None:
+    stock, ours = stock_and_ours()
+    expected = train_seeded(stock)[stock_key]
+    # Explained variance: SB3 computes it in float32, we in float64.
+    tolerance = 1e-5 if ours_key == "train/explained_variance" else 1e-7
+    assert train_seeded(ours)[ours_key] == pytest.approx(expected, rel=1e-5, abs=tolerance)
+
+
+def test_update_reports_loss_grad_norm_and_learning_rate() -> None:
+    _, ours = stock_and_ours(learning_rate=5e-4)
+    metrics = train_seeded(ours)
+    assert metrics["train/learning_rate"] == 5e-4
+    assert metrics["train/grad_norm"] > 0
+    assert metrics["train/loss"] == pytest.approx(
+        metrics["train/policy_gradient_loss"]
+        + 0.5 * metrics["train/value_loss"]
+        + 0.0 * metrics["train/entropy_loss"],
+        rel=1e-5,
+    )
+
+
+def test_update_reports_no_ratio_signals() -> None:
+    _, ours = stock_and_ours()
+    metrics = train_seeded(ours)
+    assert not [k for k in metrics if "kl" in k or "clip" in k or "ratio" in k]
+
+
+def test_monitor_raises_no_alert_for_the_signals_a2c_lacks() -> None:
+    seen: list[dict[str, float]] = []
+    model = MonitoredA2C(
+        "MlpPolicy",
+        make_vec_env("CartPole-v1", n_envs=4, seed=SEED),
+        seed=SEED,
+        device="cpu",
+        n_steps=8,
+        update_listeners=[lambda m, metrics: seen.append(metrics)],
+    )
+    model.learn(32 * 20)
+    monitor = DiagnosticsMonitor(Thresholds(window=1), total_timesteps=1)  # all updates "late"
+    alerts = [a for i, metrics in enumerate(seen) for a in monitor.check(i, 32 * (i + 1), metrics)]
+    assert len(seen) == 20
+    assert not [a for a in alerts if a.signal.startswith(("approx_kl", "clip_fraction"))]
+
+
+def test_non_finite_parameters_raise_non_finite_error() -> None:
+    _, ours = stock_and_ours()
+    with torch.no_grad():
+        next(iter(ours.policy.parameters())).fill_(math.nan)
+    with pytest.raises(NonFiniteError):
+        train_seeded(ours)
+
+
+def test_save_and_load_round_trip_keeps_our_class(tmp_path) -> None:
+    _, ours = stock_and_ours()
+    ours.save(tmp_path / "a2c.zip")
+    assert type(MonitoredA2C.load(tmp_path / "a2c.zip", device="cpu")) is MonitoredA2C

@@ -1,0 +1,74 @@
+"""A2C baseline: stable-baselines3's A2C, one gradient step per rollout, reported like our PPO.
+
+The update is SB3's, step for step; it also records the loss and the gradient norm before
+clipping, names the policy term `train/policy_gradient_loss` like PPO does, and reads every
+statistic back in one transfer. A2C has no ratio, so no KL, clip fraction or ratio quantiles.
+"""
+
+from __future__ import annotations
+
+import torch
+from gymnasium import spaces
+from stable_baselines3 import A2C
+from torch.nn import functional as F
+
+from .losses import explained_variance
+from .ppo import distribution_checks_off, use_foreach_optimizer
+from .reporting import UpdateReportingMixin
+
+
+class InstrumentedA2C(A2C):
+    """SB3 A2C whose update also reports loss and gradient norm, under PPO's metric names."""
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        use_foreach_optimizer(self.policy.optimizer)
+
+    def train(self) -> None:
+        """One gradient step on the whole rollout (SB3's A2C update)."""
+        with distribution_checks_off():
+            self._train()
+
+    def _train(self) -> None:
+        self.policy.set_training_mode(True)
+        self._update_learning_rate(self.policy.optimizer)
+        discrete = isinstance(self.action_space, spaces.Discrete)
+        # batch_size=None: the whole rollout in a single batch, so this loop runs once.
+        for batch in self.rollout_buffer.get(batch_size=None):
+            actions = batch.actions.long().flatten() if discrete else batch.actions
+            values, log_prob, entropy = self.policy.evaluate_actions(batch.observations, actions)
+            values = values.flatten()
+            advantages = batch.advantages
+            if self.normalize_advantage:
+                advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            policy_loss = -(advantages * log_prob).mean()
+            value_loss = F.mse_loss(batch.returns, values)
+            entropy_loss = -torch.mean(-log_prob) if entropy is None else -torch.mean(entropy)
+            loss = policy_loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
+            self.policy.optimizer.zero_grad()
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(), self.max_grad_norm)
+            self.policy.optimizer.step()
+
+        self._n_updates += 1
+        named = {
+            "train/policy_gradient_loss": policy_loss.detach(),
+            "train/value_loss": value_loss.detach(),
+            "train/entropy_loss": entropy_loss.detach(),
+            "train/loss": loss.detach(),
+            "train/grad_norm": grad_norm,
+            "train/explained_variance": explained_variance(
+                torch.from_numpy(self.rollout_buffer.values.flatten()),
+                torch.from_numpy(self.rollout_buffer.returns.flatten()),
+            ),
+        }
+        if hasattr(self.policy, "log_std"):
+            named["train/std"] = torch.exp(self.policy.log_std.detach()).mean()
+        values_read = torch.stack([v.to(torch.float64) for v in named.values()]).tolist()
+        for key, value in zip(named, values_read, strict=True):
+            self.logger.record(key, value)
+        self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
+
+
+class MonitoredA2C(UpdateReportingMixin, InstrumentedA2C):
+    """`algorithm: a2c`: the baseline; listeners get its metrics per update."""
