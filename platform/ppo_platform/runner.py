@@ -319,6 +319,7 @@ def run_spec(
         parent_run_id=parent_run_id,
         tags=tags,
         flush_seconds=settings.metrics_flush_seconds,
+        artifact_root=settings.artifact_root,
     )
     run_dir = run_folder(settings, tracker.run_id)
     run_dir.mkdir(parents=True, exist_ok=True)

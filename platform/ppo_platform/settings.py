@@ -39,6 +39,16 @@ class Settings(BaseSettings):
         return f"sqlite:///{(self.home / 'mlflow.db').resolve()}"
 
     @property
+    def artifact_root(self) -> Path | None:
+        """Where new experiments keep artifacts; None when a tracking server manages them.
+
+        MLflow's default for a database store is ./mlruns in the working directory.
+        """
+        if self.tracking_uri.split(":", 1)[0] in {"http", "https", "databricks"}:
+            return None
+        return self.home / "artifacts"
+
+    @property
     def runs_dir(self) -> Path:
         return self.home / "runs"
 

@@ -45,6 +45,21 @@ def _param_value(value: Any) -> str:
     return text[:6000]  # MLflow's limit on a param value
 
 
+def ensure_experiment(client: MlflowClient, name: str, artifact_root: Path | None = None) -> str:
+    """The id of experiment `name`, created (artifacts under `artifact_root`) if missing."""
+    found = _retry(lambda: client.get_experiment_by_name(name))
+    if found is not None:
+        return str(found.experiment_id)
+    location = (artifact_root / name).resolve().as_uri() if artifact_root else None
+    try:
+        return str(_retry(lambda: client.create_experiment(name, artifact_location=location)))
+    except MlflowException:
+        found = _retry(lambda: client.get_experiment_by_name(name))  # another process won
+        if found is None:
+            raise
+        return str(found.experiment_id)
+
+
 class RunTracker:
     """Writes one training run to MLflow. Metrics are kept in memory too (for plots)."""
 
@@ -66,15 +81,11 @@ class RunTracker:
         parent_run_id: str | None = None,
         tags: dict[str, str] | None = None,
         flush_seconds: float = 10.0,
+        artifact_root: Path | None = None,
     ) -> RunTracker:
         """Create the MLflow run for `spec` in its experiment, with params and identifying tags."""
         client = MlflowClient(tracking_uri)
-        experiment = _retry(lambda: client.get_experiment_by_name(spec.experiment_name))
-        experiment_id = (
-            experiment.experiment_id
-            if experiment
-            else _retry(lambda: client.create_experiment(spec.experiment_name))
-        )
+        experiment_id = ensure_experiment(client, spec.experiment_name, artifact_root)
         run_tags = {
             "mlflow.runName": spec.name,
             f"{TAG_PREFIX}spec_hash": spec.spec_hash(),

@@ -272,3 +272,12 @@ def test_normalized_run_stores_vecnormalize_statistics(shared_home: Path) -> Non
     )
     assert stats.obs_rms.count > 1000  # statistics from the 1024 training steps
     assert [s for s, _ in history(result.run_id, "eval/mean_reward")] == [1024]
+
+
+def test_artifacts_live_under_the_platform_home_not_the_working_directory(finished) -> None:
+    _, result, _ = finished
+    location = client().get_run(result.run_id).info.artifact_uri
+    assert location.startswith((get_settings().home / "artifacts").resolve().as_uri())
+    assert not Path("mlruns").exists() or result.run_id not in {
+        p.name for p in Path("mlruns").rglob("*")
+    }
