@@ -16,14 +16,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mlflow.entities import Metric, Param, RunTag
+from mlflow.entities import Param, RunTag
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from .metrics_writer import MetricRow, shared_writer, write_rows
 from .spec import ExperimentSpec, flatten
 
 T = TypeVar("T")
-MAX_BATCH_METRICS = 1000
 MAX_BATCH_PARAMS = 100
 TAG_PREFIX = "ppo_platform."
 
@@ -63,12 +63,16 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_root: Path | Non
 class RunTracker:
     """Writes one training run to MLflow. Metrics are kept in memory too (for plots)."""
 
-    def __init__(self, tracking_uri: str, run_id: str, flush_seconds: float = 10.0) -> None:
+    def __init__(
+        self, tracking_uri: str, run_id: str, flush_seconds: float = 10.0, background: bool = True
+    ) -> None:
         self.client = MlflowClient(tracking_uri)
+        self.tracking_uri = tracking_uri
         self.run_id = run_id
         self.flush_seconds = flush_seconds
         self.history: dict[str, list[tuple[int, float]]] = defaultdict(list)
-        self._pending: list[Metric] = []
+        self.writer = shared_writer() if background else None
+        self._pending: list[MetricRow] = []
         self._last_flush = time.monotonic()
         self.write_seconds = 0.0  # time spent in MLflow calls, to keep logging overhead honest
 
@@ -116,16 +120,20 @@ class RunTracker:
         now_ms = int(time.time() * 1000)
         for key, value in metrics.items():
             self.history[key].append((step, float(value)))
-            self._pending.append(Metric(key, float(value), now_ms, step))
+            self._pending.append((key, float(value), now_ms, step))
         if time.monotonic() - self._last_flush >= self.flush_seconds:
             self.flush()
 
     def flush(self) -> None:
+        """Hand buffered metrics to the writer process (or write them here if there is none)."""
         pending, self._pending = self._pending, []
         self._last_flush = time.monotonic()
-        for start in range(0, len(pending), MAX_BATCH_METRICS):
-            chunk = pending[start : start + MAX_BATCH_METRICS]
-            self._timed(partial(self.client.log_batch, self.run_id, metrics=chunk))
+        if not pending:
+            return
+        if self.writer is not None:
+            self._timed(partial(self.writer.submit, self.tracking_uri, self.run_id, pending))
+        else:
+            self._timed(partial(write_rows, self.client, self.run_id, pending))
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         self._timed(lambda: self.client.log_artifact(self.run_id, str(path), artifact_path))
@@ -141,9 +149,13 @@ class RunTracker:
         self._timed(lambda: self.client.update_run(self.run_id, status="RUNNING"))
 
     def finish(self, status: str) -> None:
-        """Flush everything and set the run's final status (FINISHED, FAILED or KILLED)."""
+        """Write every metric, then set the run's final status (FINISHED, FAILED or KILLED)."""
         self.flush()
-        self._timed(lambda: self.client.set_terminated(self.run_id, status=status))
+        try:
+            if self.writer is not None:
+                self._timed(self.writer.drain)
+        finally:
+            self._timed(lambda: self.client.set_terminated(self.run_id, status=status))
 
     def _timed(self, call: Callable[[], T]) -> T:
         started = time.perf_counter()
