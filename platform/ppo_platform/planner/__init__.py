@@ -1,0 +1,25 @@
+"""The skill-ppo-trainer planner: an env id and a budget in, a runnable spec and a plan out.
+
+    plan = plan_experiment("CartPole-v1", 100_000)
+    write_plan(plan, "outputs")   # outputs/spec.yaml + outputs/skill-ppo-trainer.md
+
+Imports gymnasium only (never torch, SB3 or MLflow), so planning takes a fraction of a second.
+"""
+
+from .derive import MAX_BUDGET, minimum_budget
+from .env_info import EnvInfo, inspect_env
+from .plan import MARKDOWN_FILE, SPEC_FILE, Plan, plan_experiment, write_plan
+from .use_cases import USE_CASES
+
+__all__ = [
+    "MARKDOWN_FILE",
+    "MAX_BUDGET",
+    "SPEC_FILE",
+    "USE_CASES",
+    "EnvInfo",
+    "Plan",
+    "inspect_env",
+    "minimum_budget",
+    "plan_experiment",
+    "write_plan",
+]

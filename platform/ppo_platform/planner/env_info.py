@@ -1,0 +1,198 @@
+"""Look at a registered gymnasium environment the cheap way: its registry entry and its spaces.
+
+Only gymnasium (and numpy) are imported: `plan` must answer in well under a second, so nothing
+here imports torch, SB3 or MLflow, and the env is created once, read, and closed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import SpecError, SpecIssue
+from ..spec import ENV_ID_PATTERN
+
+PLAN_SOURCE = "plan"  # how planner errors name their origin ("plan: env.id = ...: ...")
+ActionKind = Literal["discrete", "continuous", "multi_discrete", "multi_binary", "other"]
+ObservationKind = Literal["vector", "image", "discrete", "dict", "other"]
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    """What the planner needs to know about an environment."""
+
+    env_id: str
+    entry_point: str
+    observation_kind: ObservationKind
+    observation_shape: tuple[int, ...]
+    observation_dtype: str
+    observation_low: float | None  # smallest finite lower bound (None: unbounded or not a Box)
+    observation_high: float | None  # largest finite upper bound
+    smallest_finite_range: float | None  # narrowest finite half-width (e.g. 0.07 for a velocity)
+    action_kind: ActionKind
+    action_shape: tuple[int, ...]
+    n_actions: int | None  # number of choices for a Discrete action space
+    horizon: int | None  # max episode steps, when known
+    horizon_source: str  # where `horizon` came from, for the plan's reasons
+    reward_threshold: float | None
+
+    @property
+    def observation_description(self) -> str:
+        shape = "x".join(str(n) for n in self.observation_shape) or "scalar"
+        return f"{self.observation_kind} ({shape}, {self.observation_dtype})"
+
+    @property
+    def action_description(self) -> str:
+        if self.action_kind == "discrete":
+            return f"discrete ({self.n_actions} actions)"
+        shape = "x".join(str(n) for n in self.action_shape)
+        return f"{self.action_kind.replace('_', '-')} ({shape})"
+
+
+def _registry() -> Any:
+    import gymnasium
+
+    import trainers.envs  # noqa: F401  # registers ppo_platform/GridWorld-v0
+
+    return gymnasium.registry
+
+
+def _unknown_env(env_id: str, known: list[str]) -> SpecError:
+    lowered = {name.lower(): name for name in known}
+    close = [lowered[m] for m in difflib.get_close_matches(env_id.lower(), list(lowered), n=3)]
+    close += [name for name in known if env_id.lower() in name.lower() and name not in close]
+    hint = f"did you mean {', '.join(close[:3])}? " if close else ""
+    return SpecError(
+        [
+            SpecIssue(
+                "env.id",
+                "is not a registered gymnasium environment.",
+                env_id,
+                fix=f"{hint}Use a registered id such as CartPole-v1 "
+                "(gymnasium.registry lists them).",
+            )
+        ],
+        PLAN_SOURCE,
+    )
+
+
+def check_env_id_text(env_id: str) -> None:
+    """Refuse ids gymnasium would interpret as 'import this module' (a ':' in the id)."""
+    if not re.fullmatch(ENV_ID_PATTERN, env_id):
+        raise SpecError(
+            [
+                SpecIssue(
+                    "env.id",
+                    "is not a valid environment id.",
+                    env_id,
+                    fix="use a registered gymnasium id such as CartPole-v1 "
+                    "(letters, digits, '.', '_', '-', '/'; no ':').",
+                )
+            ],
+            PLAN_SOURCE,
+        )
+
+
+def _observation(space: Any) -> dict[str, Any]:
+    from gymnasium import spaces
+
+    if not isinstance(space, spaces.Box):
+        # SB3 one-hot encodes discrete observations and handles Dict spaces; Tuple, Text and
+        # the like it cannot feed to a policy at all.
+        if isinstance(space, (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)):
+            kind = "discrete"
+        else:
+            kind = "dict" if isinstance(space, spaces.Dict) else "other"
+        return {
+            "observation_kind": kind,
+            "observation_shape": tuple(space.shape or ()),
+            "observation_dtype": str(space.dtype)
+            if space.dtype is not None
+            else type(space).__name__,
+            "observation_low": None,
+            "observation_high": None,
+            "smallest_finite_range": None,
+        }
+    image = len(space.shape) == 3 and space.dtype.name == "uint8"
+    low = [float(v) for v in space.low.flat if math.isfinite(float(v))]
+    high = [float(v) for v in space.high.flat if math.isfinite(float(v))]
+    widths = [
+        (float(h) - float(lo)) / 2
+        for lo, h in zip(space.low.flat, space.high.flat, strict=True)
+        if math.isfinite(float(lo)) and math.isfinite(float(h))
+    ]
+    return {
+        "observation_kind": "image" if image else "vector",
+        "observation_shape": tuple(int(n) for n in space.shape),
+        "observation_dtype": space.dtype.name,
+        "observation_low": min(low) if low else None,
+        "observation_high": max(high) if high else None,
+        "smallest_finite_range": min(widths) if widths else None,
+    }
+
+
+def _action(space: Any) -> dict[str, Any]:
+    from gymnasium import spaces
+
+    kinds: list[tuple[type, ActionKind]] = [
+        (spaces.Discrete, "discrete"),
+        (spaces.Box, "continuous"),
+        (spaces.MultiDiscrete, "multi_discrete"),
+        (spaces.MultiBinary, "multi_binary"),
+    ]
+    kind: ActionKind = next((k for cls, k in kinds if isinstance(space, cls)), "other")
+    n_actions = int(space.n) if kind == "discrete" else None
+    return {
+        "action_kind": kind,
+        "action_shape": tuple(int(n) for n in (space.shape or ())),
+        "n_actions": n_actions,
+    }
+
+
+def inspect_env(env_id: str) -> EnvInfo:
+    """Read an env's registry entry and spaces. SpecError (path env.id) if it is unknown."""
+    check_env_id_text(env_id)
+    registry = _registry()
+    if env_id not in registry:
+        raise _unknown_env(env_id, list(registry))
+    import gymnasium
+
+    entry = gymnasium.spec(env_id)
+    try:
+        env = gymnasium.make(env_id, disable_env_checker=True)
+    except Exception as exc:  # a missing optional dependency (box2d, mujoco, ale-py), bad kwargs
+        raise SpecError(
+            [
+                SpecIssue(
+                    "env.id",
+                    f"gymnasium cannot create this environment: {type(exc).__name__}: {exc}",
+                    env_id,
+                    fix="install the environment's dependencies (the message "
+                    "names them) or pick another environment.",
+                )
+            ],
+            PLAN_SOURCE,
+        ) from None
+    try:
+        horizon, source = entry.max_episode_steps, "the registry's max_episode_steps"
+        if horizon is None:  # envs that truncate themselves, such as the GridWorld
+            horizon = getattr(env.unwrapped, "max_episode_steps", None)
+            source = "the environment's own max_episode_steps" if horizon else "unknown"
+        return EnvInfo(
+            env_id=env_id,
+            entry_point=str(
+                entry.entry_point
+                if isinstance(entry.entry_point, str)
+                else getattr(entry.entry_point, "__qualname__", entry.entry_point)
+            ),
+            **_observation(env.observation_space),
+            **_action(env.action_space),
+            horizon=int(horizon) if isinstance(horizon, int) and horizon > 0 else None,
+            horizon_source=source,
+            reward_threshold=entry.reward_threshold,
+        )
+    finally:
+        env.close()

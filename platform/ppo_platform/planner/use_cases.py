@@ -1,0 +1,230 @@
+"""The planner's use cases (seed 000's table) and how an environment picks one.
+
+Each use case fixes the choices the seeds fix (policy family, N envs, fixed rollout lengths, LR
+family, entropy, normalization); everything that depends on the env or the budget is derived in
+`derive.py`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import SpecError, SpecIssue
+from .env_info import PLAN_SOURCE, EnvInfo
+
+USE_CASES = ("auto", "classic-control", "continuous-control", "atari", "rlhf")
+
+
+@dataclass(frozen=True)
+class UseCase:
+    """Fixed defaults of one use case; the budget and env fill in the rest."""
+
+    name: str
+    title: str
+    n_envs: int
+    min_steps: int  # T never goes below this: GAE needs a few steps per env
+    max_steps: int  # T never goes above this (atari: exactly 128)
+    target_updates: int  # batch N x T is sized so the budget buys about this many updates
+    max_batch: int
+    cover_episodes: bool  # prefer T >= the episode horizon when the budget allows it
+    lr_cap: float  # linear-scaling rule from 3e-4 at minibatch 64, capped here
+    lr_schedule: str
+    clip_epsilon: float
+    clip_schedule: str
+    entropy_coef: float
+    value_coef: float
+    gae_lambda: float | None  # None: derived from T (short rollouts get a shorter GAE span)
+    gamma: float | None  # None: derived from the episode horizon
+    net_arch: tuple[int, ...]
+    activation: str
+    normalize_reward: bool
+    normalize_obs: bool | None  # None: derived from the observation bounds
+    source: str  # where the defaults come from, for the plan's reasons
+    normalize_reason: str = ""  # why normalization is on, when the use case fixes it
+    n_envs_reason: str = ""  # why N, when it is not simply the source's value
+
+
+CLASSIC = UseCase(
+    name="classic-control",
+    title="classic control (discrete actions)",
+    n_envs=8,
+    min_steps=16,
+    max_steps=2048,
+    target_updates=400,
+    max_batch=4096,
+    cover_episodes=False,
+    lr_cap=1e-3,
+    lr_schedule="linear",
+    clip_epsilon=0.2,
+    clip_schedule="linear",
+    entropy_coef=0.0,
+    value_coef=0.5,
+    gae_lambda=None,
+    gamma=None,
+    net_arch=(64, 64),
+    activation="tanh",
+    normalize_reward=False,
+    normalize_obs=None,
+    source="rl-baselines3-zoo's tuned classic-control values (CartPole-v1: 8 x 32, K 20, "
+    "minibatch 256, LR 1e-3 linear, epsilon 0.2 linear)",
+)
+CONTINUOUS = UseCase(
+    name="continuous-control",
+    title="continuous control (Gaussian policy)",
+    n_envs=4,
+    min_steps=64,
+    max_steps=2048,
+    target_updates=100,
+    max_batch=8192,
+    cover_episodes=True,
+    lr_cap=1e-3,
+    lr_schedule="linear",
+    clip_epsilon=0.2,
+    clip_schedule="constant",
+    entropy_coef=0.0,
+    value_coef=0.5,
+    gae_lambda=0.95,
+    gamma=None,
+    net_arch=(64, 64),
+    activation="tanh",
+    normalize_reward=True,
+    normalize_obs=True,
+    source="seed 000's use-case table (MuJoCo / robotics: Gaussian policy, GAE 0.95)",
+    n_envs_reason="a few envs, each with a long rollout that holds whole episodes "
+    "(rl-baselines3-zoo's Pendulum setting)",
+    normalize_reason="seed 002: normalization is close to required in continuous control, where "
+    "observation features and rewards come in very different units",
+)
+ATARI = UseCase(
+    name="atari",
+    title="Atari-like image observations (CNN policy)",
+    n_envs=8,
+    min_steps=128,
+    max_steps=128,
+    target_updates=0,
+    max_batch=1024,
+    cover_episodes=False,
+    lr_cap=2.5e-4,
+    lr_schedule="linear",
+    clip_epsilon=0.1,
+    clip_schedule="linear",
+    entropy_coef=0.01,
+    value_coef=0.5,
+    gae_lambda=0.95,
+    gamma=0.99,
+    net_arch=(),
+    activation="relu",
+    normalize_reward=False,
+    normalize_obs=False,
+    source="seed 000 (Atari: categorical policy, 8 envs x 128-step rollouts) and the PPO "
+    "paper's Atari settings",
+)
+RLHF = UseCase(
+    name="rlhf",
+    title="RLHF for language models (plan only)",
+    n_envs=8,
+    min_steps=16,
+    max_steps=2048,
+    target_updates=400,
+    max_batch=4096,
+    cover_episodes=False,
+    lr_cap=3e-6,
+    lr_schedule="constant",
+    clip_epsilon=0.2,
+    clip_schedule="constant",
+    entropy_coef=0.0,
+    value_coef=0.5,
+    gae_lambda=0.95,
+    gamma=1.0,
+    net_arch=(64, 64),
+    activation="tanh",
+    normalize_reward=False,
+    normalize_obs=False,
+    source="seed 002's hyperparameter table, RLHF column (K 1-4, LR 1e-6 to 1e-5, gamma 1.0, "
+    "entropy 0) and seed 000 (KL penalty to the reference model)",
+)
+BY_NAME = {case.name: case for case in (CLASSIC, CONTINUOUS, ATARI, RLHF)}
+
+
+def _issue(message: str, value: str, fix: str) -> SpecError:
+    return SpecError([SpecIssue("use_case", message, value, fix=fix)], PLAN_SOURCE)
+
+
+def resolve_use_case(info: EnvInfo, requested: str) -> tuple[UseCase, str]:
+    """The use case to plan for, and why. SpecError if it is unknown or does not fit the env."""
+    if requested not in USE_CASES:
+        raise _issue("is not a known use case.", requested, f"use one of {', '.join(USE_CASES)}.")
+    if info.action_kind == "other":
+        raise SpecError(
+            [
+                SpecIssue(
+                    "env.id",
+                    f"has an action space PPO cannot plan for ({info.action_description}).",
+                    info.env_id,
+                    fix="use an env with Discrete, Box, MultiDiscrete or MultiBinary actions.",
+                )
+            ],
+            PLAN_SOURCE,
+        )
+    if info.observation_kind == "other":
+        raise SpecError(
+            [
+                SpecIssue(
+                    "env.id",
+                    f"has observations SB3's policies cannot read "
+                    f"({info.observation_description}).",
+                    info.env_id,
+                    fix="use an env with Box, Discrete, MultiDiscrete, MultiBinary or Dict "
+                    "observations (or wrap it, e.g. FlattenObservation).",
+                )
+            ],
+            PLAN_SOURCE,
+        )
+    image = info.observation_kind == "image"
+    continuous = info.action_kind == "continuous"
+    if requested == "auto":
+        if image:
+            return ATARI, "the observations are images (3-D uint8), so the Atari-like plan applies"
+        if continuous:
+            return (
+                CONTINUOUS,
+                "the actions are continuous (a Box), so the plan uses a Gaussian policy",
+            )
+        return CLASSIC, "the observations are a small vector and the actions are discrete"
+    case = BY_NAME[requested]
+    if case is ATARI and not image:
+        raise _issue(
+            f"atari needs image observations; {info.env_id} observes "
+            f"{info.observation_description}.",
+            requested,
+            "use --use-case auto (or classic-control / continuous-control).",
+        )
+    if case is CONTINUOUS and not continuous:
+        raise _issue(
+            f"continuous-control needs continuous (Box) actions; {info.env_id} has "
+            f"{info.action_description}.",
+            requested,
+            "use --use-case auto or classic-control.",
+        )
+    if case is CONTINUOUS and image:
+        raise _issue(
+            "continuous-control plans an MLP on vector observations; "
+            f"{info.env_id} observes images.",
+            requested,
+            "use --use-case atari.",
+        )
+    if case is CLASSIC and (continuous or image):
+        what = "continuous actions" if continuous else "image observations"
+        better = "continuous-control" if continuous else "atari"
+        raise _issue(
+            f"classic-control plans discrete actions on vector observations; "
+            f"{info.env_id} has {what}.",
+            requested,
+            f"use --use-case {better} (or auto).",
+        )
+    if case is RLHF:
+        return case, (
+            "requested. The environment only stands in for the language-model "
+            "task so that the written spec validates and runs"
+        )
+    return case, f"requested ({case.title})"
