@@ -13,7 +13,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from .errors import PlatformError, RunNotFoundError, SpecError, TrainingError
+from .errors import PlatformError, RunNotFoundError, SpecError, SpecIssue, TrainingError
 from .loader import dump_spec, load_spec
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -96,6 +96,131 @@ def run(
     typer.echo(result.summary())
     if result.status != "FINISHED":
         raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def sweep(
+    spec: SpecPath,
+    overrides: Overrides = None,
+    workers: Annotated[int | None, typer.Option(
+        min=1, help="Parallel worker processes (default: the machine's cores).")] = None,
+) -> None:
+    """Run a spec's sweep: grid x seeds in parallel processes, then print the comparison report."""
+    from .sweeps import run_sweep
+
+    try:
+        experiment = load_spec(spec, overrides or [])
+        result = run_sweep(experiment, workers=workers, source=str(spec),
+                           on_event=lambda line: typer.echo(line))
+    except (SpecError, TrainingError, RunNotFoundError) as error:
+        fail(error)
+    except KeyboardInterrupt:
+        typer.echo("interrupted: run the same command again to finish the sweep "
+                   "(finished runs are skipped).", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    if result.report is not None:
+        typer.echo("\n" + result.report.markdown)
+        typer.echo(f"report files: {result.report.files[0].parent}")
+    typer.echo(result.summary())
+    if result.failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def report(
+    parent_run_id: Annotated[str, typer.Argument(help="The sweep's MLflow parent run id.",
+                                                 show_default=False)],
+) -> None:
+    """Build a sweep's comparison report again, log it to the parent run and print it."""
+    from mlflow.tracking import MlflowClient
+
+    from .reports import build_report, publish_report
+    from .settings import get_settings
+
+    settings = get_settings()
+    client = MlflowClient(settings.tracking_uri)
+    try:
+        result = build_report(client, parent_run_id, settings.runs_dir / parent_run_id / "report")
+    except RunNotFoundError as error:
+        fail(error)
+    publish_report(client, result)
+    typer.echo(result.markdown)
+    typer.echo(f"report files: {result.files[0].parent}")
+
+
+@app.command()
+def plan(
+    env: Annotated[str, typer.Option("--env", help="A registered gymnasium id, e.g. CartPole-v1.",
+                                     show_default=False)],
+    budget: Annotated[int, typer.Option("--budget", help="Training budget in env steps.",
+                                        show_default=False)],
+    use_case: Annotated[str, typer.Option(
+        "--use-case", help="auto | classic-control | continuous-control | atari | rlhf.")] = "auto",
+    out: Annotated[Path, typer.Option(
+        "--out", help="Folder for spec.yaml and skill-ppo-trainer.md.")] = Path("outputs"),
+    overrides: Overrides = None,
+) -> None:
+    """Plan a PPO run for an env and budget: write a runnable spec and the skill-ppo-trainer md."""
+    from .planner import plan_experiment, write_plan
+
+    try:
+        planned = plan_experiment(env, budget, use_case, overrides or [])
+        spec_path, markdown_path = write_plan(planned, out)
+    except SpecError as error:
+        fail(error)
+    typer.echo(planned.summary())
+    for warning in planned.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    if planned.plan_only:
+        typer.echo("plan only: ppo-platform does not train language models; the spec is a "
+                   f"stand-in on {env} that validates and runs, not an RLHF run.")
+    typer.echo(f"wrote {spec_path}\nwrote {markdown_path}\nnext: ppo-platform run {spec_path}")
+
+
+@app.command()
+def tune(
+    spec: SpecPath,
+    overrides: Overrides = None,
+    workers: Annotated[int, typer.Option(min=1, help="Parallel worker processes on this machine "
+                                         "(one torch thread each).")] = 1,
+    storage: Annotated[str | None, typer.Option(
+        help="Optuna storage: journal:PATH or a database URL (sqlite:///..., postgresql://...). "
+        "Default: a journal file under PPO_PLATFORM_HOME.")] = None,
+    study: Annotated[str | None, typer.Option(
+        help="Study name (default: the spec's name). Run again to continue it.")] = None,
+    space: Annotated[str | None, typer.Option(
+        help="`auto`: search around the spec's values instead of its tune.space.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="Output folder (default: outputs/tune-<study>).")] = None,
+) -> None:
+    """Tune a spec with Optuna: parallel workers, pruning, multi-seed trials -> best_spec.yaml."""
+    if space not in (None, "auto"):
+        typer.echo(f"error: --space {space!r}: the only value is `auto`.", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        experiment = load_spec(spec, overrides or [])
+        from .tuning import run_study, with_auto_space
+
+        if space == "auto":
+            experiment = with_auto_space(experiment)
+        elif experiment.tune is None:
+            raise SpecError([SpecIssue("tune", "the spec has no tune: section.",
+                                       fix="add one (see specs/tune_cartpole.yaml) or pass "
+                                       "--space auto.")], str(spec))
+        result = run_study(experiment, workers=workers, storage=storage, study_name=study,
+                           out_dir=out)
+    except PlatformError as error:  # SpecError: exit 2; no completed trial, crashed worker: 1
+        fail(error)
+    except KeyboardInterrupt:
+        typer.echo("interrupted: run the same command again to continue the study.", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    outputs = result.outputs
+    typer.echo(f"best trial {outputs.best_trial}: value {outputs.best_value:.4g} "
+               f"(study '{result.study_name}', storage {result.storage}, "
+               f"MLflow parent run {result.parent_run_id})")
+    for path in (outputs.best_spec, outputs.summary, *outputs.plots):
+        typer.echo(f"wrote {path}")
+    typer.echo(f"next: ppo-platform run {outputs.best_spec}")
 
 
 def main() -> None:

@@ -25,6 +25,11 @@ class SweepSpec(StrictModel):
     grid: dict[DottedPath, Annotated[list[GridValue], Field(min_length=1)]] = Field(
         default_factory=dict, description="Dotted spec path -> values to try."
     )
+    variants: list[Annotated[dict[DottedPath, GridValue], Field(min_length=1)]] = Field(
+        default_factory=list,
+        description="Explicit variants, each a set of dotted path -> value changed together "
+        "(e.g. [{algorithm: ppo, update.epochs: 4}, {algorithm: a2c}]); crossed with the grid.",
+    )
     seeds: list[Annotated[int, Field(ge=0)]] = Field(
         default_factory=lambda: [0], min_length=1, description="Seeds run for every grid point."
     )
@@ -84,7 +89,11 @@ class PrunerSpec(StrictModel):
     type: Literal["median", "successive_halving", "hyperband", "none"] = "median"
     n_startup_trials: int = Field(5, ge=0, description="Trials completed before pruning starts.")
     n_warmup_evaluations: int = Field(
-        1, ge=0, description="Evaluations a trial reports before it may be pruned (median)."
+        1, ge=0, description="Evaluations a trial reports before it may be pruned (median); "
+        "the first rung (min resource) for successive_halving / hyperband."
+    )
+    reduction_factor: int = Field(
+        3, ge=2, description="successive_halving / hyperband: keep 1 in this many per rung."
     )
 
 

@@ -1,0 +1,211 @@
+"""One trial: sample -> full validated spec -> train each seed -> one aggregated score.
+
+Seeds run one after another. The pruner's step is the evaluation number counted across the
+trial's seeds (seed i, evaluation k -> step i * K + k, K evaluations per seed), and the value
+reported at that step is the aggregate (mean or quantile) over the seeds run so far at their
+k-th evaluation. Every trial runs the same seeds with the same evaluation schedule, so steps
+compare across trials, and a trial pruned during its first seed never trains the others.
+
+A trial is never scored unless every seed completed: an invalid or refused spec, a diverged
+run (TrainingError) or a drift stop (`on_alert: stop`) fails the trial with the reason in its
+`failure` user attribute; a pruned trial is cancelled cleanly through `run_spec`'s cancel event.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+import numpy as np
+import optuna
+
+from ..errors import SpecError, TrainingError
+from ..progress import ProgressEvent
+from ..runner import RunResult, run_spec
+from ..search_spec import TuneSpec
+from ..settings import Settings, get_settings
+from ..spec import ExperimentSpec
+from .errors import TrialFailed
+from .runs import TrialRun
+from .space import base_data, build_trial_spec, sample
+from .study import evaluations_per_seed
+
+MAX_REASON = 2000
+
+
+def aggregate(values: list[float], tune: TuneSpec) -> float:
+    """Combine per-seed values: their mean, or the (pessimistic) `tune.quantile`."""
+    if tune.aggregate == "quantile":
+        return float(np.quantile(values, tune.quantile))
+    return float(np.mean(values))
+
+
+def seeds_of(spec: ExperimentSpec) -> list[int]:
+    """The seeds every trial runs: budget.seed, budget.seed + 1, ..."""
+    assert spec.tune is not None
+    return [spec.budget.seed + i for i in range(spec.tune.seeds_per_trial)]
+
+
+@dataclass
+class SeedCurve:
+    """The evaluations of one seed: by env step (for AUC) and by evaluation number (pruning)."""
+
+    by_step: dict[int, float] = field(default_factory=dict)
+    by_index: dict[int, float] = field(default_factory=dict)
+
+    def auc(self) -> float:
+        return float(np.mean(list(self.by_step.values())))
+
+
+class PruningReporter:
+    """`on_progress` callback of one seed's run: reports evaluations, cancels when pruned."""
+
+    def __init__(self, trial: optuna.Trial, spec: ExperimentSpec, tune: TuneSpec, seed_index: int,
+                 earlier: list[SeedCurve], cancel: threading.Event) -> None:
+        self.trial, self.tune, self.seed_index, self.earlier = trial, tune, seed_index, earlier
+        self.every, self.total = spec.evaluation.every_timesteps, spec.budget.total_timesteps
+        self.per_seed = evaluations_per_seed(spec)
+        self.cancel = cancel
+        self.curve = SeedCurve()
+        self.pruned_at: tuple[int, float] | None = None
+
+    def __call__(self, event: ProgressEvent) -> None:
+        if event.kind != "eval":
+            return
+        self.curve.by_step[event.timesteps] = event.eval_mean
+        if not self.every:
+            return
+        index = min(max(1, round(event.timesteps / self.every)), self.per_seed)
+        if index in self.curve.by_index:
+            return  # the final evaluation repeats the last periodic one's index
+        self.curve.by_index[index] = event.eval_mean
+        values = [c.by_index[index] for c in self.earlier if index in c.by_index]
+        value = aggregate([*values, event.eval_mean], self.tune)
+        step = self.seed_index * self.per_seed + index
+        self.trial.report(value, step)
+        # Pruning at the last evaluation would save nothing: let the seed finish and score.
+        if event.timesteps < self.total and self.trial.should_prune():
+            self.pruned_at = (step, value)
+            self.cancel.set()
+
+
+@dataclass
+class TrialOutcome:
+    seed_values: list[float] = field(default_factory=list)
+    curves: list[SeedCurve] = field(default_factory=list)
+    timesteps: int = 0
+    alerts: int = 0
+
+
+class TrialObjective:
+    """The Optuna objective of a study: each worker process builds its own."""
+
+    def __init__(self, spec: ExperimentSpec, study_name: str, parent_run_id: str,
+                 settings: Settings | None = None,
+                 on_trial_start: Callable[[], None] | None = None) -> None:
+        assert spec.tune is not None
+        self.spec, self.tune, self.study_name = spec, spec.tune, study_name
+        self.parent_run_id = parent_run_id
+        self.settings = settings or get_settings()
+        self.on_trial_start = on_trial_start
+        self.data = base_data(spec)
+
+    def __call__(self, trial: optuna.Trial) -> float:
+        if self.on_trial_start is not None:
+            self.on_trial_start()  # the trial exists now: other workers may ask for theirs
+        trial.set_user_attr("pid", os.getpid())
+        trial.set_user_attr("host", socket.gethostname())
+        params = sample(trial, self.tune.space)
+        try:
+            spec = build_trial_spec(self.data, params)
+        except SpecError as error:
+            run = TrialRun.start(self.settings.tracking_uri, self.parent_run_id, self.study_name,
+                                 trial.number, params, None)
+            self._fail(trial, run, TrialOutcome(), f"invalid spec: {error.render()}")
+        run = TrialRun.start(self.settings.tracking_uri, self.parent_run_id, self.study_name,
+                             trial.number, params, spec)
+        trial.set_user_attr("mlflow_run_id", run.run_id)
+        trial.set_user_attr("budget_timesteps",
+                            spec.budget.total_timesteps * self.tune.seeds_per_trial)
+        try:
+            return self._train_seeds(trial, spec, run)
+        except (optuna.TrialPruned, TrialFailed):
+            raise  # the trial run is already closed with its state and reason
+        except KeyboardInterrupt:
+            trial.set_user_attr("interrupted", True)
+            run.finish("FAIL", None, 0, 0, "interrupted")
+            raise
+        except Exception as error:  # a bug or a broken environment: close the run, then crash
+            run.finish("FAIL", None, 0, 0, f"{type(error).__name__}: {error}")
+            raise
+
+    def _train_seeds(self, trial: optuna.Trial, spec: ExperimentSpec, run: TrialRun) -> float:
+        outcome = TrialOutcome()
+        for index, seed in enumerate(seeds_of(self.spec)):
+            seed_spec = spec.model_copy(update={"budget": spec.budget.model_copy(
+                update={"seed": seed})})
+            cancel = threading.Event()
+            reporter = PruningReporter(trial, seed_spec, self.tune, index, outcome.curves,
+                                       cancel)
+            try:
+                result = run_spec(seed_spec, on_progress=reporter, cancel=cancel,
+                                  settings=self.settings, parent_run_id=run.run_id,
+                                  tags=run.seed_tags(self.study_name, trial.number, seed))
+            except TrainingError as error:
+                self._fail(trial, run, outcome, f"diverged (seed {seed}): {error}")
+            outcome.curves.append(reporter.curve)
+            outcome.timesteps += result.timesteps
+            outcome.alerts += result.alerts
+            trial.set_user_attr("timesteps", outcome.timesteps)
+            if reporter.pruned_at is not None:
+                self._prune(trial, run, outcome, seed, reporter.pruned_at)
+            if result.outcome != "completed":
+                self._fail(trial, run, outcome, _not_completed(result, seed))
+            outcome.seed_values.append(self._seed_value(result, reporter.curve))
+            run.log_seed(index, outcome.seed_values[-1], result.timesteps, result.alerts)
+        value = aggregate(outcome.seed_values, self.tune)
+        trial.set_user_attr("seeds", seeds_of(self.spec))
+        trial.set_user_attr("seed_values", outcome.seed_values)
+        run.log_curve(self._curve(outcome.curves))
+        run.finish("COMPLETE", value, outcome.timesteps, outcome.alerts)
+        return value
+
+    def _seed_value(self, result: RunResult, curve: SeedCurve) -> float:
+        if self.tune.metric == "eval_auc":
+            return curve.auc()
+        assert result.final_eval_mean is not None
+        return result.final_eval_mean
+
+    def _curve(self, curves: list[SeedCurve]) -> list[tuple[int, float]]:
+        """Aggregate eval return per evaluation, at the first seed's env steps."""
+        ordered = [sorted(c.by_step.items()) for c in curves]
+        return [(step, aggregate([o[i][1] for o in ordered if len(o) > i], self.tune))
+                for i, (step, _) in enumerate(ordered[0])] if ordered else []
+
+    def _prune(self, trial: optuna.Trial, run: TrialRun, outcome: TrialOutcome, seed: int,
+               pruned_at: tuple[int, float]) -> NoReturn:
+        step, value = pruned_at
+        reason = (f"pruned at evaluation step {step} (seed {seed}): intermediate value "
+                  f"{value:.2f}, after {outcome.timesteps} env steps")
+        trial.set_user_attr("pruned_reason", reason)
+        run.log_curve(self._curve(outcome.curves))
+        run.finish("PRUNED", None, outcome.timesteps, outcome.alerts, reason)
+        raise optuna.TrialPruned(reason)
+
+    def _fail(self, trial: optuna.Trial, run: TrialRun, outcome: TrialOutcome,
+              reason: str) -> NoReturn:
+        reason = reason[:MAX_REASON]
+        trial.set_user_attr("failure", reason)
+        trial.set_user_attr("timesteps", outcome.timesteps)
+        run.finish("FAIL", None, outcome.timesteps, outcome.alerts, reason)
+        raise TrialFailed(reason)
+
+
+def _not_completed(result: RunResult, seed: int) -> str:
+    if result.outcome == "stopped_by_alert":
+        return f"stopped by a diagnostics alert (seed {seed}): {result.message}"
+    return f"{result.outcome} (seed {seed}): {result.message}"

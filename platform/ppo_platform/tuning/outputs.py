@@ -1,0 +1,193 @@
+"""What a study leaves behind: the best spec (runnable as is), a summary, and plots.
+
+Written to an output folder and logged as artifacts of the study's parent MLflow run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..loader import dump_spec, load_spec_text
+from ..spec import ExperimentSpec
+from .board import failure_reason
+from .errors import TuningError
+from .space import base_data, build_trial_spec
+
+if TYPE_CHECKING:
+    import optuna
+
+
+@dataclass(frozen=True)
+class StudyOutputs:
+    folder: Path
+    best_spec: Path
+    summary: Path
+    summary_json: Path
+    plots: list[Path]
+    best_trial: int
+    best_value: float
+
+
+def best_spec(spec: ExperimentSpec, trial: optuna.trial.FrozenTrial) -> ExperimentSpec:
+    """The best trial's complete spec, without the tune section (built and validated anew)."""
+    assert spec.tune is not None
+    params = {path: _decoded(spec, path, value) for path, value in trial.params.items()}
+    return build_trial_spec(base_data(spec), params)
+
+
+def _decoded(spec: ExperimentSpec, path: str, value: Any) -> Any:
+    from .space import decode
+
+    assert spec.tune is not None
+    dist = spec.tune.space.get(path)
+    return decode(dist, value) if dist is not None else value
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return "-" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
+
+
+def trial_rows(study: optuna.Study) -> list[dict[str, Any]]:
+    """Every trial as plain data (also the summary's JSON)."""
+    rows = []
+    for t in study.get_trials(deepcopy=False):
+        seconds = ((t.datetime_complete - t.datetime_start).total_seconds()
+                   if t.datetime_complete and t.datetime_start else None)
+        reason = ""
+        if t.state.name == "PRUNED":
+            reason = t.user_attrs.get("pruned_reason", "")
+        elif t.state.name == "FAIL":
+            reason = failure_reason(t)
+        value = t.value if t.state.name == "COMPLETE" else None  # pruned: last report
+        rows.append({"number": t.number, "state": t.state.name, "value": value,
+                     "seed_values": t.user_attrs.get("seed_values"), "params": t.params,
+                     "timesteps": t.user_attrs.get("timesteps"),
+                     "budget_timesteps": t.user_attrs.get("budget_timesteps"),
+                     "seconds": seconds, "pid": t.user_attrs.get("pid"),
+                     "retry_of": t.system_attrs.get("failed_trial"), "reason": reason})
+    return rows
+
+
+def summary_markdown(spec: ExperimentSpec, study: optuna.Study, storage_label: str,
+                     rows: list[dict[str, Any]], best: optuna.trial.FrozenTrial) -> str:
+    assert spec.tune is not None
+    tune = spec.tune
+    states: dict[str, int] = {}
+    for row in rows:
+        states[row["state"]] = states.get(row["state"], 0) + 1
+    aggregate = (f"quantile {tune.quantile}" if tune.aggregate == "quantile" else "mean")
+    seeds = best.user_attrs.get("seeds", [])
+    values = best.user_attrs.get("seed_values", [])
+    lines = [
+        f"# Study `{study.study_name}`", "",
+        f"- spec: `{spec.name}` ({spec.env.id}, {spec.budget.total_timesteps} env steps per seed)",
+        f"- storage: `{storage_label}`",
+        f"- objective: {tune.direction} {tune.metric}, {tune.seeds_per_trial} seed(s) per trial, "
+        f"aggregated by {aggregate}",
+        f"- sampler: {tune.sampler.type} (seed {tune.sampler.seed}, "
+        f"{tune.sampler.n_startup_trials} startup trials); pruner: {tune.pruner.type}",
+        "- trials: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items())),
+        "", f"## Best trial: {best.number}", "",
+        f"value **{best.value:.4g}**; per seed: "
+        + ", ".join(f"seed {s}: {v:.4g}" for s, v in zip(seeds, values, strict=False)), "",
+        "| parameter | value |", "|---|---|",
+        *[f"| `{k}` | {_fmt(v)} |" for k, v in best.params.items()],
+        "", "## Trials", "",
+    ]
+    names = list(tune.space)
+    lines.append("| # | state | value | per seed | env steps | s | "
+                 + " | ".join(f"`{n}`" for n in names) + " | note |")
+    lines.append("|" + "---|" * (7 + len(names)))
+    for row in rows:
+        per_seed = ", ".join(f"{v:.4g}" for v in row["seed_values"] or [])
+        params = " | ".join(_fmt(row["params"].get(n)) for n in names)
+        note = (row["reason"] or "").splitlines()[0][:120] if row["reason"] else ""
+        lines.append(f"| {row['number']} | {row['state']} | {_fmt(row['value'])} | "
+                     f"{per_seed or '-'} | {_fmt(row['timesteps'])} | {_fmt(row['seconds'])} | "
+                     f"{params} | {note.replace('|', '/')} |")
+    return "\n".join(lines) + "\n"
+
+
+def save_plots(study: optuna.Study, folder: Path) -> list[Path]:
+    """Optimization history and parameter importances (skipped if too few trials)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import warnings
+
+    import matplotlib.pyplot as plt
+    import optuna.visualization.matplotlib as ovm
+    from optuna.exceptions import ExperimentalWarning
+
+    warnings.filterwarnings("ignore", category=ExperimentalWarning)
+    written = []
+    complete = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
+    plots: list[tuple[str, Callable[[optuna.Study], Any], int]] = [
+        ("optimization_history.png", ovm.plot_optimization_history, 1),
+        ("param_importances.png", ovm.plot_param_importances, 2)]
+    for name, plot, needed in plots:
+        if len(complete) < needed:
+            continue
+        try:
+            axes = plot(study)
+        except (ValueError, RuntimeError):  # e.g. importances of a single-valued space
+            continue
+        figure = axes.figure if hasattr(axes, "figure") else axes[0].figure
+        figure.set_size_inches(9, 5)
+        figure.tight_layout()
+        path = folder / name
+        figure.savefig(path, dpi=110)
+        plt.close(figure)
+        written.append(path)
+    return written
+
+
+def write_outputs(spec: ExperimentSpec, study: optuna.Study, folder: Path, storage_label: str,
+                  tracker: Any | None = None) -> StudyOutputs:
+    """Write best_spec.yaml, summary.md/.json and plots to `folder` (and to the parent run)."""
+    try:
+        best = study.best_trial
+    except ValueError:
+        raise TuningError(f"study {study.study_name!r} has no completed trial: nothing to "
+                          "report. See the failed/pruned reasons above.") from None
+    assert spec.tune is not None and best.value is not None
+    value = float(best.value)
+    folder.mkdir(parents=True, exist_ok=True)
+    tuned = best_spec(spec, best)
+    header = (f"# Best trial {best.number} of study '{study.study_name}': {spec.tune.metric} "
+              f"{value:.4g} ({spec.tune.aggregate} over seeds "
+              f"{best.user_attrs.get('seeds')}: {best.user_attrs.get('seed_values')}).\n"
+              "# Tuned: " + ", ".join(f"{k}" for k in best.params) + "\n")
+    # A resolved dump says `tune: null`; the best spec has no tune section at all.
+    text = header + re.sub(r"(?m)^tune: null\n", "", dump_spec(tuned))
+    load_spec_text(text, "best_spec.yaml")  # runnable as is: it must validate
+    spec_path = folder / "best_spec.yaml"
+    spec_path.write_text(text)
+    rows = trial_rows(study)
+    summary_path = folder / "summary.md"
+    summary_path.write_text(summary_markdown(spec, study, storage_label, rows, best))
+    json_path = folder / "summary.json"
+    json_path.write_text(json.dumps({
+        "study": study.study_name, "storage": storage_label, "best_trial": best.number,
+        "best_value": best.value, "best_params": best.params,
+        "best_seed_values": best.user_attrs.get("seed_values"), "trials": rows,
+    }, indent=2, default=str))
+    plots = save_plots(study, folder)
+    if tracker is not None:
+        for path in (spec_path, summary_path, json_path):
+            tracker.log_artifact(path, "tuning")
+        for path in plots:
+            tracker.log_artifact(path, "plots")
+        tracker.log_metrics({"tune/best_value": value}, 0)
+        tracker.set_tags({"ppo_platform.best_trial": str(best.number)})
+    return StudyOutputs(folder, spec_path, summary_path, json_path, plots, best.number, value)

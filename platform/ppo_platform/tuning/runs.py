@@ -1,0 +1,109 @@
+"""MLflow runs of a study: a parent run per study, a child run per trial, and under each trial
+the training run of every seed (created by `runner.run_spec`).
+
+    tune-<study>                 params: the tune section; artifacts: best_spec.yaml, summary, plots
+      trial-3                    params: the trial's full spec; metrics: value, per-seed values,
+        trial-3-seed-0           eval curve, alerts; tags: state (COMPLETE/PRUNED/FAIL), reason
+        trial-3-seed-1           the real training runs: learning curves, diagnostics, model
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mlflow.exceptions import MlflowException
+from mlflow.tracking import MlflowClient
+
+from ..spec import ExperimentSpec, flatten
+from ..tracking import TAG_PREFIX, RunTracker, _retry
+
+TRIAL_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
+
+
+def experiment_id(client: MlflowClient, name: str) -> str:
+    found = _retry(lambda: client.get_experiment_by_name(name))
+    if found is not None:
+        return found.experiment_id
+    try:
+        return _retry(lambda: client.create_experiment(name))
+    except MlflowException:  # another process created it first
+        created = _retry(lambda: client.get_experiment_by_name(name))
+        if created is None:
+            raise
+        return created.experiment_id
+
+
+def open_study_run(tracking_uri: str, spec: ExperimentSpec, study_name: str, storage_label: str,
+                   existing_run_id: str | None) -> str:
+    """Reopen the study's parent run (a resumed study) or create it; returns its run id."""
+    client = MlflowClient(tracking_uri)
+    if existing_run_id:
+        try:
+            _retry(lambda: client.update_run(existing_run_id, status="RUNNING"))
+            return existing_run_id
+        except MlflowException:
+            pass  # another tracking store than the one that started the study: start afresh
+    assert spec.tune is not None
+    tags = {"mlflow.runName": f"tune-{study_name}", f"{TAG_PREFIX}kind": "study",
+            f"{TAG_PREFIX}study": study_name, f"{TAG_PREFIX}storage": storage_label,
+            f"{TAG_PREFIX}spec_hash": spec.spec_hash(), f"{TAG_PREFIX}env_id": spec.env.id}
+    run = _retry(lambda: client.create_run(experiment_id(client, spec.experiment_name), tags=tags))
+    tracker = RunTracker(tracking_uri, run.info.run_id)
+    tune = spec.tune.model_dump(mode="json")
+    tune["space"] = json.dumps(tune["space"])
+    tracker.log_params({f"tune.{k}": v for k, v in flatten(tune).items()})
+    return run.info.run_id
+
+
+class TrialRun:
+    """The MLflow run of one trial, a child of the study run."""
+
+    def __init__(self, tracker: RunTracker) -> None:
+        self.tracker = tracker
+        self.run_id = tracker.run_id
+
+    @classmethod
+    def start(cls, tracking_uri: str, parent_run_id: str, study_name: str, number: int,
+              params: dict[str, Any], spec: ExperimentSpec | None) -> TrialRun:
+        client = MlflowClient(tracking_uri)
+        parent = _retry(lambda: client.get_run(parent_run_id))
+        tags = {"mlflow.runName": f"trial-{number}", "mlflow.parentRunId": parent_run_id,
+                f"{TAG_PREFIX}kind": "trial", f"{TAG_PREFIX}study": study_name,
+                f"{TAG_PREFIX}trial_number": str(number),
+                f"{TAG_PREFIX}tuned_params": json.dumps(params)[:5000]}
+        if spec is not None:
+            tags[f"{TAG_PREFIX}spec_hash"] = spec.spec_hash()
+        run = _retry(lambda: client.create_run(parent.info.experiment_id, tags=tags))
+        tracker = RunTracker(tracking_uri, run.info.run_id)
+        tracker.log_params(flatten(spec.resolved()) if spec is not None else params)
+        return cls(tracker)
+
+    def seed_tags(self, study_name: str, number: int, seed: int) -> dict[str, str]:
+        """Tags of a seed's training run (a child of this trial run)."""
+        return {"mlflow.runName": f"trial-{number}-seed-{seed}", f"{TAG_PREFIX}kind": "seed",
+                f"{TAG_PREFIX}study": study_name, f"{TAG_PREFIX}trial_number": str(number),
+                f"{TAG_PREFIX}seed": str(seed)}
+
+    def log_seed(self, index: int, value: float | None, timesteps: int, alerts: int) -> None:
+        metrics = {"tune/seed_timesteps": float(timesteps), "tune/seed_alerts": float(alerts)}
+        if value is not None:
+            metrics["tune/seed_value"] = value
+        self.tracker.log_metrics(metrics, index)
+
+    def log_curve(self, curve: list[tuple[int, float]]) -> None:
+        """The trial's learning curve: the seeds' aggregate eval return per evaluation."""
+        for step, value in curve:
+            self.tracker.log_metrics({"eval/mean_reward": value}, step)
+
+    def finish(self, state: str, value: float | None, timesteps: int, alerts: int,
+               reason: str = "") -> None:
+        metrics = {"tune/timesteps": float(timesteps), "diagnostics/alerts_total": float(alerts)}
+        if value is not None:
+            metrics["tune/value"] = value
+        self.tracker.log_metrics(metrics, 0)
+        tags = {f"{TAG_PREFIX}trial_state": state}
+        if reason:
+            tags[f"{TAG_PREFIX}reason"] = reason
+        self.tracker.set_tags(tags)
+        self.tracker.finish(TRIAL_STATUS[state])

@@ -1,0 +1,185 @@
+"""Search space: `tune.space` -> Optuna distributions, sampling, and up-front checks.
+
+Every reachable extreme of every parameter (low, high, each choice) is set into the base spec
+and validated before anything runs, so a space that could only produce invalid or refused
+specs is itself refused, naming the parameter and its bound. Combinations (a minibatch larger
+than the rollout) can still be invalid: those trials fail with the reason, never scored.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SpecError, SpecIssue
+from ..loader import set_dotted, validate_data
+from ..rules import refusals
+from ..search_spec import CategoricalDistribution, FloatDistribution, IntDistribution, TuneSpec
+from ..spec import ExperimentSpec
+
+if TYPE_CHECKING:
+    import optuna
+
+Distribution = FloatDistribution | IntDistribution | CategoricalDistribution
+# Spec sections a trial may not change: they describe the study, not one training run.
+UNTUNABLE_ROOTS = ("tune", "sweep", "name")
+MAX_GRID_POINTS = 100_000
+
+
+def base_data(spec: ExperimentSpec) -> dict[str, Any]:
+    """The spec as plain data with every default filled in, without its `tune:` section."""
+    data = spec.resolved()
+    data.pop("tune", None)
+    return data
+
+
+def _encoded(choices: list[Any]) -> tuple[list[Any], dict[Any, Any]]:
+    """Optuna choices must be scalars: lists (net_arch) become their JSON text."""
+    if not any(isinstance(c, list) for c in choices):
+        return list(choices), {}
+    labels = [json.dumps(c) for c in choices]
+    return labels, dict(zip(labels, choices, strict=True))
+
+
+def decode(dist: Distribution, value: Any) -> Any:
+    """The spec value behind an Optuna parameter value."""
+    if isinstance(dist, CategoricalDistribution):
+        _, labels = _encoded(dist.choices)
+        return copy.deepcopy(labels.get(value, value))
+    return value
+
+
+def sample(trial: optuna.Trial, space: dict[str, Distribution]) -> dict[str, Any]:
+    """Ask the trial for every parameter; returns dotted path -> spec value."""
+    params: dict[str, Any] = {}
+    for path, dist in space.items():
+        if isinstance(dist, FloatDistribution):
+            params[path] = trial.suggest_float(path, dist.low, dist.high, log=dist.log)
+        elif isinstance(dist, IntDistribution):
+            params[path] = trial.suggest_int(path, dist.low, dist.high, step=dist.step,
+                                             log=dist.log)
+        else:
+            value = trial.suggest_categorical(path, _encoded(dist.choices)[0])
+            params[path] = decode(dist, value)
+    return params
+
+
+def trial_data(data: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the base data with each sampled value set at its dotted path."""
+    result = copy.deepcopy(data)
+    for path, value in params.items():
+        set_dotted(result, path, value, source="tune")
+    return result
+
+
+def build_trial_spec(data: dict[str, Any], params: dict[str, Any]) -> ExperimentSpec:
+    """The full spec of one trial, validated and refusal-checked like any spec (SpecError)."""
+    return validate_data(trial_data(data, params), source="trial")
+
+
+def reachable_values(dist: Distribution) -> list[tuple[str, Any]]:
+    """(bound name, value) for every extreme the distribution can sample."""
+    if isinstance(dist, CategoricalDistribution):
+        return [(f"choices[{i}]", choice) for i, choice in enumerate(dist.choices)]
+    if isinstance(dist, IntDistribution):
+        top = dist.low + (dist.high - dist.low) // dist.step * dist.step
+        return [("low", dist.low), ("high", top)]
+    return [("low", dist.low), ("high", dist.high)]
+
+
+def grid_values(dist: Distribution) -> list[Any] | None:
+    """Every value of a finite distribution (Optuna-encoded), or None for a float range."""
+    if isinstance(dist, CategoricalDistribution):
+        return _encoded(dist.choices)[0]
+    if isinstance(dist, IntDistribution):
+        return list(range(dist.low, dist.high + 1, dist.step))
+    return None
+
+
+def _schema_issues(data: dict[str, Any]) -> list[SpecIssue]:
+    try:
+        validate_data(data)
+    except SpecError as error:
+        return error.issues
+    return []
+
+
+def _probe_issues(data: dict[str, Any], path: str, bound: str, value: Any) -> list[SpecIssue]:
+    """Schema errors and refusals of the base spec with one parameter at one extreme."""
+    from pydantic import ValidationError
+
+    try:
+        probe = trial_data(data, {path: value})
+        spec = ExperimentSpec.model_validate(probe)
+    except SpecError as error:  # the path runs through a plain value
+        found = error.issues
+    except ValidationError:
+        found = _schema_issues(probe)
+    else:
+        # Inconsistencies (minibatch > rollout) may be fixed by another sampled value.
+        found = refusals(spec)
+    label = "refused" if any(i.message.startswith("refused") for i in found) else "invalid"
+    return [SpecIssue(f"tune.space.{path}.{bound}",
+                      f"{label}: sampling {path} = {value!r} gives {issue.path or 'the spec'}: "
+                      + issue.message.removeprefix("refused: "), value, fix=issue.fix)
+            for issue in found]
+
+
+def check_space(spec: ExperimentSpec) -> None:
+    """Refuse a search space that could sample an invalid or refused value (SpecError)."""
+    tune = spec.tune
+    if tune is None or not tune.space:
+        raise SpecError([SpecIssue("tune.space", "the spec has no search space to tune.",
+                                   fix="add a tune: section with a space, or use --space auto.")])
+    data = base_data(spec)
+    issues: list[SpecIssue] = []
+    for path, dist in tune.space.items():
+        if path.split(".")[0] in UNTUNABLE_ROOTS:
+            issues.append(SpecIssue(f"tune.space.{path}", "cannot be tuned: it names the study, "
+                                    "not a training setting.", fix="remove it from the space."))
+            continue
+        for bound, value in reachable_values(dist):
+            issues.extend(_probe_issues(data, path, bound, value))
+    issues.extend(_sampler_issues(tune))
+    issues.extend(_pruner_issues(spec))
+    if issues:
+        raise SpecError(issues)
+
+
+def _sampler_issues(tune: TuneSpec) -> list[SpecIssue]:
+    if tune.sampler.type != "grid":
+        return []
+    size = 1
+    for path, dist in tune.space.items():
+        values = grid_values(dist)
+        if values is None:
+            return [SpecIssue(f"tune.space.{path}", "the grid sampler needs a finite space; "
+                              "this is a float range.", fix="use type: categorical with choices, "
+                              "an int range, or another sampler (tpe, random).")]
+        size *= len(values)
+    if size > MAX_GRID_POINTS:
+        return [SpecIssue("tune.space", f"the grid has {size} points, over {MAX_GRID_POINTS}.",
+                          size, fix="use fewer choices, or the tpe sampler.")]
+    return []
+
+
+def _pruner_issues(spec: ExperimentSpec) -> list[SpecIssue]:
+    assert spec.tune is not None
+    if spec.tune.pruner.type == "none" or spec.evaluation.every_timesteps > 0:
+        return []
+    return [SpecIssue("tune.pruner.type", "pruning needs periodic evaluations (its intermediate "
+                      "values), but evaluation.every_timesteps is 0.", spec.tune.pruner.type,
+                      fix="set evaluation.every_timesteps > 0, or pruner: {type: none}.")]
+
+
+def grid_search_space(tune: TuneSpec) -> dict[str, list[Any]]:
+    """The grid sampler's search space (only finite distributions; see `check_space`)."""
+    return {path: grid_values(dist) or [] for path, dist in tune.space.items()}
+
+
+def grid_size(tune: TuneSpec) -> int:
+    size = 1
+    for values in grid_search_space(tune).values():
+        size *= len(values)
+    return size

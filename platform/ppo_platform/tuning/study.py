@@ -1,0 +1,245 @@
+"""Optuna storage and study: where trials live, how a study resumes, what a dead worker leaves.
+
+Default storage on one machine: an Optuna journal file under the platform's home. Journal
+writes are appends under a file lock, so several worker processes write it without SQLite's
+"database is locked" (optuna#820). Any SQLAlchemy URL (sqlite:///, postgresql://, mysql://)
+selects Optuna's RDBStorage instead, so workers on several machines can join one study.
+
+Both storages get a heartbeat: a RUNNING trial whose worker stopped beating for
+`grace_period` seconds is failed and retried once (Optuna's RetryHeartbeatStaleTrialCallback).
+RDBStorage has this built in; the journal storage gets it from `HeartbeatJournalStorage`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import time
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SpecError, SpecIssue
+from ..settings import Settings
+from ..spec import ExperimentSpec
+from .space import grid_search_space
+
+if TYPE_CHECKING:
+    import optuna
+    from optuna.storages import BaseStorage
+
+JOURNAL_SCHEME = "journal:"
+HEARTBEAT_ATTR = "ppo_platform:heartbeat"
+FINGERPRINT_ATTR = "ppo_platform:fingerprint"
+PARENT_RUN_ATTR = "ppo_platform:mlflow_parent_run_id"
+HEARTBEAT_SECONDS = 10
+GRACE_SECONDS = 60
+
+
+def default_storage_url(settings: Settings) -> str:
+    """The journal file every local study shares by default."""
+    return f"{JOURNAL_SCHEME}{(settings.home / 'optuna' / 'studies.journal').resolve()}"
+
+
+def redact(url: str) -> str:
+    """The storage URL without its password (it goes into MLflow tags and summaries)."""
+    if "://" not in url or "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    credentials, host = rest.rsplit("@", 1)
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in credentials else url
+
+
+def _journal_storage_class() -> type:
+    from optuna.exceptions import UpdateFinishedTrialError
+    from optuna.storages import JournalStorage
+    from optuna.storages._heartbeat import BaseHeartbeat
+    from optuna.trial import TrialState
+
+    class HeartbeatJournalStorage(JournalStorage, BaseHeartbeat):
+        """A journal storage whose running trials beat, so a dead worker's trial is noticed."""
+
+        def __init__(self, backend: Any, heartbeat_interval: int, grace_period: int,
+                     stale_callback: Any) -> None:
+            super().__init__(backend)
+            self.heartbeat_interval, self.grace_period = heartbeat_interval, grace_period
+            self.stale_callback = stale_callback
+
+        def record_heartbeat(self, trial_id: int) -> None:
+            # A trial that just finished has nothing left to keep alive.
+            with contextlib.suppress(UpdateFinishedTrialError):
+                self.set_trial_system_attr(trial_id, HEARTBEAT_ATTR, time.time())
+
+        def _get_stale_trial_ids(self, study_id: int) -> list[int]:
+            now = time.time()
+            stale = []
+            for trial in self.get_all_trials(study_id, deepcopy=False,
+                                             states=(TrialState.RUNNING,)):
+                last = trial.system_attrs.get(HEARTBEAT_ATTR)
+                if last is None and trial.datetime_start is not None:
+                    last = trial.datetime_start.timestamp()  # died before its first beat
+                if last is not None and now - last > self.grace_period:
+                    stale.append(trial._trial_id)
+            return stale
+
+        def get_heartbeat_interval(self) -> int | None:
+            return self.heartbeat_interval
+
+        def get_heartbeat_stale_trial_callback(self) -> Any:
+            return self.stale_callback
+
+    return HeartbeatJournalStorage
+
+
+def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_SECONDS,
+                 grace_period: int = GRACE_SECONDS) -> BaseStorage:
+    """`journal:/path/file` or any SQLAlchemy URL, with stale-trial detection on."""
+    from optuna.exceptions import ExperimentalWarning
+    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+    from optuna.storages.journal import JournalFileBackend
+
+    warnings.filterwarnings("ignore", category=ExperimentalWarning)
+    retry = RetryHeartbeatStaleTrialCallback(max_retry=1)
+    if url.startswith(JOURNAL_SCHEME):
+        path = Path(url.removeprefix(JOURNAL_SCHEME).removeprefix("//"))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return _journal_storage_class()(JournalFileBackend(str(path)), heartbeat_interval,
+                                        grace_period, retry)
+    if "://" not in url:
+        raise SpecError([SpecIssue("--storage", "is neither journal:PATH nor a database URL.",
+                                   url, fix="use e.g. journal:/tmp/studies.journal, "
+                                   "sqlite:///studies.db or postgresql://user:pw@host/db.")])
+    engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
+                      grace_period=grace_period, heartbeat_stale_trial_callback=retry)
+
+
+def make_sampler(spec: ExperimentSpec, worker_index: int = 0) -> optuna.samplers.BaseSampler:
+    """The spec's sampler with every setting pinned (Optuna 5 changed TPE's defaults).
+
+    Each worker gets seed + worker_index: identical seeds would make parallel workers
+    propose identical startup trials.
+    """
+    import optuna
+
+    assert spec.tune is not None
+    sampler, seed = spec.tune.sampler, spec.tune.sampler.seed + worker_index
+    if sampler.type == "tpe":
+        return optuna.samplers.TPESampler(n_startup_trials=sampler.n_startup_trials, seed=seed,
+                                          multivariate=True, constant_liar=True,
+                                          n_ei_candidates=24)
+    if sampler.type == "random":
+        return optuna.samplers.RandomSampler(seed=seed)
+    if sampler.type == "grid":
+        return optuna.samplers.GridSampler(grid_search_space(spec.tune), seed=seed)
+    try:
+        import cmaes  # noqa: F401
+    except ImportError:
+        raise SpecError([SpecIssue("tune.sampler.type", "needs the `cmaes` package.", "cmaes",
+                                   fix="pip install cmaes, or use sampler type tpe.")]) from None
+    return optuna.samplers.CmaEsSampler(
+        n_startup_trials=sampler.n_startup_trials, seed=seed, warn_independent_sampling=False,
+        independent_sampler=optuna.samplers.RandomSampler(seed=seed))
+
+
+def evaluations_per_seed(spec: ExperimentSpec) -> int:
+    """Periodic evaluations in one training run: the pruner's steps per seed."""
+    every = spec.evaluation.every_timesteps
+    return max(1, spec.budget.total_timesteps // every) if every else 1
+
+
+def make_pruner(spec: ExperimentSpec) -> optuna.pruners.BasePruner:
+    """Steps are evaluation numbers counted across a trial's seeds (see objective.py)."""
+    import optuna
+
+    assert spec.tune is not None
+    pruner = spec.tune.pruner
+    first_rung = max(1, pruner.n_warmup_evaluations)
+    if pruner.type == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=pruner.n_startup_trials,
+                                           n_warmup_steps=pruner.n_warmup_evaluations)
+    if pruner.type == "successive_halving":
+        return optuna.pruners.SuccessiveHalvingPruner(
+            min_resource=first_rung, reduction_factor=pruner.reduction_factor)
+    if pruner.type == "hyperband":
+        max_steps = evaluations_per_seed(spec) * spec.tune.seeds_per_trial
+        return optuna.pruners.HyperbandPruner(min_resource=first_rung,
+                                              max_resource=max(first_rung, max_steps),
+                                              reduction_factor=pruner.reduction_factor)
+    return optuna.pruners.NopPruner()
+
+
+def fingerprint(spec: ExperimentSpec) -> str:
+    """What a study's trials depend on: a resumed study must not silently change it."""
+    assert spec.tune is not None
+    tune = spec.tune
+    parts = {"spec": spec.spec_hash(), "space": tune.model_dump(mode="json")["space"],
+             "metric": tune.metric, "seeds": tune.seeds_per_trial, "aggregate": tune.aggregate,
+             "quantile": tune.quantile}
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def load_study(spec: ExperimentSpec, storage: BaseStorage, study_name: str,
+               worker_index: int = 0) -> optuna.Study:
+    """Create the study, or load it to continue (`load_if_exists`)."""
+    import optuna
+
+    assert spec.tune is not None
+    return optuna.create_study(storage=storage, study_name=study_name, load_if_exists=True,
+                               direction=spec.tune.direction, pruner=make_pruner(spec),
+                               sampler=make_sampler(spec, worker_index))
+
+
+def prepare_study(spec: ExperimentSpec, storage: BaseStorage, study_name: str) -> optuna.Study:
+    """Create or continue a study; refuse to continue one started from a different spec."""
+    study = load_study(spec, storage, study_name)
+    assert spec.tune is not None
+    expected = fingerprint(spec)
+    found = study.user_attrs.get(FINGERPRINT_ATTR)
+    if found is None:
+        study.set_user_attr(FINGERPRINT_ATTR, expected)
+    elif found != expected or study.direction.name.lower() != spec.tune.direction:
+        raise SpecError([SpecIssue(
+            "--study", f"study {study_name!r} already exists with a different spec, search "
+            "space, metric or direction: its trials cannot be continued with this one.",
+            study_name, fix="pass another --study NAME, or run the spec it was started with.")])
+    return study
+
+
+def trials_used(study: optuna.Study) -> int:
+    """Trials that count toward n_trials: finished or running, except failures that are
+    re-run (a stale trial's retry) or that an interruption caused."""
+    from optuna.trial import TrialState
+
+    trials = study.get_trials(deepcopy=False)
+    retried = {n for t in trials for n in t.system_attrs.get("retry_history", [])}
+    used = 0
+    for trial in trials:
+        if trial.state == TrialState.WAITING:
+            continue
+        if trial.state == TrialState.FAIL and (trial.number in retried
+                                               or trial.user_attrs.get("interrupted")):
+            continue
+        used += 1
+    return used
+
+
+def may_start_trial(study: optuna.Study, n_trials: int) -> bool:
+    """A waiting (retried) trial always runs; a new one only while the budget lasts."""
+    from optuna.trial import TrialState
+
+    if study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+        return True
+    return trials_used(study) < n_trials
+
+
+def study_budget(spec: ExperimentSpec) -> int:
+    """n_trials, capped by the grid's size for the grid sampler (it cannot do more)."""
+    from .space import grid_size
+
+    assert spec.tune is not None
+    if spec.tune.sampler.type == "grid":
+        return min(spec.tune.n_trials, grid_size(spec.tune))
+    return spec.tune.n_trials

@@ -1,0 +1,86 @@
+"""`run_study`: check the space, open the storage and study, run the workers, write outputs."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from ..settings import Settings, get_settings
+from ..spec import ExperimentSpec
+from ..tracking import RunTracker
+from .board import StudyBoard
+from .outputs import StudyOutputs, write_outputs
+from .runs import open_study_run
+from .space import check_space
+from .study import (
+    GRACE_SECONDS,
+    HEARTBEAT_SECONDS,
+    PARENT_RUN_ATTR,
+    default_storage_url,
+    open_storage,
+    prepare_study,
+    redact,
+    study_budget,
+)
+from .workers import WorkerConfig, quiet_logs, run_workers
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    study_name: str
+    storage: str  # redacted URL
+    parent_run_id: str
+    outputs: StudyOutputs
+
+
+def default_out_dir(study_name: str) -> Path:
+    return Path("outputs") / f"tune-{study_name}"
+
+
+def run_study(spec: ExperimentSpec, *, workers: int = 1, storage: str | None = None,
+              study_name: str | None = None, out_dir: Path | None = None,
+              settings: Settings | None = None, progress: TextIO | None = None,
+              live: bool | None = None, heartbeat_interval: int = HEARTBEAT_SECONDS,
+              grace_period: int = GRACE_SECONDS) -> TuneResult:
+    """Run (or continue) the spec's study to its n_trials and write its outputs.
+
+    Raises SpecError for a bad spec or space, TuningError if no trial completed.
+    """
+    check_space(spec)
+    assert spec.tune is not None
+    quiet_logs()
+    settings = settings or get_settings()
+    study_name = study_name or spec.name
+    storage_url = storage or default_storage_url(settings)
+    label = redact(storage_url)
+    study = prepare_study(spec, open_storage(storage_url, heartbeat_interval, grace_period),
+                          study_name)
+    parent_run_id = open_study_run(settings.tracking_uri, spec, study_name, label,
+                                   study.user_attrs.get(PARENT_RUN_ATTR))
+    study.set_user_attr(PARENT_RUN_ATTR, parent_run_id)
+    tracker = RunTracker(settings.tracking_uri, parent_run_id)
+    timeout = spec.tune.timeout
+    config = WorkerConfig(spec=spec, storage_url=storage_url, study_name=study_name,
+                          parent_run_id=parent_run_id, n_trials=study_budget(spec),
+                          deadline=time.time() + timeout if timeout else None,
+                          heartbeat_interval=heartbeat_interval, grace_period=grace_period)
+    board = StudyBoard(study, config.n_trials, stream=progress, live=live)
+    thread, stop = board.start()
+    try:
+        run_workers(config, workers)
+    except BaseException:
+        stop.set()
+        thread.join()
+        tracker.finish("KILLED")
+        raise
+    stop.set()
+    thread.join()
+    try:
+        outputs = write_outputs(spec, study, out_dir or default_out_dir(study_name), label, tracker)
+    except BaseException:
+        tracker.finish("FAILED")
+        raise
+    tracker.finish("FINISHED")
+    return TuneResult(study_name, label, parent_run_id, outputs)

@@ -1,0 +1,67 @@
+"""`ppo-platform tune` through Typer's CliRunner: refusals (exit 2) and --space auto."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from ppo_platform.cli import EXIT_BAD_INPUT, app
+from ppo_platform.loader import load_spec
+from ppo_platform.settings import Settings
+
+NO_TUNE = """\
+name: cli-tune
+env: {id: CartPole-v1, n_envs: 2}
+rollout: {n_steps: 64}
+update: {epochs: 2, minibatch_size: 64}
+budget: {total_timesteps: 1000}
+evaluation: {every_timesteps: 500, episodes: 2}
+checkpoints: {every_timesteps: 0}
+"""
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Callable[[str], Path]:
+    def write_text(text: str) -> Path:
+        path = tmp_path / "spec.yaml"
+        path.write_text(text)
+        return path
+
+    return write_text
+
+
+def test_unsafe_space_is_refused_with_exit_2(write: Callable[[str], Path]) -> None:
+    spec = write(NO_TUNE + "tune:\n  space:\n    update.epochs: {type: int, low: 1, high: 40}\n")
+    result = CliRunner().invoke(app, ["tune", str(spec)])
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "tune.space.update.epochs.high = 40" in result.output
+    assert result.output.startswith("refused")
+
+
+def test_spec_without_tune_section_needs_space_auto(write: Callable[[str], Path]) -> None:
+    result = CliRunner().invoke(app, ["tune", str(write(NO_TUNE))])
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "--space auto" in result.output
+
+
+def test_unknown_space_option_is_bad_input(write: Callable[[str], Path]) -> None:
+    result = CliRunner().invoke(app, ["tune", str(write(NO_TUNE)), "--space", "wide"])
+    assert result.exit_code == EXIT_BAD_INPUT
+
+
+@pytest.mark.slow
+def test_space_auto_tunes_a_spec_and_writes_a_runnable_best_spec(
+        home: Settings, write: Callable[[str], Path], tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["tune", str(write(NO_TUNE)), "--space", "auto",
+                                      "--set", "tune.n_trials=1", "--set", "tune.pruner.type=none",
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert f"wrote {out / 'best_spec.yaml'}" in result.output
+    best = load_spec(out / "best_spec.yaml")
+    assert 1 <= best.update.epochs <= 4  # the auto range around K = 2: [max(1, K // 2), 2K]
+    assert "tune" not in yaml.safe_load((out / "best_spec.yaml").read_text())
