@@ -296,12 +296,9 @@ def expand_sweep(spec: ExperimentSpec, source: str | None = None) -> list[SweepM
 
 
 def _experiment_id(client: MlflowClient, name: str) -> str:
-    from .tracking import _retry
+    from .tracking import ensure_experiment
 
-    experiment = _retry(lambda: client.get_experiment_by_name(name))
-    return (
-        experiment.experiment_id if experiment else _retry(lambda: client.create_experiment(name))
-    )
+    return ensure_experiment(client, name)
 
 
 def search_all(client: MlflowClient, experiment_id: str, filter_string: str) -> list[Any]:
@@ -462,7 +459,7 @@ def run_sweep(
 
     from .executors import Task, TaskResult, default_workers, run_tasks
     from .reports import default_threshold
-    from .tracking import _retry
+    from .tracking import _retry, ensure_experiment
 
     assert spec.sweep is not None
     settings = settings or get_settings()
@@ -474,6 +471,7 @@ def run_sweep(
     # The parent process creates the store and the parent run before any worker starts:
     # several processes creating one SQLite database at once race.
     client = MlflowClient(settings.tracking_uri)
+    ensure_experiment(client, spec.experiment_name, settings.artifact_root)
     parent_run_id, resumed = open_parent_run(client, spec, members, threshold)
     experiment_id = _experiment_id(client, spec.experiment_name)
     finished = _finished_runs(client, experiment_id, parent_run_id) if resumed else {}
