@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from ..errors import SpecError, SpecIssue
 from ..spec import ENV_ID_PATTERN
+from .env_cache import cached_env_info, remember_env_info
 
 PLAN_SOURCE = "plan"  # how planner errors name their origin ("plan: env.id = ...: ...")
 ActionKind = Literal["discrete", "continuous", "multi_discrete", "multi_binary", "other"]
@@ -155,6 +156,9 @@ def _action(space: Any) -> dict[str, Any]:
 def inspect_env(env_id: str) -> EnvInfo:
     """Read an env's registry entry and spaces. SpecError (path env.id) if it is unknown."""
     check_env_id_text(env_id)
+    cached = cached_env_info(env_id)
+    if cached is not None:
+        return cached
     registry = _registry()
     if env_id not in registry:
         raise _unknown_env(env_id, list(registry))
@@ -181,7 +185,7 @@ def inspect_env(env_id: str) -> EnvInfo:
         if horizon is None:  # envs that truncate themselves, such as the GridWorld
             horizon = getattr(env.unwrapped, "max_episode_steps", None)
             source = "the environment's own max_episode_steps" if horizon else "unknown"
-        return EnvInfo(
+        info = EnvInfo(
             env_id=env_id,
             entry_point=str(
                 entry.entry_point
@@ -196,3 +200,5 @@ def inspect_env(env_id: str) -> EnvInfo:
         )
     finally:
         env.close()
+    remember_env_info(info)
+    return info
