@@ -110,7 +110,7 @@ def markdown(runs: list[dict[str, Any]], studies: dict[str, dict[str, Any]],
     lines = [
         "# Tuning throughput", "",
         f"Command: `.venv/bin/python benchmarks/tuning_throughput.py --trials {trials} "
-        f"--timesteps {timesteps}`", "",
+        f"--timesteps {timesteps} --repeats N [--summary STUDY/summary.json]`", "",
         f"Machine: {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
         f"shared with other jobs: load average {load[0]:.1f} before, {load[1]:.1f} after. "
         "Timings on a loaded machine are noisy; compare the two rows, not absolute values.", "",
@@ -128,6 +128,10 @@ def markdown(runs: list[dict[str, Any]], studies: dict[str, dict[str, Any]],
                      f"{r['trials_per_hour']:.0f} | {r['trials_per_hour'] / base:.2f}x | "
                      f"{r['pruned']} | {r['used_steps']} / {r['budget_steps']} | "
                      f"{r['saved_steps']} ({r['saved_fraction']:.0%}) |")
+    lines += ["", "Reading: a worker process pays a one-off start-up (imports, MLflow client, "
+              "first plot) of several seconds in its first trial, and every training run has a "
+              "fixed cost (MLflow run, model save, curve plot) of a few seconds; with short, "
+              "mostly pruned trials these keep 2 workers below 2x. Longer trials amortize both."]
     for name, stats in studies.items():
         lines += ["", f"Pruning in `{name}`: {stats['pruned']} pruned trial(s) of "
                   f"{stats['trials']}; env steps used {stats['used_steps']} of a "

@@ -10,32 +10,20 @@ the training run of every seed (created by `runner.run_spec`).
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from ..spec import ExperimentSpec, flatten
-from ..tracking import TAG_PREFIX, RunTracker, _retry
+from ..tracking import TAG_PREFIX, RunTracker, _retry, ensure_experiment
 
 TRIAL_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
 
 
-def experiment_id(client: MlflowClient, name: str) -> str:
-    found = _retry(lambda: client.get_experiment_by_name(name))
-    if found is not None:
-        return found.experiment_id
-    try:
-        return _retry(lambda: client.create_experiment(name))
-    except MlflowException:  # another process created it first
-        created = _retry(lambda: client.get_experiment_by_name(name))
-        if created is None:
-            raise
-        return created.experiment_id
-
-
 def open_study_run(tracking_uri: str, spec: ExperimentSpec, study_name: str, storage_label: str,
-                   existing_run_id: str | None) -> str:
+                   existing_run_id: str | None, artifact_root: Path | None = None) -> str:
     """Reopen the study's parent run (a resumed study) or create it; returns its run id."""
     client = MlflowClient(tracking_uri)
     if existing_run_id:
@@ -48,7 +36,8 @@ def open_study_run(tracking_uri: str, spec: ExperimentSpec, study_name: str, sto
     tags = {"mlflow.runName": f"tune-{study_name}", f"{TAG_PREFIX}kind": "study",
             f"{TAG_PREFIX}study": study_name, f"{TAG_PREFIX}storage": storage_label,
             f"{TAG_PREFIX}spec_hash": spec.spec_hash(), f"{TAG_PREFIX}env_id": spec.env.id}
-    run = _retry(lambda: client.create_run(experiment_id(client, spec.experiment_name), tags=tags))
+    experiment = ensure_experiment(client, spec.experiment_name, artifact_root)
+    run = _retry(lambda: client.create_run(experiment, tags=tags))
     tracker = RunTracker(tracking_uri, run.info.run_id)
     tune = spec.tune.model_dump(mode="json")
     tune["space"] = json.dumps(tune["space"])

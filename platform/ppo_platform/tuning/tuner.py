@@ -58,7 +58,7 @@ def run_study(spec: ExperimentSpec, *, workers: int = 1, storage: str | None = N
     study = prepare_study(spec, open_storage(storage_url, heartbeat_interval, grace_period),
                           study_name)
     parent_run_id = open_study_run(settings.tracking_uri, spec, study_name, label,
-                                   study.user_attrs.get(PARENT_RUN_ATTR))
+                                   study.user_attrs.get(PARENT_RUN_ATTR), settings.artifact_root)
     study.set_user_attr(PARENT_RUN_ATTR, parent_run_id)
     tracker = RunTracker(settings.tracking_uri, parent_run_id)
     timeout = spec.tune.timeout
