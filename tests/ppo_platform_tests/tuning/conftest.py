@@ -15,7 +15,7 @@ TESTS_ROOT = str(Path(__file__).resolve().parents[2])
 
 def _prefer_the_installed_package() -> None:
     """With pytest's default `prepend` import mode, tests/ sits on sys.path, so `ppo_platform`
-    resolves to the folder tests/ppo_platform (a namespace package) and `ppo_platform.tuning`
+    could resolve to a test folder named like the package (a namespace package) and `ppo_platform.tuning`
     to this test folder. Drop tests/ from sys.path and forget those namespace modules, so the
     installed package is imported (spawned workers inherit sys.path too). Harmless under
     --import-mode=importlib, which avoids the problem altogether."""
