@@ -10,6 +10,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Literal
 
 Severity = Literal["warning", "critical"]
@@ -87,47 +88,31 @@ class DiagnosticsMonitor:
         t = self.thresholds
         found: list[Alert] = []
 
-        def edge(
-            signal: str,
-            holds: bool,
-            value: float,
-            threshold: float,
-            severity: Severity,
-            message: str,
-            advice: str,
-        ) -> None:
+        def edge(holds: bool, alert: Alert) -> None:
             # Alert on entering the state, not on every update that stays in it.
-            if holds and signal not in self._active:
-                found.append(
-                    Alert(update, timestep, signal, value, threshold, severity, message, advice)
-                )
-            (self._active.add if holds else self._active.discard)(signal)
+            if holds and alert.signal not in self._active:
+                found.append(alert)
+            (self._active.add if holds else self._active.discard)(alert.signal)
 
-        def sustained(
-            signal: str,
-            holds: bool,
-            value: float,
-            threshold: float,
-            severity: Severity,
-            message: str,
-            advice: str,
-        ) -> None:
-            streak = self._streaks.setdefault(signal, _Streak())
+        def sustained(holds: bool, alert: Alert) -> None:
+            streak = self._streaks.setdefault(alert.signal, _Streak())
             if streak.step(holds, t.window):
-                found.append(
-                    Alert(update, timestep, signal, value, threshold, severity, message, advice)
-                )
+                found.append(alert)
+
+        new = partial(Alert, update, timestep)
 
         kl = metrics.get(KL)
         if t.monitor_kl and kl is not None and math.isfinite(kl):
             edge(
-                "approx_kl",
                 kl > t.kl_alert,
-                kl,
-                t.kl_alert,
-                "critical",
-                f"approx KL {kl:.4f} is above {t.kl_alert} (healthy: 0 to {t.kl_healthy_max})",
-                "lower K (update.epochs) or the learning rate, or set surrogate.target_kl",
+                new(
+                    "approx_kl",
+                    kl,
+                    t.kl_alert,
+                    "critical",
+                    f"approx KL {kl:.4f} is above {t.kl_alert} (healthy: 0 to {t.kl_healthy_max})",
+                    "lower K (update.epochs) or the learning rate, or set surrogate.target_kl",
+                ),
             )
 
         clip = metrics.get(CLIP_FRACTION)
@@ -140,47 +125,55 @@ class DiagnosticsMonitor:
             and clip_range_in_effect
         ):
             edge(
-                "clip_fraction_high",
                 clip >= t.clip_fraction_high,
-                clip,
-                t.clip_fraction_high,
-                "critical",
-                f"clip fraction {clip:.3f} is at or above {t.clip_fraction_high}",
-                "lower the learning rate or K",
+                new(
+                    "clip_fraction_high",
+                    clip,
+                    t.clip_fraction_high,
+                    "critical",
+                    f"clip fraction {clip:.3f} is at or above {t.clip_fraction_high}",
+                    "lower the learning rate or K",
+                ),
             )
             sustained(
-                "clip_fraction_drift",
                 clip > t.drift_clip_fraction,
-                clip,
-                t.drift_clip_fraction,
-                "critical",
-                f"clip fraction above {t.drift_clip_fraction} for {t.window} updates in a "
-                "row: the policy is drifting from the data",
-                "lower the learning rate or K",
+                new(
+                    "clip_fraction_drift",
+                    clip,
+                    t.drift_clip_fraction,
+                    "critical",
+                    f"clip fraction above {t.drift_clip_fraction} for {t.window} updates in a "
+                    "row: the policy is drifting from the data",
+                    "lower the learning rate or K",
+                ),
             )
             sustained(
-                "clip_fraction_low",
                 clip < t.clip_fraction_low,
-                clip,
-                t.clip_fraction_low,
-                "warning",
-                f"clip fraction below {t.clip_fraction_low} for {t.window} "
-                "updates: clipping never triggers",
-                "raise the learning rate or K",
+                new(
+                    "clip_fraction_low",
+                    clip,
+                    t.clip_fraction_low,
+                    "warning",
+                    f"clip fraction below {t.clip_fraction_low} for {t.window} "
+                    "updates: clipping never triggers",
+                    "raise the learning rate or K",
+                ),
             )
 
         ev = metrics.get(EXPLAINED_VARIANCE)
         late = self.total_timesteps > 0 and timestep >= t.late_fraction * self.total_timesteps
         if ev is not None and math.isfinite(ev):
             sustained(
-                "explained_variance",
                 late and ev <= t.explained_variance_min,
-                ev,
-                t.explained_variance_min,
-                "warning",
-                f"explained variance {ev:.3f} stays at or below {t.explained_variance_min} "
-                "late in training: the critic is not learning",
-                "check reward scale (normalize rewards), raise value_coef or the LR",
+                new(
+                    "explained_variance",
+                    ev,
+                    t.explained_variance_min,
+                    "warning",
+                    f"explained variance {ev:.3f} stays at or below {t.explained_variance_min} "
+                    "late in training: the critic is not learning",
+                    "check reward scale (normalize rewards), raise value_coef or the LR",
+                ),
             )
 
         self.alerts.extend(found)
