@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ def check_env_id(env_id: str) -> None:
     """Raise a SpecError naming the field if gymnasium does not know `env_id`."""
     register_envs()
     if env_id not in gym.registry:
-        close = sorted(name for name in gym.registry if env_id.lower() in name.lower())[:5]
+        close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
         hint = f"did you mean one of {close}? " if close else ""
         raise SpecError(
             [
