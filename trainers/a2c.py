@@ -13,23 +13,15 @@ from stable_baselines3 import A2C
 from torch.nn import functional as F
 
 from .losses import explained_variance
-from .ppo import distribution_checks_off, use_foreach_optimizer
+from .ppo import LeanUpdateMixin
 from .reporting import UpdateReportingMixin
 
 
-class InstrumentedA2C(A2C):
+class InstrumentedA2C(LeanUpdateMixin, A2C):
     """SB3 A2C whose update also reports loss and gradient norm, under PPO's metric names."""
 
-    def _setup_model(self) -> None:
-        super()._setup_model()
-        use_foreach_optimizer(self.policy.optimizer)
-
-    def train(self) -> None:
-        """One gradient step on the whole rollout (SB3's A2C update)."""
-        with distribution_checks_off():
-            self._train()
-
     def _train(self) -> None:
+        """One gradient step on the whole rollout (SB3's A2C update)."""
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         discrete = isinstance(self.action_space, spaces.Discrete)

@@ -149,7 +149,23 @@ class _UpdateRecord:
         return dict(zip(named, values, strict=True))
 
 
-class ClipPPO(PPO):
+class LeanUpdateMixin:
+    """The update's speed-ups for an SB3 on-policy algorithm whose update lives in `_train()`:
+    a foreach optimizer and no per-minibatch distribution checks (same arithmetic)."""
+
+    def _setup_model(self) -> None:
+        super()._setup_model()  # type: ignore[misc]
+        use_foreach_optimizer(self.policy.optimizer)  # type: ignore[attr-defined]
+
+    def train(self) -> None:
+        with distribution_checks_off():
+            self._train()
+
+    def _train(self) -> None:
+        raise NotImplementedError
+
+
+class ClipPPO(LeanUpdateMixin, PPO):
     """SB3 PPO with our update: the clipped surrogate from `trainers.losses`, same-update logs."""
 
     def _policy_objective(
@@ -160,16 +176,8 @@ class ClipPPO(PPO):
             log_prob, old_log_prob, advantages, clip_epsilon=clip_epsilon, validate=False
         )
 
-    def _setup_model(self) -> None:
-        super()._setup_model()
-        use_foreach_optimizer(self.policy.optimizer)
-
-    def train(self) -> None:
-        """One update: K epochs of minibatch steps over the rollout buffer."""
-        with distribution_checks_off():
-            self._train()
-
     def _train(self) -> None:
+        """One update: K epochs of minibatch steps over the rollout buffer."""
         self.policy.set_training_mode(True)
         self._update_learning_rate(self.policy.optimizer)
         progress = self._current_progress_remaining
