@@ -13,6 +13,17 @@ logging.getLogger("mlflow").setLevel(logging.WARNING)
 logging.getLogger("alembic").setLevel(logging.WARNING)
 
 
+@pytest.fixture(autouse=True)
+def one_torch_thread() -> Iterator[None]:
+    """Tiny nets on a shared 2-core machine: extra intra-op threads only contend."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def _use_home(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
     from ppo_platform.settings import get_settings
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
+
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.loader import load_spec_text
 from ppo_platform.spec import ExperimentSpec

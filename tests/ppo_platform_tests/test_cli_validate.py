@@ -8,9 +8,10 @@ import sys
 
 import pytest
 import yaml
+from typer.testing import CliRunner
+
 from ppo_platform.cli import EXIT_BAD_INPUT, EXIT_OK, app
 from ppo_platform.loader import load_spec
-from typer.testing import CliRunner
 
 runner = CliRunner()
 

@@ -12,6 +12,7 @@ import time
 from textwrap import dedent
 
 import pytest
+
 from ppo_platform.errors import SpecError
 from ppo_platform.loader import MAX_SPEC_BYTES, dump_spec, load_spec, load_spec_text
 

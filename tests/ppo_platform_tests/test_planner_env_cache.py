@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import gymnasium as gym
+
 from ppo_platform.planner import inspect_env
 from ppo_platform.planner.env_cache import cached_env_info
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from ppo_platform.errors import SpecError
 from ppo_platform.rules import MAX_CLIP_EPSILON, MAX_EPOCHS, refusals
 from ppo_platform.spec import ExperimentSpec

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
+
 from ppo_platform.cli import app
 from ppo_platform.loader import load_spec
 from ppo_platform.spec import ExperimentSpec, Schedule, flatten
-from typer.testing import CliRunner
 
 SHIPPED_SPECS = sorted((Path(__file__).resolve().parents[2] / "specs").glob("*.yaml"))
 

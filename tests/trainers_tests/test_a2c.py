@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -20,14 +19,6 @@ from trainers.errors import NonFiniteError
 
 SEED = 5
 
-
-@pytest.fixture(autouse=True)
-def one_torch_thread() -> Iterator[None]:
-    # Tiny nets on a shared 2-core machine: extra intra-op threads only contend.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def with_rollout(cls: type[OnPolicyAlgorithm], env_id: str, **kwargs: Any) -> OnPolicyAlgorithm:

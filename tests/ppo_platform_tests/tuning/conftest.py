@@ -15,10 +15,10 @@ TESTS_ROOT = str(Path(__file__).resolve().parents[2])
 
 def _prefer_the_installed_package() -> None:
     """With pytest's default `prepend` import mode, tests/ sits on sys.path, so `ppo_platform`
-    could resolve to a test folder named like the package (a namespace package) and `ppo_platform.tuning`
-    to this test folder. Drop tests/ from sys.path and forget those namespace modules, so the
-    installed package is imported (spawned workers inherit sys.path too). Harmless under
-    --import-mode=importlib, which avoids the problem altogether."""
+    could resolve to a test folder named like the package (a namespace package) and
+    `ppo_platform.tuning` to this test folder. Drop tests/ from sys.path and forget those
+    namespace modules, so the installed package is imported (spawned workers inherit
+    sys.path too). The test folders are now named *_tests, so this is a safeguard."""
     while TESTS_ROOT in sys.path:
         sys.path.remove(TESTS_ROOT)
     for name in [n for n in sys.modules if n == "ppo_platform" or n.startswith("ppo_platform.")]:
