@@ -22,10 +22,10 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
-from ppo_platform.loader import load_spec
-from ppo_platform.models import ppo_kwargs
-from ppo_platform.runner import run_spec
 from ppo_platform.settings import get_settings
+from ppo_platform.spec.loader import load_spec
+from ppo_platform.training.algorithms import ppo_kwargs
+from ppo_platform.training.runner import run_spec
 
 SPEC = Path(__file__).resolve().parents[1] / "specs" / "cartpole.yaml"
 

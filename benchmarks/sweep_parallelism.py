@@ -23,8 +23,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def measure(workers: int, steps: int) -> tuple[float, float]:
     """-> (wall seconds of the sweep, sum of the members' own training seconds)."""
-    from ppo_platform.loader import load_spec
     from ppo_platform.settings import get_settings
+    from ppo_platform.spec.loader import load_spec
     from ppo_platform.sweeps import run_sweep
 
     with tempfile.TemporaryDirectory(prefix="sweep-bench-") as home:

@@ -1,6 +1,6 @@
 """Throughput of our PPO update against stock stable-baselines3 PPO on the same spec.
 
-Both trainers get the same hyperparameters (the spec through `ppo_platform.models.ppo_kwargs`),
+Both trainers get the same hyperparameters (the spec through `ppo_platform.training.algorithms.ppo_kwargs`),
 the same seed, the same environments and one torch thread; repetitions alternate their order so
 that machine noise hits both alike. Reported: median wall time of `learn()` and of the time
 spent inside `train()` (the update itself), and the ratio to stock SB3.
@@ -25,10 +25,10 @@ import stable_baselines3
 import torch
 from stable_baselines3 import PPO
 
-from ppo_platform.environments import build_train_env
-from ppo_platform.loader import load_spec
-from ppo_platform.models import policy_name, ppo_kl_kwargs, ppo_kwargs
-from ppo_platform.spec import ExperimentSpec
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import load_spec
+from ppo_platform.training.algorithms import policy_name, ppo_kl_kwargs, ppo_kwargs
+from ppo_platform.training.environments import build_train_env
 from trainers.ppo import MonitoredPPO
 from trainers.ppo_kl import MonitoredKLPPO
 

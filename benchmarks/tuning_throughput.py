@@ -26,27 +26,34 @@ RESULTS = Path(__file__).parent / "results" / "tuning_throughput.md"
 
 
 def bench_spec(trials: int, timesteps: int) -> Any:
-    from ppo_platform.loader import validate_data
+    from ppo_platform.spec.loader import validate_data
 
-    return validate_data({
-        "name": "bench-tune",
-        "env": {"id": "CartPole-v1", "n_envs": 4},
-        "rollout": {"n_steps": 64},
-        "update": {"epochs": 4, "minibatch_size": 64, "learning_rate": 1e-3},
-        "budget": {"total_timesteps": timesteps, "seed": 0},
-        "evaluation": {"every_timesteps": timesteps // 4, "episodes": 3},
-        "checkpoints": {"every_timesteps": 0},
-        "tune": {
-            "n_trials": trials, "seeds_per_trial": 1,
-            "sampler": {"type": "random", "seed": 0},
-            "pruner": {"type": "median", "n_startup_trials": 2, "n_warmup_evaluations": 1},
-            "space": {
-                "update.learning_rate.start": {"type": "float", "low": 1e-5, "high": 1e-2,
-                                               "log": True},
-                "update.epochs": {"type": "int", "low": 1, "high": 10},
+    return validate_data(
+        {
+            "name": "bench-tune",
+            "env": {"id": "CartPole-v1", "n_envs": 4},
+            "rollout": {"n_steps": 64},
+            "update": {"epochs": 4, "minibatch_size": 64, "learning_rate": 1e-3},
+            "budget": {"total_timesteps": timesteps, "seed": 0},
+            "evaluation": {"every_timesteps": timesteps // 4, "episodes": 3},
+            "checkpoints": {"every_timesteps": 0},
+            "tune": {
+                "n_trials": trials,
+                "seeds_per_trial": 1,
+                "sampler": {"type": "random", "seed": 0},
+                "pruner": {"type": "median", "n_startup_trials": 2, "n_warmup_evaluations": 1},
+                "space": {
+                    "update.learning_rate.start": {
+                        "type": "float",
+                        "low": 1e-5,
+                        "high": 1e-2,
+                        "log": True,
+                    },
+                    "update.epochs": {"type": "int", "low": 1, "high": 10},
+                },
             },
-        },
-    })
+        }
+    )
 
 
 def param_sets(spec: Any, n: int) -> list[dict[str, Any]]:
@@ -79,12 +86,18 @@ def run_once(workers: int, trials: int, timesteps: int) -> dict[str, Any]:
     for params in param_sets(spec, trials):
         study.enqueue_trial(params)
     started = time.perf_counter()
-    result = run_study(spec, workers=workers, storage=storage, study_name="bench",
-                       out_dir=home / "out", live=False)
+    result = run_study(
+        spec, workers=workers, storage=storage, study_name="bench", out_dir=home / "out", live=False
+    )
     seconds = time.perf_counter() - started
     rows = json.loads(result.outputs.summary_json.read_text())["trials"]
-    return {"workers": workers, "seconds": seconds, "trials": len(rows),
-            "trials_per_hour": len(rows) / seconds * 3600, **pruning(rows)}
+    return {
+        "workers": workers,
+        "seconds": seconds,
+        "trials": len(rows),
+        "trials_per_hour": len(rows) / seconds * 3600,
+        **pruning(rows),
+    }
 
 
 def pruning(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -93,8 +106,13 @@ def pruning(rows: list[dict[str, Any]]) -> dict[str, Any]:
     used = sum(r["timesteps"] or 0 for r in rows)
     pruned = [r for r in rows if r["state"] == "PRUNED"]
     saved = sum((r["budget_timesteps"] or 0) - (r["timesteps"] or 0) for r in pruned)
-    return {"pruned": len(pruned), "budget_steps": budget, "used_steps": used,
-            "saved_steps": saved, "saved_fraction": saved / budget if budget else 0.0}
+    return {
+        "pruned": len(pruned),
+        "budget_steps": budget,
+        "used_steps": used,
+        "saved_steps": saved,
+        "saved_fraction": saved / budget if budget else 0.0,
+    }
 
 
 def wait_for_quiet(threshold: float, limit: float = 300.0) -> float:
@@ -105,18 +123,27 @@ def wait_for_quiet(threshold: float, limit: float = 300.0) -> float:
     return os.getloadavg()[0]
 
 
-def markdown(runs: list[dict[str, Any]], studies: dict[str, dict[str, Any]],
-             trials: int, timesteps: int, load: tuple[float, float]) -> str:
+def markdown(
+    runs: list[dict[str, Any]],
+    studies: dict[str, dict[str, Any]],
+    trials: int,
+    timesteps: int,
+    load: tuple[float, float],
+) -> str:
     lines = [
-        "# Tuning throughput", "",
+        "# Tuning throughput",
+        "",
         f"Command: `.venv/bin/python benchmarks/tuning_throughput.py --trials {trials} "
-        f"--timesteps {timesteps} --repeats N [--summary STUDY/summary.json]`", "",
+        f"--timesteps {timesteps} --repeats N [--summary STUDY/summary.json]`",
+        "",
         f"Machine: {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
         f"shared with other jobs: load average {load[0]:.1f} before, {load[1]:.1f} after. "
-        "Timings on a loaded machine are noisy; compare the two rows, not absolute values.", "",
+        "Timings on a loaded machine are noisy; compare the two rows, not absolute values.",
+        "",
         f"Study: CartPole-v1, {timesteps} env steps per trial, evaluation every "
         f"{timesteps // 4} steps, median pruner (2 startup trials), the same {trials} "
-        "enqueued parameter sets (lr log-uniform 1e-5..1e-2, epochs 1..10) for both runs.", "",
+        "enqueued parameter sets (lr log-uniform 1e-5..1e-2, epochs 1..10) for both runs.",
+        "",
         "| workers | trials | wall s (best of runs) | all runs, s (load at start) | trials/hour "
         "| speed-up | pruned | env steps used / budget | saved by pruning |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -124,19 +151,27 @@ def markdown(runs: list[dict[str, Any]], studies: dict[str, dict[str, Any]],
     base = runs[0]["trials_per_hour"]
     for r in runs:
         walls = ", ".join(f"{w:.0f} ({load:.1f})" for w, load in r["all"])
-        lines.append(f"| {r['workers']} | {r['trials']} | {r['seconds']:.0f} | {walls} | "
-                     f"{r['trials_per_hour']:.0f} | {r['trials_per_hour'] / base:.2f}x | "
-                     f"{r['pruned']} | {r['used_steps']} / {r['budget_steps']} | "
-                     f"{r['saved_steps']} ({r['saved_fraction']:.0%}) |")
-    lines += ["", "Reading: a worker process pays a one-off start-up (imports, MLflow client, "
-              "first plot) of several seconds in its first trial, and every training run has a "
-              "fixed cost (MLflow run, model save, curve plot) of a few seconds; with short, "
-              "mostly pruned trials these keep 2 workers below 2x. Longer trials amortize both."]
+        lines.append(
+            f"| {r['workers']} | {r['trials']} | {r['seconds']:.0f} | {walls} | "
+            f"{r['trials_per_hour']:.0f} | {r['trials_per_hour'] / base:.2f}x | "
+            f"{r['pruned']} | {r['used_steps']} / {r['budget_steps']} | "
+            f"{r['saved_steps']} ({r['saved_fraction']:.0%}) |"
+        )
+    lines += [
+        "",
+        "Reading: a worker process pays a one-off start-up (imports, MLflow client, "
+        "first plot) of several seconds in its first trial, and every training run has a "
+        "fixed cost (MLflow run, model save, curve plot) of a few seconds; with short, "
+        "mostly pruned trials these keep 2 workers below 2x. Longer trials amortize both.",
+    ]
     for name, stats in studies.items():
-        lines += ["", f"Pruning in `{name}`: {stats['pruned']} pruned trial(s) of "
-                  f"{stats['trials']}; env steps used {stats['used_steps']} of a "
-                  f"{stats['budget_steps']} budget: {stats['saved_steps']} saved "
-                  f"({stats['saved_fraction']:.0%})."]
+        lines += [
+            "",
+            f"Pruning in `{name}`: {stats['pruned']} pruned trial(s) of "
+            f"{stats['trials']}; env steps used {stats['used_steps']} of a "
+            f"{stats['budget_steps']} budget: {stats['saved_steps']} saved "
+            f"({stats['saved_fraction']:.0%}).",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -145,8 +180,13 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=8)
     parser.add_argument("--timesteps", type=int, default=4000)
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--summary", type=Path, nargs="*", default=[],
-                        help="summary.json of finished studies: report their pruning savings")
+    parser.add_argument(
+        "--summary",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="summary.json of finished studies: report their pruning savings",
+    )
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--quiet-load", type=float, default=1.0)
     parser.add_argument("--out", type=Path, default=RESULTS)
@@ -156,8 +196,9 @@ def main() -> None:
     for _ in range(args.repeats):
         for workers in args.workers:
             load = wait_for_quiet(args.quiet_load)
-            measured[workers].append({**run_once(workers, args.trials, args.timesteps),
-                                      "load": load})
+            measured[workers].append(
+                {**run_once(workers, args.trials, args.timesteps), "load": load}
+            )
     runs = []
     for results in measured.values():
         best = min(results, key=lambda r: r["seconds"])

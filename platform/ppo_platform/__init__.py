@@ -3,9 +3,9 @@
 Light imports only here: `validate` and `plan` must not pay for torch, SB3 or MLflow.
 """
 
-from .errors import PlatformError, SpecError, SpecIssue, TrainingError
-from .loader import dump_spec, load_spec, load_spec_text, validate_data
-from .spec import ExperimentSpec
+from ppo_platform.errors import PlatformError, SpecError, SpecIssue, TrainingError
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import dump_spec, load_spec, load_spec_text, validate_data
 
 __version__ = "0.1.0"
 

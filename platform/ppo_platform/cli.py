@@ -13,8 +13,8 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from .errors import PlatformError, RunNotFoundError, SpecError, SpecIssue, TrainingError
-from .loader import dump_spec, load_spec
+from ppo_platform.errors import PlatformError, RunNotFoundError, SpecError, SpecIssue, TrainingError
+from ppo_platform.spec.loader import dump_spec, load_spec
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -27,10 +27,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-SpecPath = Annotated[Path, typer.Argument(help="Path to a YAML experiment spec.", show_default=False)]
+SpecPath = Annotated[
+    Path, typer.Argument(help="Path to a YAML experiment spec.", show_default=False)
+]
 Overrides = Annotated[
     list[str] | None,
-    typer.Option("--set", help="Override a field: dotted.path=value (repeatable); validated as usual."),
+    typer.Option(
+        "--set", help="Override a field: dotted.path=value (repeatable); validated as usual."
+    ),
 ]
 
 
@@ -43,15 +47,22 @@ def fail(error: PlatformError) -> NoReturn:
 
 
 @app.command()
-def validate(spec: SpecPath, overrides: Overrides = None, show: bool = typer.Option(
-        False, "--show", help="Print the resolved spec (all defaults filled in).")) -> None:
+def validate(
+    spec: SpecPath,
+    overrides: Overrides = None,
+    show: bool = typer.Option(
+        False, "--show", help="Print the resolved spec (all defaults filled in)."
+    ),
+) -> None:
     """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
     try:
         experiment = load_spec(spec, overrides or [])
     except SpecError as error:
         fail(error)
-    typer.echo(f"ok: {spec} is a valid {experiment.algorithm} spec '{experiment.name}' "
-               f"(hash {experiment.spec_hash()})")
+    typer.echo(
+        f"ok: {spec} is a valid {experiment.algorithm} spec '{experiment.name}' "
+        f"(hash {experiment.spec_hash()})"
+    )
     if show:
         typer.echo(dump_spec(experiment))
 
@@ -59,21 +70,25 @@ def validate(spec: SpecPath, overrides: Overrides = None, show: bool = typer.Opt
 @app.command()
 def schema() -> None:
     """Print the spec's JSON Schema."""
-    from .spec import ExperimentSpec
+    from ppo_platform.spec.experiment import ExperimentSpec
 
     typer.echo(json.dumps(ExperimentSpec.model_json_schema(), indent=2))
 
 
 @app.command()
 def run(
-    spec: Annotated[Path | None, typer.Argument(help="Path to a YAML experiment spec.", show_default=False)] = None,
+    spec: Annotated[
+        Path | None, typer.Argument(help="Path to a YAML experiment spec.", show_default=False)
+    ] = None,
     overrides: Overrides = None,
-    resume: Annotated[str | None, typer.Option(help="MLflow run id to continue from its last checkpoint.")] = None,
+    resume: Annotated[
+        str | None, typer.Option(help="MLflow run id to continue from its last checkpoint.")
+    ] = None,
     quiet: Annotated[bool, typer.Option(help="Only print the final summary.")] = False,
 ) -> None:
     """Train a spec (or resume a run) and log it to MLflow."""
-    from .progress import make_reporter
-    from .runner import resume_run, run_spec
+    from ppo_platform.training.progress import make_reporter
+    from ppo_platform.training.runner import resume_run, run_spec
 
     if (spec is None) == (resume is None):
         typer.echo("error: give a SPEC to train or --resume RUN_ID (exactly one).", err=True)
@@ -102,21 +117,27 @@ def run(
 def sweep(
     spec: SpecPath,
     overrides: Overrides = None,
-    workers: Annotated[int | None, typer.Option(
-        min=1, help="Parallel worker processes (default: the machine's cores).")] = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(min=1, help="Parallel worker processes (default: the machine's cores)."),
+    ] = None,
 ) -> None:
     """Run a spec's sweep: grid x seeds in parallel processes, then print the comparison report."""
-    from .sweeps import run_sweep
+    from ppo_platform.sweeps import run_sweep
 
     try:
         experiment = load_spec(spec, overrides or [])
-        result = run_sweep(experiment, workers=workers, source=str(spec),
-                           on_event=lambda line: typer.echo(line))
+        result = run_sweep(
+            experiment, workers=workers, source=str(spec), on_event=lambda line: typer.echo(line)
+        )
     except (SpecError, TrainingError, RunNotFoundError) as error:
         fail(error)
     except KeyboardInterrupt:
-        typer.echo("interrupted: run the same command again to finish the sweep "
-                   "(finished runs are skipped).", err=True)
+        typer.echo(
+            "interrupted: run the same command again to finish the sweep "
+            "(finished runs are skipped).",
+            err=True,
+        )
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.report is not None:
         typer.echo("\n" + result.report.markdown)
@@ -128,14 +149,15 @@ def sweep(
 
 @app.command()
 def report(
-    parent_run_id: Annotated[str, typer.Argument(help="The sweep's MLflow parent run id.",
-                                                 show_default=False)],
+    parent_run_id: Annotated[
+        str, typer.Argument(help="The sweep's MLflow parent run id.", show_default=False)
+    ],
 ) -> None:
     """Build a sweep's comparison report again, log it to the parent run and print it."""
     from mlflow.tracking import MlflowClient
 
-    from .reports import build_report, publish_report
-    from .settings import get_settings
+    from ppo_platform.reports import build_report, publish_report
+    from ppo_platform.settings import get_settings
 
     settings = get_settings()
     client = MlflowClient(settings.tracking_uri)
@@ -150,18 +172,28 @@ def report(
 
 @app.command()
 def plan(
-    env: Annotated[str, typer.Option("--env", help="A registered gymnasium id, e.g. CartPole-v1.",
-                                     show_default=False)],
-    budget: Annotated[int, typer.Option("--budget", help="Training budget in env steps.",
-                                        show_default=False)],
-    use_case: Annotated[str, typer.Option(
-        "--use-case", help="auto | classic-control | continuous-control | atari | rlhf.")] = "auto",
-    out: Annotated[Path, typer.Option(
-        "--out", help="Folder for spec.yaml and skill-ppo-trainer.md.")] = Path("outputs"),
+    env: Annotated[
+        str,
+        typer.Option(
+            "--env", help="A registered gymnasium id, e.g. CartPole-v1.", show_default=False
+        ),
+    ],
+    budget: Annotated[
+        int, typer.Option("--budget", help="Training budget in env steps.", show_default=False)
+    ],
+    use_case: Annotated[
+        str,
+        typer.Option(
+            "--use-case", help="auto | classic-control | continuous-control | atari | rlhf."
+        ),
+    ] = "auto",
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for spec.yaml and skill-ppo-trainer.md.")
+    ] = Path("outputs"),
     overrides: Overrides = None,
 ) -> None:
     """Plan a PPO run for an env and budget: write a runnable spec and the skill-ppo-trainer md."""
-    from .planner import plan_experiment, write_plan
+    from ppo_platform.planner import plan_experiment, write_plan
 
     try:
         planned = plan_experiment(env, budget, use_case, overrides or [])
@@ -172,8 +204,10 @@ def plan(
     for warning in planned.warnings:
         typer.echo(f"warning: {warning}", err=True)
     if planned.plan_only:
-        typer.echo("plan only: ppo-platform does not train language models; the spec is a "
-                   f"stand-in on {env} that validates and runs, not an RLHF run.")
+        typer.echo(
+            "plan only: ppo-platform does not train language models; the spec is a "
+            f"stand-in on {env} that validates and runs, not an RLHF run."
+        )
     typer.echo(f"wrote {spec_path}\nwrote {markdown_path}\nnext: ppo-platform run {spec_path}")
 
 
@@ -181,17 +215,30 @@ def plan(
 def tune(
     spec: SpecPath,
     overrides: Overrides = None,
-    workers: Annotated[int, typer.Option(min=1, help="Parallel worker processes on this machine "
-                                         "(one torch thread each).")] = 1,
-    storage: Annotated[str | None, typer.Option(
-        help="Optuna storage: journal:PATH or a database URL (sqlite:///..., postgresql://...). "
-        "Default: a journal file under PPO_PLATFORM_HOME.")] = None,
-    study: Annotated[str | None, typer.Option(
-        help="Study name (default: the spec's name). Run again to continue it.")] = None,
-    space: Annotated[str | None, typer.Option(
-        help="`auto`: search around the spec's values instead of its tune.space.")] = None,
-    out: Annotated[Path | None, typer.Option(
-        help="Output folder (default: outputs/tune-<study>).")] = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1, help="Parallel worker processes on this machine (one torch thread each)."
+        ),
+    ] = 1,
+    storage: Annotated[
+        str | None,
+        typer.Option(
+            help="Optuna storage: journal:PATH or a database URL (sqlite:///..., postgresql://...). "
+            "Default: a journal file under PPO_PLATFORM_HOME."
+        ),
+    ] = None,
+    study: Annotated[
+        str | None,
+        typer.Option(help="Study name (default: the spec's name). Run again to continue it."),
+    ] = None,
+    space: Annotated[
+        str | None,
+        typer.Option(help="`auto`: search around the spec's values instead of its tune.space."),
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Output folder (default: outputs/tune-<study>).")
+    ] = None,
 ) -> None:
     """Tune a spec with Optuna: parallel workers, pruning, multi-seed trials -> best_spec.yaml."""
     if space not in (None, "auto"):
@@ -199,25 +246,35 @@ def tune(
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
         experiment = load_spec(spec, overrides or [])
-        from .tuning import run_study, with_auto_space
+        from ppo_platform.tuning import run_study, with_auto_space
 
         if space == "auto":
             experiment = with_auto_space(experiment)
         elif experiment.tune is None:
-            raise SpecError([SpecIssue("tune", "the spec has no tune: section.",
-                                       fix="add one (see specs/tune_cartpole.yaml) or pass "
-                                       "--space auto.")], str(spec))
-        result = run_study(experiment, workers=workers, storage=storage, study_name=study,
-                           out_dir=out)
+            raise SpecError(
+                [
+                    SpecIssue(
+                        "tune",
+                        "the spec has no tune: section.",
+                        fix="add one (see specs/tune_cartpole.yaml) or pass --space auto.",
+                    )
+                ],
+                str(spec),
+            )
+        result = run_study(
+            experiment, workers=workers, storage=storage, study_name=study, out_dir=out
+        )
     except PlatformError as error:  # SpecError: exit 2; no completed trial, crashed worker: 1
         fail(error)
     except KeyboardInterrupt:
         typer.echo("interrupted: run the same command again to continue the study.", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     outputs = result.outputs
-    typer.echo(f"best trial {outputs.best_trial}: value {outputs.best_value:.4g} "
-               f"(study '{result.study_name}', storage {result.storage}, "
-               f"MLflow parent run {result.parent_run_id})")
+    typer.echo(
+        f"best trial {outputs.best_trial}: value {outputs.best_value:.4g} "
+        f"(study '{result.study_name}', storage {result.storage}, "
+        f"MLflow parent run {result.parent_run_id})"
+    )
     for path in (outputs.best_spec, outputs.summary, *outputs.plots):
         typer.echo(f"wrote {path}")
     typer.echo(f"next: ppo-platform run {outputs.best_spec}")

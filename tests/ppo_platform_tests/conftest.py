@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from ppo_platform.errors import SpecError, SpecIssue
-from ppo_platform.loader import load_spec_text
-from ppo_platform.spec import ExperimentSpec
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import load_spec_text
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 

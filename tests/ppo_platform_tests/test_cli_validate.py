@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from ppo_platform.cli import EXIT_BAD_INPUT, EXIT_OK, app
-from ppo_platform.loader import load_spec
+from ppo_platform.spec.loader import load_spec
 
 runner = CliRunner()
 
@@ -127,7 +127,7 @@ _CHECK_LIGHT_IMPORTS = f"""
 import sys
 from typer.testing import CliRunner
 import ppo_platform.cli
-from ppo_platform.loader import load_spec
+from ppo_platform.spec.loader import load_spec
 load_spec("specs/cartpole.yaml")
 result = CliRunner().invoke(ppo_platform.cli.app, ["validate", "specs/cartpole.yaml"])
 assert result.exit_code == 0, result.output

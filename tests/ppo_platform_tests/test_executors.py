@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ppo_platform.errors import SpecError, SpecIssue
-from ppo_platform.executors import LocalExecutor, Task, run_tasks
+from ppo_platform.execution.local import LocalExecutor, Task, run_tasks
 
 # Job functions live at module level: spawned workers import them by name.
 

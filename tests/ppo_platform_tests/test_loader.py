@@ -14,7 +14,7 @@ from textwrap import dedent
 import pytest
 
 from ppo_platform.errors import SpecError
-from ppo_platform.loader import MAX_SPEC_BYTES, dump_spec, load_spec, load_spec_text
+from ppo_platform.spec.loader import MAX_SPEC_BYTES, dump_spec, load_spec, load_spec_text
 
 
 def yaml_text(text: str) -> str:

@@ -12,12 +12,12 @@ from mlflow.tracking import MlflowClient
 from stable_baselines3.common.env_util import make_vec_env
 
 from ppo_platform.errors import SpecError
-from ppo_platform.loader import load_spec, load_spec_text, validate_data
-from ppo_platform.models import a2c_kwargs, build_model, load_model
-from ppo_platform.rules import A2C_IGNORED_FIELDS
-from ppo_platform.runner import RunResult, run_spec
 from ppo_platform.settings import get_settings
-from ppo_platform.spec import ExperimentSpec
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import load_spec, load_spec_text, validate_data
+from ppo_platform.spec.rules import A2C_IGNORED_FIELDS
+from ppo_platform.training.algorithms import a2c_kwargs, build_model, load_model
+from ppo_platform.training.runner import RunResult, run_spec
 from trainers.a2c import MonitoredA2C
 from trainers.ppo import MonitoredPPO, epoch_kl_name
 from trainers.ppo_kl import MonitoredKLPPO
@@ -32,7 +32,6 @@ E2E_OVERRIDES = [
     "evaluation.episodes=2",
     "checkpoints.every_timesteps=0",
 ]
-
 
 
 def spec_for(algorithm: str, **extra: Any) -> ExperimentSpec:

@@ -10,10 +10,10 @@ import pytest
 from gymnasium import spaces
 
 from ppo_platform.errors import SpecError
-from ppo_platform.loader import load_spec_text
 from ppo_platform.planner import minimum_budget, plan_experiment, write_plan
 from ppo_platform.planner.render import FRONT_MATTER, SECTIONS
 from ppo_platform.planner.use_cases import BY_NAME
+from ppo_platform.spec.loader import load_spec_text
 
 IMAGE_ENV_ID = "ppo_platform_test/TinyImage-v0"
 BROKEN_ENV_ID = "ppo_platform_test/Broken-v0"

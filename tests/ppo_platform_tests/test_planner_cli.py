@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from ppo_platform.cli import EXIT_BAD_INPUT, EXIT_OK, app
-from ppo_platform.loader import load_spec
 from ppo_platform.planner import plan_experiment
 from ppo_platform.settings import get_settings
+from ppo_platform.spec.loader import load_spec
 
 runner = CliRunner()
 CLI = [sys.executable, "-m", "ppo_platform.cli"]
@@ -162,7 +162,7 @@ def test_plan_imports_no_torch_sb3_or_mlflow(tmp_path):
 
 @pytest.mark.slow
 def test_planned_cartpole_spec_trains_through_run_spec(platform_home):
-    from ppo_platform.runner import run_spec
+    from ppo_platform.training.runner import run_spec
 
     spec = plan_experiment("CartPole-v1", 100_000, overrides=["budget.total_timesteps=3000"]).spec
     result = run_spec(spec)

@@ -9,15 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from ppo_platform.cli import app
-from ppo_platform.loader import load_spec_text
-from ppo_platform.reports import (
-    band,
-    default_threshold,
-    late_std,
-    steps_to_threshold,
-)
+from ppo_platform.reports.plots import band
+from ppo_platform.reports.stats import default_threshold, late_std, steps_to_threshold
 from ppo_platform.settings import get_settings
-from ppo_platform.sweeps import POINT_TAG, child_runs, run_sweep
+from ppo_platform.spec.loader import load_spec_text
+from ppo_platform.sweeps import run_sweep
+from ppo_platform.tracking.queries import child_runs
+from ppo_platform.tracking.tags import GRID_POINT as POINT_TAG
 
 # 2 variants x 2 seeds of ~2k GridWorld env steps, evaluated every 256 steps.
 SWEEP = """\

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ppo_platform.errors import SpecError
-from ppo_platform.rules import MAX_CLIP_EPSILON, MAX_EPOCHS, refusals
-from ppo_platform.spec import ExperimentSpec
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.rules import MAX_CLIP_EPSILON, MAX_EPOCHS, refusals
 
 # Each refused setting: the YAML appended to the minimal spec (from line 3), the path,
 # its value, and the limit or fix the message must mention.

@@ -14,13 +14,13 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from ppo_platform.checkpoints import latest_checkpoint
 from ppo_platform.errors import SpecError, TrainingError
-from ppo_platform.loader import validate_data
-from ppo_platform.progress import ProgressEvent
-from ppo_platform.runner import resume_run, run_folder, run_spec
 from ppo_platform.settings import get_settings
-from ppo_platform.spec import ExperimentSpec
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import validate_data
+from ppo_platform.training.checkpoints import latest_checkpoint
+from ppo_platform.training.progress import ProgressEvent
+from ppo_platform.training.runner import resume_run, run_folder, run_spec
 
 BUDGET = 2048  # 8 updates of 4 envs x 64 steps
 
@@ -284,7 +284,7 @@ def test_artifacts_live_under_the_platform_home_not_the_working_directory(finish
 
 
 def test_metrics_writer_reports_a_failed_write_at_drain(shared_home: Path) -> None:
-    from ppo_platform.metrics_writer import MetricsWriteError, shared_writer
+    from ppo_platform.tracking.writer import MetricsWriteError, shared_writer
 
     writer = shared_writer()
     writer.submit(get_settings().tracking_uri, "no-such-run", [("train/x", 1.0, 0, 1)])

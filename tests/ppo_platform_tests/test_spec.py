@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ppo_platform.cli import app
-from ppo_platform.loader import load_spec
-from ppo_platform.spec import ExperimentSpec, Schedule, flatten
+from ppo_platform.spec.experiment import ExperimentSpec, Schedule, flatten
+from ppo_platform.spec.loader import load_spec
 
 SHIPPED_SPECS = sorted((Path(__file__).resolve().parents[2] / "specs").glob("*.yaml"))
 

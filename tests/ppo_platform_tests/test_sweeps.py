@@ -12,17 +12,14 @@ from typer.testing import CliRunner
 from ppo_platform.cli import app
 from ppo_platform.errors import SpecError
 from ppo_platform.settings import get_settings
-from ppo_platform.spec import SAFE_NAME_PATTERN
-from ppo_platform.sweeps import (
-    FAILURE_TAG,
-    KEY_TAG,
-    POINT_TAG,
-    SEED_TAG,
-    WORKER_PID_TAG,
-    child_runs,
-    expand_sweep,
-    run_sweep,
-)
+from ppo_platform.spec.experiment import SAFE_NAME_PATTERN
+from ppo_platform.sweeps import expand_sweep, run_sweep
+from ppo_platform.tracking.queries import child_runs
+from ppo_platform.tracking.tags import FAILURE as FAILURE_TAG
+from ppo_platform.tracking.tags import GRID_POINT as POINT_TAG
+from ppo_platform.tracking.tags import SEED as SEED_TAG
+from ppo_platform.tracking.tags import SWEEP_KEY as KEY_TAG
+from ppo_platform.tracking.tags import WORKER_PID as WORKER_PID_TAG
 
 # A GridWorld run of 512 env steps (two updates): about a second of training per member.
 TINY = """\

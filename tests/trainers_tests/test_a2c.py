@@ -20,7 +20,6 @@ from trainers.errors import NonFiniteError
 SEED = 5
 
 
-
 def with_rollout(cls: type[OnPolicyAlgorithm], env_id: str, **kwargs: Any) -> OnPolicyAlgorithm:
     env = make_vec_env(env_id, n_envs=4, seed=SEED)
     model = cls("MlpPolicy", env, seed=SEED, device="cpu", n_steps=8, **kwargs)

@@ -40,7 +40,6 @@ CASES: dict[str, tuple[str, dict[str, Any], float]] = {
 }
 
 
-
 def with_rollout(cls: type[OnPolicyAlgorithm], env_id: str, **kwargs: Any) -> OnPolicyAlgorithm:
     """A seeded model that has collected one rollout (buffer full, GAE computed)."""
     env = make_vec_env(env_id, n_envs=2, seed=SEED)

@@ -6,10 +6,10 @@
 Imports gymnasium only (never torch, SB3 or MLflow), so planning takes a fraction of a second.
 """
 
-from .derive import MAX_BUDGET, minimum_budget
-from .env_info import EnvInfo, inspect_env
-from .plan import MARKDOWN_FILE, SPEC_FILE, Plan, plan_experiment, write_plan
-from .use_cases import USE_CASES
+from ppo_platform.planner.derive import MAX_BUDGET, minimum_budget
+from ppo_platform.planner.env_info import EnvInfo, inspect_env
+from ppo_platform.planner.plan import MARKDOWN_FILE, SPEC_FILE, Plan, plan_experiment, write_plan
+from ppo_platform.planner.use_cases import USE_CASES
 
 __all__ = [
     "MARKDOWN_FILE",

@@ -13,11 +13,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import SpecError, SpecIssue
-from ..rules import MAX_CLIP_EPSILON, MAX_EPOCHS
-from .env_info import PLAN_SOURCE, EnvInfo
-from .render import num
-from .use_cases import ATARI, CLASSIC, RLHF, UseCase
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.planner.env_info import PLAN_SOURCE, EnvInfo
+from ppo_platform.planner.render import num
+from ppo_platform.planner.use_cases import ATARI, CLASSIC, RLHF, UseCase
+from ppo_platform.spec.rules import MAX_CLIP_EPSILON, MAX_EPOCHS
 
 MIN_UPDATES = 10  # below this a plan cannot learn anything: refuse the budget
 GOOD_UPDATES = 100  # below this the plan warns: PPO usually needs ~100 updates to learn

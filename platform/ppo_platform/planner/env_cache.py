@@ -19,7 +19,7 @@ CACHEABLE_ENTRY_POINT = "gymnasium.envs."
 
 
 def _cache_file() -> Path:
-    from ..settings import get_settings
+    from ppo_platform.settings import get_settings
 
     return get_settings().home / "cache" / "gymnasium_envs.json"
 
@@ -41,7 +41,7 @@ def _read(path: Path) -> dict[str, Any]:
 
 def cached_env_info(env_id: str) -> Any | None:
     """The EnvInfo stored for `env_id` under this gymnasium version, or None."""
-    from .env_info import EnvInfo
+    from ppo_platform.planner.env_info import EnvInfo
 
     key = _key(env_id)
     entry = _read(_cache_file()).get(key) if key else None

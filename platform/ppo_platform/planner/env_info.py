@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..errors import SpecError, SpecIssue
-from ..spec import ENV_ID_PATTERN
-from .env_cache import cached_env_info, remember_env_info
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.planner.env_cache import cached_env_info, remember_env_info
+from ppo_platform.spec.experiment import ENV_ID_PATTERN
 
 PLAN_SOURCE = "plan"  # how planner errors name their origin ("plan: env.id = ...: ...")
 ActionKind = Literal["discrete", "continuous", "multi_discrete", "multi_binary", "other"]

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import SpecError, SpecIssue
-from ..loader import dump_spec, parse_override, set_dotted, validate_data
-from ..rules import PPO_ALGORITHMS
-from ..spec import ExperimentSpec
-from .derive import Derivation, check_budget, check_budget_covers, derive
-from .env_info import PLAN_SOURCE, EnvInfo, check_env_id_text, inspect_env
-from .render import num, render_markdown
-from .use_cases import RLHF, USE_CASES, UseCase, resolve_use_case
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.planner.derive import Derivation, check_budget, check_budget_covers, derive
+from ppo_platform.planner.env_info import PLAN_SOURCE, EnvInfo, check_env_id_text, inspect_env
+from ppo_platform.planner.render import num, render_markdown
+from ppo_platform.planner.use_cases import RLHF, USE_CASES, UseCase, resolve_use_case
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import dump_spec, parse_override, set_dotted, validate_data
+from ppo_platform.spec.rules import PPO_ALGORITHMS
 
 SPEC_FILE = "spec.yaml"
 MARKDOWN_FILE = "skill-ppo-trainer.md"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from ..rules import MAX_CLIP_EPSILON, MAX_EPOCHS
-from ..spec import ExperimentSpec, Schedule
-from .env_info import EnvInfo
-from .use_cases import RLHF, UseCase
+from ppo_platform.planner.env_info import EnvInfo
+from ppo_platform.planner.use_cases import RLHF, UseCase
+from ppo_platform.spec.experiment import ExperimentSpec, Schedule
+from ppo_platform.spec.rules import MAX_CLIP_EPSILON, MAX_EPOCHS
 
 # Exactly the front matter of seed 000's "Ship it" template.
 FRONT_MATTER = """---

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import SpecError, SpecIssue
-from .env_info import PLAN_SOURCE, EnvInfo
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.planner.env_info import PLAN_SOURCE, EnvInfo
 
 USE_CASES = ("auto", "classic-control", "continuous-control", "atari", "rlhf")
 

@@ -8,10 +8,10 @@ spec -> training, multi-seed score, pruning), `study` (storage, resume, stale tr
 Importing this package imports optuna and MLflow: the CLI imports it only inside `tune`.
 """
 
-from .auto_space import auto_space, with_auto_space
-from .errors import TrialFailed, TuningError
-from .space import check_space
-from .tuner import TuneResult, run_study
+from ppo_platform.tuning.auto_space import auto_space, with_auto_space
+from ppo_platform.tuning.errors import TrialFailed, TuningError
+from ppo_platform.tuning.space import check_space
+from ppo_platform.tuning.tuner import TuneResult, run_study
 
 __all__ = [
     "TrialFailed",

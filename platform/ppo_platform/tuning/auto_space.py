@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..rules import MAX_CLIP_EPSILON, MAX_EPOCHS
-from ..search_spec import TuneSpec
-from ..spec import ExperimentSpec
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.rules import MAX_CLIP_EPSILON, MAX_EPOCHS
+from ppo_platform.spec.search import TuneSpec
 
 GAMMAS = [0.9, 0.95, 0.98, 0.99, 0.995, 0.999]
 GAE_LAMBDAS = [0.8, 0.9, 0.92, 0.95, 0.98, 1.0]
@@ -31,35 +31,46 @@ def auto_space(spec: ExperimentSpec) -> dict[str, dict[str, Any]]:
     if spec.env.n_envs * (n_steps // 2) >= minibatch:  # shorter rollouts only if they still fit
         n_steps_choices.insert(0, n_steps // 2)
     smallest_batch = spec.env.n_envs * n_steps_choices[0]
-    minibatch_choices = sorted({m for m in (minibatch // 2, minibatch, minibatch * 2)
-                                if 1 <= m <= smallest_batch} or {smallest_batch})
+    minibatch_choices = sorted(
+        {m for m in (minibatch // 2, minibatch, minibatch * 2) if 1 <= m <= smallest_batch}
+        or {smallest_batch}
+    )
     width = spec.policy.net_arch[0] if spec.policy.net_arch else 64
     depth = max(1, len(spec.policy.net_arch))
     space: dict[str, dict[str, Any]] = {
-        "update.learning_rate.start": {"type": "float", "low": lr / 3, "high": lr * 3,
-                                       "log": True},
-        "update.epochs": {"type": "int", "low": max(1, epochs // 2),
-                          "high": min(MAX_EPOCHS, max(2, 2 * epochs))},
+        "update.learning_rate.start": {"type": "float", "low": lr / 3, "high": lr * 3, "log": True},
+        "update.epochs": {
+            "type": "int",
+            "low": max(1, epochs // 2),
+            "high": min(MAX_EPOCHS, max(2, 2 * epochs)),
+        },
         "update.minibatch_size": _choices(minibatch_choices),
         "rollout.n_steps": _choices(n_steps_choices),
         "advantage.gamma": _choices([*GAMMAS, spec.advantage.gamma]),
         "advantage.gae_lambda": _choices([*GAE_LAMBDAS, spec.advantage.gae_lambda]),
-        "policy.net_arch": {"type": "categorical", "choices": [
-            [w] * depth for w in sorted({max(8, width // 2), width, width * 2})]},
+        "policy.net_arch": {
+            "type": "categorical",
+            "choices": [[w] * depth for w in sorted({max(8, width // 2), width, width * 2})],
+        },
     }
     if spec.algorithm in ("ppo", "ppo_kl"):
-        space["surrogate.clip_epsilon.start"] = {"type": "float", "low": 0.1,
-                                                 "high": MAX_CLIP_EPSILON}
+        space["surrogate.clip_epsilon.start"] = {
+            "type": "float",
+            "low": 0.1,
+            "high": MAX_CLIP_EPSILON,
+        }
     entropy = spec.surrogate.entropy_coef
     space["surrogate.entropy_coef"] = (
-        _choices([0.0, 0.001, 0.01]) if entropy == 0
-        else {"type": "float", "low": entropy / 3, "high": entropy * 3, "log": True})
+        _choices([0.0, 0.001, 0.01])
+        if entropy == 0
+        else {"type": "float", "low": entropy / 3, "high": entropy * 3, "log": True}
+    )
     return space
 
 
 def with_auto_space(spec: ExperimentSpec) -> ExperimentSpec:
     """The spec with its tune space replaced by `auto_space` (other tune settings kept)."""
-    from ..loader import validate_data
+    from ppo_platform.spec.loader import validate_data
 
     data = spec.resolved()
     tune = data.get("tune") or TuneSpec().model_dump(mode="json")

@@ -22,8 +22,10 @@ def status_line(study: optuna.Study, n_trials: int) -> str:
     done = counts["COMPLETE"] + counts["PRUNED"] + counts["FAIL"]
     best = _best(study)
     best_text = "-" if best is None else f"{best[1]:.4g} (trial {best[0]})"
-    return (f"trials {done}/{n_trials}: {counts['COMPLETE']} complete, {counts['PRUNED']} pruned, "
-            f"{counts['FAIL']} failed, {counts['RUNNING']} running | best {best_text}")
+    return (
+        f"trials {done}/{n_trials}: {counts['COMPLETE']} complete, {counts['PRUNED']} pruned, "
+        f"{counts['FAIL']} failed, {counts['RUNNING']} running | best {best_text}"
+    )
 
 
 def _best(study: optuna.Study) -> tuple[int, float] | None:
@@ -64,13 +66,20 @@ def _short(value: Any) -> str:
 class StudyBoard:
     """Polls the study every `interval` seconds until `stop` is set."""
 
-    def __init__(self, study: optuna.Study, n_trials: int, stream: TextIO | None = None,
-                 interval: float = 2.0, live: bool | None = None) -> None:
+    def __init__(
+        self,
+        study: optuna.Study,
+        n_trials: int,
+        stream: TextIO | None = None,
+        interval: float = 2.0,
+        live: bool | None = None,
+    ) -> None:
         self.study, self.n_trials, self.interval = study, n_trials, interval
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if live is None else live
-        self.seen: set[int] = {t.number for t in study.get_trials(deepcopy=False)
-                               if t.state.is_finished()}
+        self.seen: set[int] = {
+            t.number for t in study.get_trials(deepcopy=False) if t.state.is_finished()
+        }
         self.last_line = ""
         self._console: Any = None
         self._live: Any = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import PlatformError
+from ppo_platform.errors import PlatformError
 
 
 class TrialFailed(PlatformError):

@@ -23,16 +23,16 @@ from typing import NoReturn
 import numpy as np
 import optuna
 
-from ..errors import SpecError, TrainingError
-from ..progress import ProgressEvent
-from ..runner import RunResult, run_spec
-from ..search_spec import TuneSpec
-from ..settings import Settings, get_settings
-from ..spec import ExperimentSpec
-from .errors import TrialFailed
-from .runs import TrialRun
-from .space import base_data, build_trial_spec, sample
-from .study import evaluations_per_seed
+from ppo_platform.errors import SpecError, TrainingError
+from ppo_platform.settings import Settings, get_settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.search import TuneSpec
+from ppo_platform.training.progress import ProgressEvent
+from ppo_platform.training.runner import RunResult, run_spec
+from ppo_platform.tuning.errors import TrialFailed
+from ppo_platform.tuning.runs import TrialRun
+from ppo_platform.tuning.space import base_data, build_trial_spec, sample
+from ppo_platform.tuning.study import evaluations_per_seed
 
 MAX_REASON = 2000
 
@@ -64,8 +64,15 @@ class SeedCurve:
 class PruningReporter:
     """`on_progress` callback of one seed's run: reports evaluations, cancels when pruned."""
 
-    def __init__(self, trial: optuna.Trial, spec: ExperimentSpec, tune: TuneSpec, seed_index: int,
-                 earlier: list[SeedCurve], cancel: threading.Event) -> None:
+    def __init__(
+        self,
+        trial: optuna.Trial,
+        spec: ExperimentSpec,
+        tune: TuneSpec,
+        seed_index: int,
+        earlier: list[SeedCurve],
+        cancel: threading.Event,
+    ) -> None:
         self.trial, self.tune, self.seed_index, self.earlier = trial, tune, seed_index, earlier
         self.every, self.total = spec.evaluation.every_timesteps, spec.budget.total_timesteps
         self.per_seed = evaluations_per_seed(spec)
@@ -104,9 +111,14 @@ class TrialOutcome:
 class TrialObjective:
     """The Optuna objective of a study: each worker process builds its own."""
 
-    def __init__(self, spec: ExperimentSpec, study_name: str, parent_run_id: str,
-                 settings: Settings | None = None,
-                 on_trial_start: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        spec: ExperimentSpec,
+        study_name: str,
+        parent_run_id: str,
+        settings: Settings | None = None,
+        on_trial_start: Callable[[], None] | None = None,
+    ) -> None:
         assert spec.tune is not None
         self.spec, self.tune, self.study_name = spec, spec.tune, study_name
         self.parent_run_id = parent_run_id
@@ -123,14 +135,27 @@ class TrialObjective:
         try:
             spec = build_trial_spec(self.data, params)
         except SpecError as error:
-            run = TrialRun.start(self.settings.tracking_uri, self.parent_run_id, self.study_name,
-                                 trial.number, params, None)
+            run = TrialRun.start(
+                self.settings.tracking_uri,
+                self.parent_run_id,
+                self.study_name,
+                trial.number,
+                params,
+                None,
+            )
             self._fail(trial, run, TrialOutcome(), f"invalid spec: {error.render()}")
-        run = TrialRun.start(self.settings.tracking_uri, self.parent_run_id, self.study_name,
-                             trial.number, params, spec)
+        run = TrialRun.start(
+            self.settings.tracking_uri,
+            self.parent_run_id,
+            self.study_name,
+            trial.number,
+            params,
+            spec,
+        )
         trial.set_user_attr("mlflow_run_id", run.run_id)
-        trial.set_user_attr("budget_timesteps",
-                            spec.budget.total_timesteps * self.tune.seeds_per_trial)
+        trial.set_user_attr(
+            "budget_timesteps", spec.budget.total_timesteps * self.tune.seeds_per_trial
+        )
         try:
             return self._train_seeds(trial, spec, run)
         except (optuna.TrialPruned, TrialFailed):
@@ -146,15 +171,20 @@ class TrialObjective:
     def _train_seeds(self, trial: optuna.Trial, spec: ExperimentSpec, run: TrialRun) -> float:
         outcome = TrialOutcome()
         for index, seed in enumerate(seeds_of(self.spec)):
-            seed_spec = spec.model_copy(update={"budget": spec.budget.model_copy(
-                update={"seed": seed})})
+            seed_spec = spec.model_copy(
+                update={"budget": spec.budget.model_copy(update={"seed": seed})}
+            )
             cancel = threading.Event()
-            reporter = PruningReporter(trial, seed_spec, self.tune, index, outcome.curves,
-                                       cancel)
+            reporter = PruningReporter(trial, seed_spec, self.tune, index, outcome.curves, cancel)
             try:
-                result = run_spec(seed_spec, on_progress=reporter, cancel=cancel,
-                                  settings=self.settings, parent_run_id=run.run_id,
-                                  tags=run.seed_tags(self.study_name, trial.number, seed))
+                result = run_spec(
+                    seed_spec,
+                    on_progress=reporter,
+                    cancel=cancel,
+                    settings=self.settings,
+                    parent_run_id=run.run_id,
+                    tags=run.seed_tags(self.study_name, trial.number, seed),
+                )
             except TrainingError as error:
                 self._fail(trial, run, outcome, f"diverged (seed {seed}): {error}")
             outcome.curves.append(reporter.curve)
@@ -183,21 +213,36 @@ class TrialObjective:
     def _curve(self, curves: list[SeedCurve]) -> list[tuple[int, float]]:
         """Aggregate eval return per evaluation, at the first seed's env steps."""
         ordered = [sorted(c.by_step.items()) for c in curves]
-        return [(step, aggregate([o[i][1] for o in ordered if len(o) > i], self.tune))
-                for i, (step, _) in enumerate(ordered[0])] if ordered else []
+        return (
+            [
+                (step, aggregate([o[i][1] for o in ordered if len(o) > i], self.tune))
+                for i, (step, _) in enumerate(ordered[0])
+            ]
+            if ordered
+            else []
+        )
 
-    def _prune(self, trial: optuna.Trial, run: TrialRun, outcome: TrialOutcome, seed: int,
-               pruned_at: tuple[int, float]) -> NoReturn:
+    def _prune(
+        self,
+        trial: optuna.Trial,
+        run: TrialRun,
+        outcome: TrialOutcome,
+        seed: int,
+        pruned_at: tuple[int, float],
+    ) -> NoReturn:
         step, value = pruned_at
-        reason = (f"pruned at evaluation step {step} (seed {seed}): intermediate value "
-                  f"{value:.2f}, after {outcome.timesteps} env steps")
+        reason = (
+            f"pruned at evaluation step {step} (seed {seed}): intermediate value "
+            f"{value:.2f}, after {outcome.timesteps} env steps"
+        )
         trial.set_user_attr("pruned_reason", reason)
         run.log_curve(self._curve(outcome.curves))
         run.finish("PRUNED", None, outcome.timesteps, outcome.alerts, reason)
         raise optuna.TrialPruned(reason)
 
-    def _fail(self, trial: optuna.Trial, run: TrialRun, outcome: TrialOutcome,
-              reason: str) -> NoReturn:
+    def _fail(
+        self, trial: optuna.Trial, run: TrialRun, outcome: TrialOutcome, reason: str
+    ) -> NoReturn:
         reason = reason[:MAX_REASON]
         trial.set_user_attr("failure", reason)
         trial.set_user_attr("timesteps", outcome.timesteps)

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..loader import dump_spec, load_spec_text
-from ..spec import ExperimentSpec
-from .board import failure_reason
-from .errors import TuningError
-from .space import base_data, build_trial_spec
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import dump_spec, load_spec_text
+from ppo_platform.tuning.board import failure_reason
+from ppo_platform.tuning.errors import TuningError
+from ppo_platform.tuning.space import base_data, build_trial_spec
 
 if TYPE_CHECKING:
     import optuna
@@ -42,7 +42,7 @@ def best_spec(spec: ExperimentSpec, trial: optuna.trial.FrozenTrial) -> Experime
 
 
 def _decoded(spec: ExperimentSpec, path: str, value: Any) -> Any:
-    from .space import decode
+    from ppo_platform.tuning.space import decode
 
     assert spec.tune is not None
     dist = spec.tune.space.get(path)
@@ -61,35 +61,53 @@ def trial_rows(study: optuna.Study) -> list[dict[str, Any]]:
     """Every trial as plain data (also the summary's JSON)."""
     rows = []
     for t in study.get_trials(deepcopy=False):
-        seconds = ((t.datetime_complete - t.datetime_start).total_seconds()
-                   if t.datetime_complete and t.datetime_start else None)
+        seconds = (
+            (t.datetime_complete - t.datetime_start).total_seconds()
+            if t.datetime_complete and t.datetime_start
+            else None
+        )
         reason = ""
         if t.state.name == "PRUNED":
             reason = t.user_attrs.get("pruned_reason", "")
         elif t.state.name == "FAIL":
             reason = failure_reason(t)
         value = t.value if t.state.name == "COMPLETE" else None  # pruned: last report
-        rows.append({"number": t.number, "state": t.state.name, "value": value,
-                     "seed_values": t.user_attrs.get("seed_values"), "params": t.params,
-                     "timesteps": t.user_attrs.get("timesteps"),
-                     "budget_timesteps": t.user_attrs.get("budget_timesteps"),
-                     "seconds": seconds, "pid": t.user_attrs.get("pid"),
-                     "retry_of": t.system_attrs.get("failed_trial"), "reason": reason})
+        rows.append(
+            {
+                "number": t.number,
+                "state": t.state.name,
+                "value": value,
+                "seed_values": t.user_attrs.get("seed_values"),
+                "params": t.params,
+                "timesteps": t.user_attrs.get("timesteps"),
+                "budget_timesteps": t.user_attrs.get("budget_timesteps"),
+                "seconds": seconds,
+                "pid": t.user_attrs.get("pid"),
+                "retry_of": t.system_attrs.get("failed_trial"),
+                "reason": reason,
+            }
+        )
     return rows
 
 
-def summary_markdown(spec: ExperimentSpec, study: optuna.Study, storage_label: str,
-                     rows: list[dict[str, Any]], best: optuna.trial.FrozenTrial) -> str:
+def summary_markdown(
+    spec: ExperimentSpec,
+    study: optuna.Study,
+    storage_label: str,
+    rows: list[dict[str, Any]],
+    best: optuna.trial.FrozenTrial,
+) -> str:
     assert spec.tune is not None
     tune = spec.tune
     states: dict[str, int] = {}
     for row in rows:
         states[row["state"]] = states.get(row["state"], 0) + 1
-    aggregate = (f"quantile {tune.quantile}" if tune.aggregate == "quantile" else "mean")
+    aggregate = f"quantile {tune.quantile}" if tune.aggregate == "quantile" else "mean"
     seeds = best.user_attrs.get("seeds", [])
     values = best.user_attrs.get("seed_values", [])
     lines = [
-        f"# Study `{study.study_name}`", "",
+        f"# Study `{study.study_name}`",
+        "",
         f"- spec: `{spec.name}` ({spec.env.id}, {spec.budget.total_timesteps} env steps per seed)",
         f"- storage: `{storage_label}`",
         f"- objective: {tune.direction} {tune.metric}, {tune.seeds_per_trial} seed(s) per trial, "
@@ -97,24 +115,35 @@ def summary_markdown(spec: ExperimentSpec, study: optuna.Study, storage_label: s
         f"- sampler: {tune.sampler.type} (seed {tune.sampler.seed}, "
         f"{tune.sampler.n_startup_trials} startup trials); pruner: {tune.pruner.type}",
         "- trials: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items())),
-        "", f"## Best trial: {best.number}", "",
+        "",
+        f"## Best trial: {best.number}",
+        "",
         f"value **{best.value:.4g}**; per seed: "
-        + ", ".join(f"seed {s}: {v:.4g}" for s, v in zip(seeds, values, strict=False)), "",
-        "| parameter | value |", "|---|---|",
+        + ", ".join(f"seed {s}: {v:.4g}" for s, v in zip(seeds, values, strict=False)),
+        "",
+        "| parameter | value |",
+        "|---|---|",
         *[f"| `{k}` | {_fmt(v)} |" for k, v in best.params.items()],
-        "", "## Trials", "",
+        "",
+        "## Trials",
+        "",
     ]
     names = list(tune.space)
-    lines.append("| # | state | value | per seed | env steps | s | "
-                 + " | ".join(f"`{n}`" for n in names) + " | note |")
+    lines.append(
+        "| # | state | value | per seed | env steps | s | "
+        + " | ".join(f"`{n}`" for n in names)
+        + " | note |"
+    )
     lines.append("|" + "---|" * (7 + len(names)))
     for row in rows:
         per_seed = ", ".join(f"{v:.4g}" for v in row["seed_values"] or [])
         params = " | ".join(_fmt(row["params"].get(n)) for n in names)
         note = (row["reason"] or "").splitlines()[0][:120] if row["reason"] else ""
-        lines.append(f"| {row['number']} | {row['state']} | {_fmt(row['value'])} | "
-                     f"{per_seed or '-'} | {_fmt(row['timesteps'])} | {_fmt(row['seconds'])} | "
-                     f"{params} | {note.replace('|', '/')} |")
+        lines.append(
+            f"| {row['number']} | {row['state']} | {_fmt(row['value'])} | "
+            f"{per_seed or '-'} | {_fmt(row['timesteps'])} | {_fmt(row['seconds'])} | "
+            f"{params} | {note.replace('|', '/')} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -134,7 +163,8 @@ def save_plots(study: optuna.Study, folder: Path) -> list[Path]:
     complete = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
     plots: list[tuple[str, Callable[[optuna.Study], Any], int]] = [
         ("optimization_history.png", ovm.plot_optimization_history, 1),
-        ("param_importances.png", ovm.plot_param_importances, 2)]
+        ("param_importances.png", ovm.plot_param_importances, 2),
+    ]
     for name, plot, needed in plots:
         if len(complete) < needed:
             continue
@@ -152,22 +182,31 @@ def save_plots(study: optuna.Study, folder: Path) -> list[Path]:
     return written
 
 
-def write_outputs(spec: ExperimentSpec, study: optuna.Study, folder: Path, storage_label: str,
-                  tracker: Any | None = None) -> StudyOutputs:
+def write_outputs(
+    spec: ExperimentSpec,
+    study: optuna.Study,
+    folder: Path,
+    storage_label: str,
+    tracker: Any | None = None,
+) -> StudyOutputs:
     """Write best_spec.yaml, summary.md/.json and plots to `folder` (and to the parent run)."""
     try:
         best = study.best_trial
     except ValueError:
-        raise TuningError(f"study {study.study_name!r} has no completed trial: nothing to "
-                          "report. See the failed/pruned reasons above.") from None
+        raise TuningError(
+            f"study {study.study_name!r} has no completed trial: nothing to "
+            "report. See the failed/pruned reasons above."
+        ) from None
     assert spec.tune is not None and best.value is not None
     value = float(best.value)
     folder.mkdir(parents=True, exist_ok=True)
     tuned = best_spec(spec, best)
-    header = (f"# Best trial {best.number} of study '{study.study_name}': {spec.tune.metric} "
-              f"{value:.4g} ({spec.tune.aggregate} over seeds "
-              f"{best.user_attrs.get('seeds')}: {best.user_attrs.get('seed_values')}).\n"
-              "# Tuned: " + ", ".join(f"{k}" for k in best.params) + "\n")
+    header = (
+        f"# Best trial {best.number} of study '{study.study_name}': {spec.tune.metric} "
+        f"{value:.4g} ({spec.tune.aggregate} over seeds "
+        f"{best.user_attrs.get('seeds')}: {best.user_attrs.get('seed_values')}).\n"
+        "# Tuned: " + ", ".join(f"{k}" for k in best.params) + "\n"
+    )
     # A resolved dump says `tune: null`; the best spec has no tune section at all.
     text = header + re.sub(r"(?m)^tune: null\n", "", dump_spec(tuned))
     load_spec_text(text, "best_spec.yaml")  # runnable as is: it must validate
@@ -177,11 +216,21 @@ def write_outputs(spec: ExperimentSpec, study: optuna.Study, folder: Path, stora
     summary_path = folder / "summary.md"
     summary_path.write_text(summary_markdown(spec, study, storage_label, rows, best))
     json_path = folder / "summary.json"
-    json_path.write_text(json.dumps({
-        "study": study.study_name, "storage": storage_label, "best_trial": best.number,
-        "best_value": best.value, "best_params": best.params,
-        "best_seed_values": best.user_attrs.get("seed_values"), "trials": rows,
-    }, indent=2, default=str))
+    json_path.write_text(
+        json.dumps(
+            {
+                "study": study.study_name,
+                "storage": storage_label,
+                "best_trial": best.number,
+                "best_value": best.value,
+                "best_params": best.params,
+                "best_seed_values": best.user_attrs.get("seed_values"),
+                "trials": rows,
+            },
+            indent=2,
+            default=str,
+        )
+    )
     plots = save_plots(study, folder)
     if tracker is not None:
         for path in (spec_path, summary_path, json_path):

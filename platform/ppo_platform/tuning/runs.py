@@ -14,30 +14,42 @@ from pathlib import Path
 from typing import Any
 
 from mlflow.exceptions import MlflowException
-from mlflow.tracking import MlflowClient
 
-from ..spec import ExperimentSpec, flatten
-from ..tracking import TAG_PREFIX, RunTracker, _retry, ensure_experiment
+from ppo_platform.spec.experiment import ExperimentSpec, flatten
+from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.gateway import retry, tracking_client
+from ppo_platform.tracking.tracker import RunTracker, ensure_experiment
 
 TRIAL_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
 
 
-def open_study_run(tracking_uri: str, spec: ExperimentSpec, study_name: str, storage_label: str,
-                   existing_run_id: str | None, artifact_root: Path | None = None) -> str:
+def open_study_run(
+    tracking_uri: str,
+    spec: ExperimentSpec,
+    study_name: str,
+    storage_label: str,
+    existing_run_id: str | None,
+    artifact_root: Path | None = None,
+) -> str:
     """Reopen the study's parent run (a resumed study) or create it; returns its run id."""
-    client = MlflowClient(tracking_uri)
+    client = tracking_client(tracking_uri)
     if existing_run_id:
         try:
-            _retry(lambda: client.update_run(existing_run_id, status="RUNNING"))
+            retry(lambda: client.update_run(existing_run_id, status="RUNNING"))
             return existing_run_id
         except MlflowException:
             pass  # another tracking store than the one that started the study: start afresh
     assert spec.tune is not None
-    tags = {"mlflow.runName": f"tune-{study_name}", f"{TAG_PREFIX}kind": "study",
-            f"{TAG_PREFIX}study": study_name, f"{TAG_PREFIX}storage": storage_label,
-            f"{TAG_PREFIX}spec_hash": spec.spec_hash(), f"{TAG_PREFIX}env_id": spec.env.id}
+    tags = {
+        tag.RUN_NAME: f"tune-{study_name}",
+        tag.KIND: "study",
+        tag.platform_tag("study"): study_name,
+        tag.platform_tag("storage"): storage_label,
+        tag.SPEC_HASH: spec.spec_hash(),
+        tag.ENV_ID: spec.env.id,
+    }
     experiment = ensure_experiment(client, spec.experiment_name, artifact_root)
-    run = _retry(lambda: client.create_run(experiment, tags=tags))
+    run = retry(lambda: client.create_run(experiment, tags=tags))
     tracker = RunTracker(tracking_uri, run.info.run_id)
     tune = spec.tune.model_dump(mode="json")
     tune["space"] = json.dumps(tune["space"])
@@ -53,26 +65,41 @@ class TrialRun:
         self.run_id = tracker.run_id
 
     @classmethod
-    def start(cls, tracking_uri: str, parent_run_id: str, study_name: str, number: int,
-              params: dict[str, Any], spec: ExperimentSpec | None) -> TrialRun:
-        client = MlflowClient(tracking_uri)
-        parent = _retry(lambda: client.get_run(parent_run_id))
-        tags = {"mlflow.runName": f"trial-{number}", "mlflow.parentRunId": parent_run_id,
-                f"{TAG_PREFIX}kind": "trial", f"{TAG_PREFIX}study": study_name,
-                f"{TAG_PREFIX}trial_number": str(number),
-                f"{TAG_PREFIX}tuned_params": json.dumps(params)[:5000]}
+    def start(
+        cls,
+        tracking_uri: str,
+        parent_run_id: str,
+        study_name: str,
+        number: int,
+        params: dict[str, Any],
+        spec: ExperimentSpec | None,
+    ) -> TrialRun:
+        client = tracking_client(tracking_uri)
+        parent = retry(lambda: client.get_run(parent_run_id))
+        tags = {
+            tag.RUN_NAME: f"trial-{number}",
+            tag.PARENT_RUN_ID: parent_run_id,
+            tag.KIND: "trial",
+            tag.platform_tag("study"): study_name,
+            tag.platform_tag("trial_number"): str(number),
+            tag.platform_tag("tuned_params"): json.dumps(params)[:5000],
+        }
         if spec is not None:
-            tags[f"{TAG_PREFIX}spec_hash"] = spec.spec_hash()
-        run = _retry(lambda: client.create_run(parent.info.experiment_id, tags=tags))
+            tags[tag.SPEC_HASH] = spec.spec_hash()
+        run = retry(lambda: client.create_run(parent.info.experiment_id, tags=tags))
         tracker = RunTracker(tracking_uri, run.info.run_id)
         tracker.log_params(flatten(spec.resolved()) if spec is not None else params)
         return cls(tracker)
 
     def seed_tags(self, study_name: str, number: int, seed: int) -> dict[str, str]:
         """Tags of a seed's training run (a child of this trial run)."""
-        return {"mlflow.runName": f"trial-{number}-seed-{seed}", f"{TAG_PREFIX}kind": "seed",
-                f"{TAG_PREFIX}study": study_name, f"{TAG_PREFIX}trial_number": str(number),
-                f"{TAG_PREFIX}seed": str(seed)}
+        return {
+            tag.RUN_NAME: f"trial-{number}-seed-{seed}",
+            tag.KIND: "seed",
+            tag.platform_tag("study"): study_name,
+            tag.platform_tag("trial_number"): str(number),
+            tag.SEED: str(seed),
+        }
 
     def log_seed(self, index: int, value: float | None, timesteps: int, alerts: int) -> None:
         metrics = {"tune/seed_timesteps": float(timesteps), "tune/seed_alerts": float(alerts)}
@@ -85,14 +112,15 @@ class TrialRun:
         for step, value in curve:
             self.tracker.log_metrics({"eval/mean_reward": value}, step)
 
-    def finish(self, state: str, value: float | None, timesteps: int, alerts: int,
-               reason: str = "") -> None:
+    def finish(
+        self, state: str, value: float | None, timesteps: int, alerts: int, reason: str = ""
+    ) -> None:
         metrics = {"tune/timesteps": float(timesteps), "diagnostics/alerts_total": float(alerts)}
         if value is not None:
             metrics["tune/value"] = value
         self.tracker.log_metrics(metrics, 0)
-        tags = {f"{TAG_PREFIX}trial_state": state}
+        tags = {tag.platform_tag("trial_state"): state}
         if reason:
-            tags[f"{TAG_PREFIX}reason"] = reason
+            tags[tag.platform_tag("reason")] = reason
         self.tracker.set_tags(tags)
         self.tracker.finish(TRIAL_STATUS[state])

@@ -12,11 +12,16 @@ import copy
 import json
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SpecError, SpecIssue
-from ..loader import set_dotted, validate_data
-from ..rules import refusals
-from ..search_spec import CategoricalDistribution, FloatDistribution, IntDistribution, TuneSpec
-from ..spec import ExperimentSpec
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import set_dotted, validate_data
+from ppo_platform.spec.rules import refusals
+from ppo_platform.spec.search import (
+    CategoricalDistribution,
+    FloatDistribution,
+    IntDistribution,
+    TuneSpec,
+)
 
 if TYPE_CHECKING:
     import optuna
@@ -57,8 +62,9 @@ def sample(trial: optuna.Trial, space: dict[str, Distribution]) -> dict[str, Any
         if isinstance(dist, FloatDistribution):
             params[path] = trial.suggest_float(path, dist.low, dist.high, log=dist.log)
         elif isinstance(dist, IntDistribution):
-            params[path] = trial.suggest_int(path, dist.low, dist.high, step=dist.step,
-                                             log=dist.log)
+            params[path] = trial.suggest_int(
+                path, dist.low, dist.high, step=dist.step, log=dist.log
+            )
         else:
             value = trial.suggest_categorical(path, _encoded(dist.choices)[0])
             params[path] = decode(dist, value)
@@ -120,24 +126,42 @@ def _probe_issues(data: dict[str, Any], path: str, bound: str, value: Any) -> li
         # Inconsistencies (minibatch > rollout) may be fixed by another sampled value.
         found = refusals(spec)
     label = "refused" if any(i.message.startswith("refused") for i in found) else "invalid"
-    return [SpecIssue(f"tune.space.{path}.{bound}",
-                      f"{label}: sampling {path} = {value!r} gives {issue.path or 'the spec'}: "
-                      + issue.message.removeprefix("refused: "), value, fix=issue.fix)
-            for issue in found]
+    return [
+        SpecIssue(
+            f"tune.space.{path}.{bound}",
+            f"{label}: sampling {path} = {value!r} gives {issue.path or 'the spec'}: "
+            + issue.message.removeprefix("refused: "),
+            value,
+            fix=issue.fix,
+        )
+        for issue in found
+    ]
 
 
 def check_space(spec: ExperimentSpec) -> None:
     """Refuse a search space that could sample an invalid or refused value (SpecError)."""
     tune = spec.tune
     if tune is None or not tune.space:
-        raise SpecError([SpecIssue("tune.space", "the spec has no search space to tune.",
-                                   fix="add a tune: section with a space, or use --space auto.")])
+        raise SpecError(
+            [
+                SpecIssue(
+                    "tune.space",
+                    "the spec has no search space to tune.",
+                    fix="add a tune: section with a space, or use --space auto.",
+                )
+            ]
+        )
     data = base_data(spec)
     issues: list[SpecIssue] = []
     for path, dist in tune.space.items():
         if path.split(".")[0] in UNTUNABLE_ROOTS:
-            issues.append(SpecIssue(f"tune.space.{path}", "cannot be tuned: it names the study, "
-                                    "not a training setting.", fix="remove it from the space."))
+            issues.append(
+                SpecIssue(
+                    f"tune.space.{path}",
+                    "cannot be tuned: it names the study, not a training setting.",
+                    fix="remove it from the space.",
+                )
+            )
             continue
         for bound, value in reachable_values(dist):
             issues.extend(_probe_issues(data, path, bound, value))
@@ -154,13 +178,24 @@ def _sampler_issues(tune: TuneSpec) -> list[SpecIssue]:
     for path, dist in tune.space.items():
         values = grid_values(dist)
         if values is None:
-            return [SpecIssue(f"tune.space.{path}", "the grid sampler needs a finite space; "
-                              "this is a float range.", fix="use type: categorical with choices, "
-                              "an int range, or another sampler (tpe, random).")]
+            return [
+                SpecIssue(
+                    f"tune.space.{path}",
+                    "the grid sampler needs a finite space; this is a float range.",
+                    fix="use type: categorical with choices, "
+                    "an int range, or another sampler (tpe, random).",
+                )
+            ]
         size *= len(values)
     if size > MAX_GRID_POINTS:
-        return [SpecIssue("tune.space", f"the grid has {size} points, over {MAX_GRID_POINTS}.",
-                          size, fix="use fewer choices, or the tpe sampler.")]
+        return [
+            SpecIssue(
+                "tune.space",
+                f"the grid has {size} points, over {MAX_GRID_POINTS}.",
+                size,
+                fix="use fewer choices, or the tpe sampler.",
+            )
+        ]
     return []
 
 
@@ -168,9 +203,15 @@ def _pruner_issues(spec: ExperimentSpec) -> list[SpecIssue]:
     assert spec.tune is not None
     if spec.tune.pruner.type == "none" or spec.evaluation.every_timesteps > 0:
         return []
-    return [SpecIssue("tune.pruner.type", "pruning needs periodic evaluations (its intermediate "
-                      "values), but evaluation.every_timesteps is 0.", spec.tune.pruner.type,
-                      fix="set evaluation.every_timesteps > 0, or pruner: {type: none}.")]
+    return [
+        SpecIssue(
+            "tune.pruner.type",
+            "pruning needs periodic evaluations (its intermediate "
+            "values), but evaluation.every_timesteps is 0.",
+            spec.tune.pruner.type,
+            fix="set evaluation.every_timesteps > 0, or pruner: {type: none}.",
+        )
+    ]
 
 
 def grid_search_space(tune: TuneSpec) -> dict[str, list[Any]]:

@@ -20,10 +20,10 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SpecError, SpecIssue
-from ..settings import Settings
-from ..spec import ExperimentSpec
-from .space import grid_search_space
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.settings import Settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.tuning.space import grid_search_space
 
 if TYPE_CHECKING:
     import optuna
@@ -61,8 +61,9 @@ def _journal_storage_class() -> type:
     class HeartbeatJournalStorage(JournalStorage, BaseHeartbeat):
         """A journal storage whose running trials beat, so a dead worker's trial is noticed."""
 
-        def __init__(self, backend: Any, heartbeat_interval: int, grace_period: int,
-                     stale_callback: Any) -> None:
+        def __init__(
+            self, backend: Any, heartbeat_interval: int, grace_period: int, stale_callback: Any
+        ) -> None:
             super().__init__(backend)
             self.heartbeat_interval, self.grace_period = heartbeat_interval, grace_period
             self.stale_callback = stale_callback
@@ -75,8 +76,9 @@ def _journal_storage_class() -> type:
         def _get_stale_trial_ids(self, study_id: int) -> list[int]:
             now = time.time()
             stale = []
-            for trial in self.get_all_trials(study_id, deepcopy=False,
-                                             states=(TrialState.RUNNING,)):
+            for trial in self.get_all_trials(
+                study_id, deepcopy=False, states=(TrialState.RUNNING,)
+            ):
                 last = trial.system_attrs.get(HEARTBEAT_ATTR)
                 if last is None and trial.datetime_start is not None:
                     last = trial.datetime_start.timestamp()  # died before its first beat
@@ -93,8 +95,9 @@ def _journal_storage_class() -> type:
     return HeartbeatJournalStorage
 
 
-def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_SECONDS,
-                 grace_period: int = GRACE_SECONDS) -> BaseStorage:
+def open_storage(
+    url: str, heartbeat_interval: int = HEARTBEAT_SECONDS, grace_period: int = GRACE_SECONDS
+) -> BaseStorage:
     """`journal:/path/file` or any SQLAlchemy URL, with stale-trial detection on."""
     from optuna.exceptions import ExperimentalWarning
     from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
@@ -105,15 +108,29 @@ def open_storage(url: str, heartbeat_interval: int = HEARTBEAT_SECONDS,
     if url.startswith(JOURNAL_SCHEME):
         path = Path(url.removeprefix(JOURNAL_SCHEME).removeprefix("//"))
         path.parent.mkdir(parents=True, exist_ok=True)
-        return _journal_storage_class()(JournalFileBackend(str(path)), heartbeat_interval,
-                                        grace_period, retry)
+        return _journal_storage_class()(
+            JournalFileBackend(str(path)), heartbeat_interval, grace_period, retry
+        )
     if "://" not in url:
-        raise SpecError([SpecIssue("--storage", "is neither journal:PATH nor a database URL.",
-                                   url, fix="use e.g. journal:/tmp/studies.journal, "
-                                   "sqlite:///studies.db or postgresql://user:pw@host/db.")])
+        raise SpecError(
+            [
+                SpecIssue(
+                    "--storage",
+                    "is neither journal:PATH nor a database URL.",
+                    url,
+                    fix="use e.g. journal:/tmp/studies.journal, "
+                    "sqlite:///studies.db or postgresql://user:pw@host/db.",
+                )
+            ]
+        )
     engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
-    return RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_interval,
-                      grace_period=grace_period, heartbeat_stale_trial_callback=retry)
+    return RDBStorage(
+        url,
+        engine_kwargs=engine_kwargs,
+        heartbeat_interval=heartbeat_interval,
+        grace_period=grace_period,
+        heartbeat_stale_trial_callback=retry,
+    )
 
 
 def make_sampler(spec: ExperimentSpec, worker_index: int = 0) -> optuna.samplers.BaseSampler:
@@ -127,9 +144,13 @@ def make_sampler(spec: ExperimentSpec, worker_index: int = 0) -> optuna.samplers
     assert spec.tune is not None
     sampler, seed = spec.tune.sampler, spec.tune.sampler.seed + worker_index
     if sampler.type == "tpe":
-        return optuna.samplers.TPESampler(n_startup_trials=sampler.n_startup_trials, seed=seed,
-                                          multivariate=True, constant_liar=True,
-                                          n_ei_candidates=24)
+        return optuna.samplers.TPESampler(
+            n_startup_trials=sampler.n_startup_trials,
+            seed=seed,
+            multivariate=True,
+            constant_liar=True,
+            n_ei_candidates=24,
+        )
     if sampler.type == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if sampler.type == "grid":
@@ -137,11 +158,22 @@ def make_sampler(spec: ExperimentSpec, worker_index: int = 0) -> optuna.samplers
     try:
         import cmaes  # noqa: F401
     except ImportError:
-        raise SpecError([SpecIssue("tune.sampler.type", "needs the `cmaes` package.", "cmaes",
-                                   fix="pip install cmaes, or use sampler type tpe.")]) from None
+        raise SpecError(
+            [
+                SpecIssue(
+                    "tune.sampler.type",
+                    "needs the `cmaes` package.",
+                    "cmaes",
+                    fix="pip install cmaes, or use sampler type tpe.",
+                )
+            ]
+        ) from None
     return optuna.samplers.CmaEsSampler(
-        n_startup_trials=sampler.n_startup_trials, seed=seed, warn_independent_sampling=False,
-        independent_sampler=optuna.samplers.RandomSampler(seed=seed))
+        n_startup_trials=sampler.n_startup_trials,
+        seed=seed,
+        warn_independent_sampling=False,
+        independent_sampler=optuna.samplers.RandomSampler(seed=seed),
+    )
 
 
 def evaluations_per_seed(spec: ExperimentSpec) -> int:
@@ -158,16 +190,20 @@ def make_pruner(spec: ExperimentSpec) -> optuna.pruners.BasePruner:
     pruner = spec.tune.pruner
     first_rung = max(1, pruner.n_warmup_evaluations)
     if pruner.type == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=pruner.n_startup_trials,
-                                           n_warmup_steps=pruner.n_warmup_evaluations)
+        return optuna.pruners.MedianPruner(
+            n_startup_trials=pruner.n_startup_trials, n_warmup_steps=pruner.n_warmup_evaluations
+        )
     if pruner.type == "successive_halving":
         return optuna.pruners.SuccessiveHalvingPruner(
-            min_resource=first_rung, reduction_factor=pruner.reduction_factor)
+            min_resource=first_rung, reduction_factor=pruner.reduction_factor
+        )
     if pruner.type == "hyperband":
         max_steps = evaluations_per_seed(spec) * spec.tune.seeds_per_trial
-        return optuna.pruners.HyperbandPruner(min_resource=first_rung,
-                                              max_resource=max(first_rung, max_steps),
-                                              reduction_factor=pruner.reduction_factor)
+        return optuna.pruners.HyperbandPruner(
+            min_resource=first_rung,
+            max_resource=max(first_rung, max_steps),
+            reduction_factor=pruner.reduction_factor,
+        )
     return optuna.pruners.NopPruner()
 
 
@@ -175,21 +211,32 @@ def fingerprint(spec: ExperimentSpec) -> str:
     """What a study's trials depend on: a resumed study must not silently change it."""
     assert spec.tune is not None
     tune = spec.tune
-    parts = {"spec": spec.spec_hash(), "space": tune.model_dump(mode="json")["space"],
-             "metric": tune.metric, "seeds": tune.seeds_per_trial, "aggregate": tune.aggregate,
-             "quantile": tune.quantile}
+    parts = {
+        "spec": spec.spec_hash(),
+        "space": tune.model_dump(mode="json")["space"],
+        "metric": tune.metric,
+        "seeds": tune.seeds_per_trial,
+        "aggregate": tune.aggregate,
+        "quantile": tune.quantile,
+    }
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def load_study(spec: ExperimentSpec, storage: BaseStorage, study_name: str,
-               worker_index: int = 0) -> optuna.Study:
+def load_study(
+    spec: ExperimentSpec, storage: BaseStorage, study_name: str, worker_index: int = 0
+) -> optuna.Study:
     """Create the study, or load it to continue (`load_if_exists`)."""
     import optuna
 
     assert spec.tune is not None
-    return optuna.create_study(storage=storage, study_name=study_name, load_if_exists=True,
-                               direction=spec.tune.direction, pruner=make_pruner(spec),
-                               sampler=make_sampler(spec, worker_index))
+    return optuna.create_study(
+        storage=storage,
+        study_name=study_name,
+        load_if_exists=True,
+        direction=spec.tune.direction,
+        pruner=make_pruner(spec),
+        sampler=make_sampler(spec, worker_index),
+    )
 
 
 def prepare_study(spec: ExperimentSpec, storage: BaseStorage, study_name: str) -> optuna.Study:
@@ -201,10 +248,17 @@ def prepare_study(spec: ExperimentSpec, storage: BaseStorage, study_name: str) -
     if found is None:
         study.set_user_attr(FINGERPRINT_ATTR, expected)
     elif found != expected or study.direction.name.lower() != spec.tune.direction:
-        raise SpecError([SpecIssue(
-            "--study", f"study {study_name!r} already exists with a different spec, search "
-            "space, metric or direction: its trials cannot be continued with this one.",
-            study_name, fix="pass another --study NAME, or run the spec it was started with.")])
+        raise SpecError(
+            [
+                SpecIssue(
+                    "--study",
+                    f"study {study_name!r} already exists with a different spec, search "
+                    "space, metric or direction: its trials cannot be continued with this one.",
+                    study_name,
+                    fix="pass another --study NAME, or run the spec it was started with.",
+                )
+            ]
+        )
     return study
 
 
@@ -219,8 +273,9 @@ def trials_used(study: optuna.Study) -> int:
     for trial in trials:
         if trial.state == TrialState.WAITING:
             continue
-        if trial.state == TrialState.FAIL and (trial.number in retried
-                                               or trial.user_attrs.get("interrupted")):
+        if trial.state == TrialState.FAIL and (
+            trial.number in retried or trial.user_attrs.get("interrupted")
+        ):
             continue
         used += 1
     return used
@@ -237,7 +292,7 @@ def may_start_trial(study: optuna.Study, n_trials: int) -> bool:
 
 def study_budget(spec: ExperimentSpec) -> int:
     """n_trials, capped by the grid's size for the grid sampler (it cannot do more)."""
-    from .space import grid_size
+    from ppo_platform.tuning.space import grid_size
 
     assert spec.tune is not None
     if spec.tune.sampler.type == "grid":

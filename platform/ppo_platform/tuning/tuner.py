@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from ..settings import Settings, get_settings
-from ..spec import ExperimentSpec
-from ..tracking import RunTracker
-from .board import StudyBoard
-from .outputs import StudyOutputs, write_outputs
-from .runs import open_study_run
-from .space import check_space
-from .study import (
+from ppo_platform.settings import Settings, get_settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.tracking.tracker import RunTracker
+from ppo_platform.tuning.board import StudyBoard
+from ppo_platform.tuning.outputs import StudyOutputs, write_outputs
+from ppo_platform.tuning.runs import open_study_run
+from ppo_platform.tuning.space import check_space
+from ppo_platform.tuning.study import (
     GRACE_SECONDS,
     HEARTBEAT_SECONDS,
     PARENT_RUN_ATTR,
@@ -24,7 +24,7 @@ from .study import (
     redact,
     study_budget,
 )
-from .workers import WorkerConfig, quiet_logs, run_workers
+from ppo_platform.tuning.workers import WorkerConfig, quiet_logs, run_workers
 
 
 @dataclass(frozen=True)
@@ -39,11 +39,19 @@ def default_out_dir(study_name: str) -> Path:
     return Path("outputs") / f"tune-{study_name}"
 
 
-def run_study(spec: ExperimentSpec, *, workers: int = 1, storage: str | None = None,
-              study_name: str | None = None, out_dir: Path | None = None,
-              settings: Settings | None = None, progress: TextIO | None = None,
-              live: bool | None = None, heartbeat_interval: int = HEARTBEAT_SECONDS,
-              grace_period: int = GRACE_SECONDS) -> TuneResult:
+def run_study(
+    spec: ExperimentSpec,
+    *,
+    workers: int = 1,
+    storage: str | None = None,
+    study_name: str | None = None,
+    out_dir: Path | None = None,
+    settings: Settings | None = None,
+    progress: TextIO | None = None,
+    live: bool | None = None,
+    heartbeat_interval: int = HEARTBEAT_SECONDS,
+    grace_period: int = GRACE_SECONDS,
+) -> TuneResult:
     """Run (or continue) the spec's study to its n_trials and write its outputs.
 
     Raises SpecError for a bad spec or space, TuningError if no trial completed.
@@ -55,17 +63,30 @@ def run_study(spec: ExperimentSpec, *, workers: int = 1, storage: str | None = N
     study_name = study_name or spec.name
     storage_url = storage or default_storage_url(settings)
     label = redact(storage_url)
-    study = prepare_study(spec, open_storage(storage_url, heartbeat_interval, grace_period),
-                          study_name)
-    parent_run_id = open_study_run(settings.tracking_uri, spec, study_name, label,
-                                   study.user_attrs.get(PARENT_RUN_ATTR), settings.artifact_root)
+    study = prepare_study(
+        spec, open_storage(storage_url, heartbeat_interval, grace_period), study_name
+    )
+    parent_run_id = open_study_run(
+        settings.tracking_uri,
+        spec,
+        study_name,
+        label,
+        study.user_attrs.get(PARENT_RUN_ATTR),
+        settings.artifact_root,
+    )
     study.set_user_attr(PARENT_RUN_ATTR, parent_run_id)
     tracker = RunTracker(settings.tracking_uri, parent_run_id)
     timeout = spec.tune.timeout
-    config = WorkerConfig(spec=spec, storage_url=storage_url, study_name=study_name,
-                          parent_run_id=parent_run_id, n_trials=study_budget(spec),
-                          deadline=time.time() + timeout if timeout else None,
-                          heartbeat_interval=heartbeat_interval, grace_period=grace_period)
+    config = WorkerConfig(
+        spec=spec,
+        storage_url=storage_url,
+        study_name=study_name,
+        parent_run_id=parent_run_id,
+        n_trials=study_budget(spec),
+        deadline=time.time() + timeout if timeout else None,
+        heartbeat_interval=heartbeat_interval,
+        grace_period=grace_period,
+    )
     board = StudyBoard(study, config.n_trials, stream=progress, live=live)
     thread, stop = board.start()
     try:

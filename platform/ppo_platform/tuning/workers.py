@@ -17,10 +17,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..settings import get_settings
-from ..spec import ExperimentSpec
-from .errors import TrialFailed, TuningError
-from .study import load_study, may_start_trial, open_storage
+from ppo_platform.settings import get_settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.tuning.errors import TrialFailed, TuningError
+from ppo_platform.tuning.study import load_study, may_start_trial, open_storage
 
 LOCK_TIMEOUT = 120.0  # a worker killed while holding the lock must not block the others forever
 
@@ -55,7 +55,7 @@ def run_worker(config: WorkerConfig, worker_index: int, lock: Any) -> int:
     """Run trials until the budget or deadline is reached; returns trials this worker ran."""
     from optuna.storages import fail_stale_trials
 
-    from .objective import TrialObjective
+    from ppo_platform.tuning.objective import TrialObjective
 
     storage = open_storage(config.storage_url, config.heartbeat_interval, config.grace_period)
     study = load_study(config.spec, storage, config.study_name, worker_index)
@@ -102,8 +102,10 @@ def run_workers(config: WorkerConfig, workers: int) -> None:
         return
     context = multiprocessing.get_context("spawn")
     lock = context.Lock()
-    processes = [context.Process(target=_worker_process, args=(config, i, lock),
-                                 name=f"tune-worker-{i}") for i in range(workers)]
+    processes = [
+        context.Process(target=_worker_process, args=(config, i, lock), name=f"tune-worker-{i}")
+        for i in range(workers)
+    ]
     for process in processes:
         process.start()
     try:
@@ -119,5 +121,7 @@ def run_workers(config: WorkerConfig, workers: int) -> None:
         raise
     failed = [p.name for p in processes if p.exitcode not in (0, None)]
     if failed:
-        raise TuningError(f"worker process(es) {', '.join(failed)} exited with an error "
-                           "(see their traceback above).")
+        raise TuningError(
+            f"worker process(es) {', '.join(failed)} exited with an error "
+            "(see their traceback above)."
+        )

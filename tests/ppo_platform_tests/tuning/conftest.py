@@ -28,9 +28,9 @@ def _prefer_the_installed_package() -> None:
 
 _prefer_the_installed_package()
 
-from ppo_platform.loader import set_dotted, validate_data  # noqa: E402
 from ppo_platform.settings import Settings, get_settings  # noqa: E402
-from ppo_platform.spec import ExperimentSpec  # noqa: E402
+from ppo_platform.spec.experiment import ExperimentSpec  # noqa: E402
+from ppo_platform.spec.loader import set_dotted, validate_data  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -38,6 +38,7 @@ def _installed_package_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """pytest puts tests/ back on sys.path when it collects tests/test_*.py: remove it again
     for each test here (spawned worker processes start from this sys.path)."""
     monkeypatch.setattr(sys, "path", [p for p in sys.path if p != TESTS_ROOT])
+
 
 # ~1000 env steps per run: a few seconds of training on a shared 2-core machine.
 TINY_SPEC: dict[str, Any] = {

@@ -10,8 +10,8 @@ import yaml
 from typer.testing import CliRunner
 
 from ppo_platform.cli import EXIT_BAD_INPUT, app
-from ppo_platform.loader import load_spec
 from ppo_platform.settings import Settings
+from ppo_platform.spec.loader import load_spec
 
 NO_TUNE = """\
 name: cli-tune
@@ -55,11 +55,24 @@ def test_unknown_space_option_is_bad_input(write: Callable[[str], Path]) -> None
 
 @pytest.mark.slow
 def test_space_auto_tunes_a_spec_and_writes_a_runnable_best_spec(
-        home: Settings, write: Callable[[str], Path], tmp_path: Path) -> None:
+    home: Settings, write: Callable[[str], Path], tmp_path: Path
+) -> None:
     out = tmp_path / "out"
-    result = CliRunner().invoke(app, ["tune", str(write(NO_TUNE)), "--space", "auto",
-                                      "--set", "tune.n_trials=1", "--set", "tune.pruner.type=none",
-                                      "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "tune",
+            str(write(NO_TUNE)),
+            "--space",
+            "auto",
+            "--set",
+            "tune.n_trials=1",
+            "--set",
+            "tune.pruner.type=none",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert f"wrote {out / 'best_spec.yaml'}" in result.output
     best = load_spec(out / "best_spec.yaml")

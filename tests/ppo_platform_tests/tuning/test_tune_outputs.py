@@ -12,10 +12,10 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from ppo_platform.loader import load_spec
-from ppo_platform.runner import run_spec
 from ppo_platform.settings import Settings, get_settings
-from ppo_platform.spec import ExperimentSpec
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import load_spec
+from ppo_platform.training.runner import run_spec
 from ppo_platform.tuning import TuneResult, run_study
 from ppo_platform.tuning.study import open_storage
 
@@ -31,8 +31,9 @@ class Finished:
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory,
-             tiny_spec: Callable[..., ExperimentSpec]) -> Iterator[Finished]:
+def finished(
+    tmp_path_factory: pytest.TempPathFactory, tiny_spec: Callable[..., ExperimentSpec]
+) -> Iterator[Finished]:
     monkeypatch = pytest.MonkeyPatch()
     home = tmp_path_factory.mktemp("tune_outputs")
     monkeypatch.setenv("PPO_PLATFORM_HOME", str(home / "home"))
@@ -42,8 +43,12 @@ def finished(tmp_path_factory: pytest.TempPathFactory,
     spec = tiny_spec(**{"tune.seeds_per_trial": 2, "tune.aggregate": "mean"})
     result = run_study(spec, study_name="outputs", out_dir=home / "out", live=False)
     storage = open_storage(f"journal:{(settings.home / 'optuna' / 'studies.journal').resolve()}")
-    yield Finished(result, settings, MlflowClient(settings.tracking_uri),
-                   optuna.load_study(study_name="outputs", storage=storage))
+    yield Finished(
+        result,
+        settings,
+        MlflowClient(settings.tracking_uri),
+        optuna.load_study(study_name="outputs", storage=storage),
+    )
     monkeypatch.undo()
     get_settings.cache_clear()
 
@@ -74,7 +79,8 @@ def test_trial_run_records_params_value_and_learning_curve(finished: Finished) -
     trial = finished.study.get_trials()[0]
     run = finished.client.get_run(trial.user_attrs["mlflow_run_id"])
     assert float(run.data.params["update.learning_rate.start"]) == pytest.approx(
-        trial.params["update.learning_rate.start"])
+        trial.params["update.learning_rate.start"]
+    )
     assert run.data.metrics["tune/value"] == pytest.approx(trial.value)
     assert run.data.tags["ppo_platform.trial_state"] == "COMPLETE"
     curve = finished.client.get_metric_history(run.info.run_id, "eval/mean_reward")
@@ -84,8 +90,12 @@ def test_trial_run_records_params_value_and_learning_curve(finished: Finished) -
 def test_trial_value_is_the_mean_of_the_seed_values_in_mlflow(finished: Finished) -> None:
     for trial in finished.study.get_trials():
         run_id = trial.user_attrs["mlflow_run_id"]
-        per_seed = [m.value for m in sorted(
-            finished.client.get_metric_history(run_id, "tune/seed_value"), key=lambda m: m.step)]
+        per_seed = [
+            m.value
+            for m in sorted(
+                finished.client.get_metric_history(run_id, "tune/seed_value"), key=lambda m: m.step
+            )
+        ]
         assert per_seed == pytest.approx(trial.user_attrs["seed_values"])
         assert trial.value == pytest.approx(np.mean(per_seed))
 
@@ -97,7 +107,8 @@ def test_best_spec_is_complete_without_tune_section_and_validates(finished: Fini
     best = finished.study.best_trial
     spec = load_spec(path)
     assert spec.update.learning_rate.start == pytest.approx(
-        best.params["update.learning_rate.start"])
+        best.params["update.learning_rate.start"]
+    )
     assert spec.budget.total_timesteps == 1000
 
 

@@ -8,13 +8,13 @@ import optuna
 import pytest
 
 from ppo_platform.errors import SpecError
-from ppo_platform.loader import load_spec_text
-from ppo_platform.search_spec import (
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import load_spec_text
+from ppo_platform.spec.search import (
     CategoricalDistribution,
     FloatDistribution,
     IntDistribution,
 )
-from ppo_platform.spec import ExperimentSpec
 from ppo_platform.tuning.auto_space import auto_space, with_auto_space
 from ppo_platform.tuning.space import base_data, build_trial_spec, check_space, sample
 
@@ -70,7 +70,8 @@ def test_epochs_range_up_to_30_is_allowed() -> None:
 
 def test_clip_choices_including_a_refused_value_are_refused() -> None:
     text = SPEC_WITH_SPACE + (
-        "    surrogate.clip_epsilon: {type: categorical, choices: [0.1, 0.2, 0.4]}\n")
+        "    surrogate.clip_epsilon: {type: categorical, choices: [0.1, 0.2, 0.4]}\n"
+    )
     with pytest.raises(SpecError) as error:
         load_spec_text(text)
     issue = only_issue(error)
@@ -81,7 +82,8 @@ def test_clip_choices_including_a_refused_value_are_refused() -> None:
 
 def test_clip_range_above_0_3_is_refused() -> None:
     text = SPEC_WITH_SPACE + (
-        "    surrogate.clip_epsilon.start: {type: float, low: 0.1, high: 0.31}\n")
+        "    surrogate.clip_epsilon.start: {type: float, low: 0.1, high: 0.31}\n"
+    )
     with pytest.raises(SpecError) as error:
         load_spec_text(text)
     assert only_issue(error).path == "tune.space.surrogate.clip_epsilon.start.high"
@@ -110,8 +112,10 @@ def test_space_with_a_value_of_the_wrong_type_is_refused(space_spec: SpaceFactor
     spec = space_spec({"update.epochs": {"type": "float", "low": 1.0, "high": 4.0}})
     with pytest.raises(SpecError) as error:
         check_space(spec)
-    assert {i.path for i in error.value.issues} == {"tune.space.update.epochs.low",
-                                                    "tune.space.update.epochs.high"}
+    assert {i.path for i in error.value.issues} == {
+        "tune.space.update.epochs.low",
+        "tune.space.update.epochs.high",
+    }
 
 
 def test_space_cannot_tune_the_tune_section(space_spec: SpaceFactory) -> None:

@@ -13,7 +13,7 @@ from optuna.trial import TrialState
 
 from ppo_platform.errors import SpecError
 from ppo_platform.settings import Settings
-from ppo_platform.spec import ExperimentSpec
+from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tuning.study import (
     HEARTBEAT_ATTR,
     default_storage_url,
@@ -49,8 +49,9 @@ def test_storage_that_is_neither_journal_nor_a_url_is_refused(tmp_path: Path) ->
 
 
 def test_sqlite_url_opens_an_rdb_storage_with_heartbeat(tmp_path: Path) -> None:
-    storage = open_storage(f"sqlite:///{tmp_path / 'optuna.db'}", heartbeat_interval=5,
-                           grace_period=20)
+    storage = open_storage(
+        f"sqlite:///{tmp_path / 'optuna.db'}", heartbeat_interval=5, grace_period=20
+    )
     assert isinstance(storage, optuna.storages.RDBStorage)
     assert storage.get_heartbeat_interval() == 5
 
@@ -60,8 +61,9 @@ def test_password_is_redacted_from_the_storage_label() -> None:
     assert label == "postgresql://tuner:***@db.example:5432/optuna"
 
 
-def test_running_trial_past_its_grace_period_is_failed_and_retried(tmp_path: Path,
-                                                                  tiny_spec: Factory) -> None:
+def test_running_trial_past_its_grace_period_is_failed_and_retried(
+    tmp_path: Path, tiny_spec: Factory
+) -> None:
     storage = journal(tmp_path, heartbeat_interval=1, grace_period=1)
     study = load_study(tiny_spec(), storage, "stale")
     orphan = study.ask()  # a worker that asked for a trial, then died: no heartbeat follows
@@ -86,21 +88,21 @@ def test_trial_that_beats_is_not_stale(tmp_path: Path, tiny_spec: Factory) -> No
     assert [t.state for t in study.get_trials()] == [TrialState.RUNNING]
 
 
-def test_budget_ignores_retried_and_interrupted_failures(tmp_path: Path,
-                                                         tiny_spec: Factory) -> None:
+def test_budget_ignores_retried_and_interrupted_failures(
+    tmp_path: Path, tiny_spec: Factory
+) -> None:
     study = load_study(tiny_spec(), journal(tmp_path, heartbeat_interval=1, grace_period=1), "b")
-    study.tell(study.ask(), 1.0)                     # counts
+    study.tell(study.ask(), 1.0)  # counts
     interrupted = study.ask()
     interrupted.set_user_attr("interrupted", True)
-    study.tell(interrupted, state=TrialState.FAIL)   # Ctrl-C: does not count
-    study.ask()                                      # stale, then retried: does not count
+    study.tell(interrupted, state=TrialState.FAIL)  # Ctrl-C: does not count
+    study.ask()  # stale, then retried: does not count
     time.sleep(1.5)
-    fail_stale_trials(study)                         # ...its WAITING retry does not count yet
+    fail_stale_trials(study)  # ...its WAITING retry does not count yet
     assert trials_used(study) == 1
 
 
-def test_resuming_a_study_with_another_space_is_refused(tmp_path: Path,
-                                                        tiny_spec: Factory) -> None:
+def test_resuming_a_study_with_another_space_is_refused(tmp_path: Path, tiny_spec: Factory) -> None:
     storage = journal(tmp_path)
     prepare_study(tiny_spec(), storage, "resume")
     other = tiny_spec(**{"tune.space": {"update.epochs": {"type": "int", "low": 1, "high": 4}}})
@@ -109,8 +111,9 @@ def test_resuming_a_study_with_another_space_is_refused(tmp_path: Path,
     assert error.value.issues[0].path == "--study"
 
 
-def test_resuming_with_a_larger_n_trials_is_the_same_study(tmp_path: Path,
-                                                           tiny_spec: Factory) -> None:
+def test_resuming_with_a_larger_n_trials_is_the_same_study(
+    tmp_path: Path, tiny_spec: Factory
+) -> None:
     storage = journal(tmp_path)
     first = prepare_study(tiny_spec(), storage, "grow")
     again = prepare_study(tiny_spec(**{"tune.n_trials": 10}), storage, "grow")
@@ -136,6 +139,11 @@ def test_hyperband_resource_is_evaluations_across_seeds(tiny_spec: Factory) -> N
 
 
 def test_grid_budget_is_capped_at_the_grid_size(tiny_spec: Factory) -> None:
-    spec = tiny_spec(**{"tune.sampler.type": "grid", "tune.n_trials": 50, "tune.space": {
-        "update.epochs": {"type": "int", "low": 1, "high": 3}}})
+    spec = tiny_spec(
+        **{
+            "tune.sampler.type": "grid",
+            "tune.n_trials": 50,
+            "tune.space": {"update.epochs": {"type": "int", "low": 1, "high": 3}},
+        }
+    )
     assert study_budget(spec) == 3

@@ -21,20 +21,20 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from ppo_platform.errors import RunNotFoundError, SpecError, TrainingError
+from ppo_platform.settings import Settings, get_settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import dump_spec, load_spec
+from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.tracker import RunTracker
+from ppo_platform.training import checkpoints as ckpt
+from ppo_platform.training.algorithms import build_model, load_model
+from ppo_platform.training.environments import build_eval_env, build_train_env
+from ppo_platform.training.plots import plot_training_curves
+from ppo_platform.training.progress import EventKind, ProgressEvent
 from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
 from trainers.diagnostics import Alert, DiagnosticsMonitor, Thresholds
 from trainers.errors import NonFiniteError
-
-from . import checkpoints as ckpt
-from .environments import build_eval_env, build_train_env
-from .errors import RunNotFoundError, SpecError, TrainingError
-from .loader import dump_spec, load_spec
-from .models import build_model, load_model
-from .plots import plot_training_curves
-from .progress import EventKind, ProgressEvent
-from .settings import Settings, get_settings
-from .spec import ExperimentSpec
-from .tracking import TAG_PREFIX, RunTracker, metric_history
 
 Outcome = Literal["completed", "stopped_by_alert", "cancelled"]
 MLFLOW_STATUS = {"completed": "FINISHED", "stopped_by_alert": "FAILED", "cancelled": "KILLED"}
@@ -289,7 +289,7 @@ class TrainingSession:
         self.tracker.log_artifact(plot, "plots")
 
     def _close(self, status: str, tags: dict[str, str]) -> None:
-        self.tracker.set_tags({f"{TAG_PREFIX}{key}": value for key, value in tags.items()})
+        self.tracker.set_tags({tag.platform_tag(key): value for key, value in tags.items()})
         self.tracker.finish(status)
 
 
@@ -326,7 +326,7 @@ def run_spec(
     resolved = dump_spec(spec)
     (run_dir / "spec.yaml").write_text(resolved)
     tracker.log_text(resolved, "spec/resolved_spec.yaml")
-    tracker.set_tags({f"{TAG_PREFIX}run_dir": str(run_dir.resolve())})
+    tracker.set_tags({tag.platform_tag("run_dir"): str(run_dir.resolve())})
     session = TrainingSession(spec, tracker, run_dir, on_progress, cancel)
     return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
 
@@ -365,9 +365,9 @@ def resume_run(
     model._last_obs = None  # type: ignore[assignment]  # fresh envs: force a reset
     tracker = RunTracker(settings.tracking_uri, run_id, settings.metrics_flush_seconds)
     # The plot covers the whole run, not just the resumed part.
-    tracker.history.update(metric_history(tracker.client, run_id, PLOTTED_METRICS))
+    tracker.history.update(tracker.stored_history(PLOTTED_METRICS))
     tracker.reopen()
-    tracker.set_tags({f"{TAG_PREFIX}resumed_from_step": str(last.timesteps)})
+    tracker.set_tags({tag.platform_tag("resumed_from_step"): str(last.timesteps)})
     session = TrainingSession(spec, tracker, run_dir, on_progress, cancel)
     return session.train(
         model, build_eval_env(spec), spec.budget.total_timesteps - last.timesteps, fresh=False

@@ -2,7 +2,7 @@
 
 MLflow's SQL store spends ~1 ms of Python per metric row; a PPO run logs ~40 metrics per
 update, which inline would cost 5-10% of a CartPole run's wall time. Training hands batches to
-one long-lived writer process per training process (`python -m ppo_platform.metrics_writer`,
+one long-lived writer process per training process (`python -m ppo_platform.tracking.writer`,
 JSON lines over a pipe, so it works from scripts without a main guard, notebooks and daemonic
 workers alike) and only waits for it when a run finishes.
 """
@@ -17,6 +17,8 @@ import threading
 import uuid
 from typing import IO, Any
 
+from ppo_platform.tracking.gateway import retry, tracking_client
+
 MetricRow = tuple[str, float, int, int]  # key, value, timestamp ms, step
 MAX_BATCH_METRICS = 1000
 
@@ -29,22 +31,17 @@ def write_rows(client: Any, run_id: str, rows: list[MetricRow]) -> None:
     """Write rows with `log_batch` in MLflow-sized chunks (retrying on SQLite locks)."""
     from mlflow.entities import Metric
 
-    from .tracking import _retry
-
     metrics = [Metric(key, value, timestamp, step) for key, value, timestamp, step in rows]
     for start in range(0, len(metrics), MAX_BATCH_METRICS):
         chunk = metrics[start : start + MAX_BATCH_METRICS]
-        _retry(lambda chunk=chunk: client.log_batch(run_id, metrics=chunk))
+        retry(lambda chunk=chunk: client.log_batch(run_id, metrics=chunk))
 
 
 def serve(requests: IO[str], replies: IO[str]) -> None:
     """Writer loop over JSON lines: {"op": "rows", uri, run_id, rows} | {"op": "drain", token}."""
     import logging
 
-    from mlflow.tracking import MlflowClient
-
     logging.getLogger("mlflow").setLevel(logging.WARNING)
-    clients: dict[str, Any] = {}
     errors: list[str] = []
     for line in requests:
         message = json.loads(line)
@@ -54,7 +51,7 @@ def serve(requests: IO[str], replies: IO[str]) -> None:
             errors = []
             continue
         try:
-            client = clients.setdefault(message["uri"], MlflowClient(message["uri"]))
+            client = tracking_client(message["uri"])  # one client per tracking URI
             write_rows(client, message["run_id"], [tuple(row) for row in message["rows"]])
         except Exception as error:  # reported at the next drain, never lost silently
             errors.append(f"run {message['run_id']}: {type(error).__name__}: {error}")
@@ -65,7 +62,7 @@ class WriterProcess:
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "ppo_platform.metrics_writer"],
+            [sys.executable, "-m", "ppo_platform.tracking.writer"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

@@ -17,13 +17,12 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.vec_env import VecEnv
 
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.spec.experiment import ExperimentSpec, Schedule
 from trainers.a2c import MonitoredA2C
 from trainers.ppo import MonitoredPPO
 from trainers.ppo_kl import MonitoredKLPPO
 from trainers.schedules import ConstantSchedule, LinearSchedule
-
-from .errors import SpecError, SpecIssue
-from .spec import ExperimentSpec, Schedule
 
 ACTIVATIONS: dict[str, type[torch.nn.Module]] = {
     "tanh": torch.nn.Tanh,

@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .spec_base import StrictModel
+from ppo_platform.spec.base import StrictModel
 
 DottedPath = Annotated[
     str,
@@ -89,8 +89,10 @@ class PrunerSpec(StrictModel):
     type: Literal["median", "successive_halving", "hyperband", "none"] = "median"
     n_startup_trials: int = Field(5, ge=0, description="Trials completed before pruning starts.")
     n_warmup_evaluations: int = Field(
-        1, ge=0, description="Evaluations a trial reports before it may be pruned (median); "
-        "the first rung (min resource) for successive_halving / hyperband."
+        1,
+        ge=0,
+        description="Evaluations a trial reports before it may be pruned (median); "
+        "the first rung (min resource) for successive_halving / hyperband.",
     )
     reduction_factor: int = Field(
         3, ge=2, description="successive_halving / hyperband: keep 1 in this many per rung."

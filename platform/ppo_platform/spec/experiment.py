@@ -12,8 +12,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .search_spec import SweepSpec, TuneSpec
-from .spec_base import StrictModel
+from ppo_platform.spec.base import StrictModel
+from ppo_platform.spec.search import SweepSpec, TuneSpec
 
 SAFE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 # gymnasium ids such as "CartPole-v1" or "ppo_platform/GridWorld-v0". No ':' on purpose:

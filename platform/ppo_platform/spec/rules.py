@@ -6,8 +6,8 @@ rules live in exactly one place. 30 epochs and epsilon 0.3 are allowed; one more
 
 from __future__ import annotations
 
-from .errors import SpecIssue
-from .spec import ExperimentSpec, KLPenaltySpec, SurrogateSpec, UpdateSpec
+from ppo_platform.errors import SpecIssue
+from ppo_platform.spec.experiment import ExperimentSpec, KLPenaltySpec, SurrogateSpec, UpdateSpec
 
 MAX_EPOCHS = 30
 MAX_CLIP_EPSILON = 0.3

@@ -10,10 +10,9 @@ import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.spec.experiment import ExperimentSpec
 from trainers.envs import register_envs
-
-from .errors import SpecError, SpecIssue
-from .spec import ExperimentSpec
 
 EVAL_SEED_OFFSET = 10_000
 

@@ -1,0 +1,83 @@
+"""The comparison report as markdown: one table row per variant, then the failed runs."""
+
+from __future__ import annotations
+
+from ppo_platform.reports.stats import (
+    SweepReport,
+    VariantSummary,
+    final_return,
+    series_mean,
+    steps_to_threshold,
+)
+from ppo_platform.tracking import tags as tag
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    if value is None:
+        return "n/a"
+    if abs(value) < 1e-12:  # float noise, e.g. the std of identical returns
+        value = 0.0
+    return f"{value:.{digits}g}" if abs(value) < 0.01 and value != 0 else f"{value:,.{digits}f}"
+
+
+def _steps_cell(summary: VariantSummary, threshold: float | None) -> str:
+    if threshold is None:
+        return "n/a (no threshold)"
+    if not summary.steps_to_threshold:
+        return "n/a"
+    seeds = f"{summary.reached}/{len(summary.steps_to_threshold)} seeds"
+    mean = summary.mean_steps_to_threshold
+    return f"not reached ({seeds})" if mean is None else f"{mean:,.0f} ({seeds})"
+
+
+def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
+    threshold = report.threshold
+    t_text = "n/a" if threshold is None else f"{threshold:g}"
+    seeds = parent_tags.get(tag.platform_tag("seeds"), "?")
+    finished = sum(run.finished for run in report.runs)
+    lines = [
+        f"# Sweep report: {report.name}",
+        "",
+        f"Parent run `{report.parent_run_id}` · env `{report.env_id}` · seeds {seeds} · "
+        f"{len(report.runs)} runs, {finished} finished · return threshold {t_text}",
+        "",
+        f"| variant | runs ok | final return mean ± std | min | env steps to return ≥ {t_text} "
+        "| stability (std, last 25%) | mean approx KL | mean clip fraction | alerts |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for v in report.variants:
+        final = "n/a" if v.final_mean is None else f"{_num(v.final_mean)} ± {_num(v.final_std)}"
+        lines.append(
+            f"| {v.variant} | {v.finished}/{v.runs} | {final} | {_num(v.final_min)} | "
+            f"{_steps_cell(v, threshold)} | {_num(v.stability)} | {_num(v.mean_kl, 3)} | "
+            f"{_num(v.mean_clip_fraction, 3)} | {v.alerts} |"
+        )
+    lines += [
+        "",
+        "Final return: last evaluation (mean eval return) of each seed; std over seeds "
+        "(population). Env steps: first evaluation at or above the threshold, mean over the "
+        "seeds that reached it. Stability: std of the eval return over the last 25% of "
+        "training, averaged over seeds. KL and clip fraction: mean per update. Alerts: "
+        "diagnostics alerts, summed over seeds.",
+        "",
+        "## Runs",
+        "",
+        "| run | variant | seed | status | final return | steps to threshold | mean KL | alerts |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for run in report.runs:
+        steps = steps_to_threshold(run.evals, threshold)
+        lines.append(
+            f"| {run.name} | {run.variant} | {run.seed} | {run.status} | "
+            f"{_num(final_return(run.evals))} | {'-' if steps is None else f'{steps:,}'} | "
+            f"{_num(series_mean(run.approx_kl), 3)} | {run.alerts} |"
+        )
+    failed = [run for run in report.runs if not run.finished]
+    if failed:
+        lines += ["", "## Failed runs", ""]
+        lines += [
+            f"- `{run.name}` ({run.run_id}): {run.status}: {run.error or 'no error recorded'}"
+            for run in failed
+        ]
+    lines += ["", "![return vs env steps](returns.png)", "", "![approx KL per update](kl.png)", ""]
+    return "\n".join(lines)

@@ -1,0 +1,96 @@
+"""The comparison report's plots: eval return and approx KL per variant, mean and min-max band."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from ppo_platform.reports.stats import SeedRun, Series
+
+
+def band(curves: list[Series]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Curves over seeds -> (steps, mean, min, max) on the union of their steps.
+
+    Each curve is interpolated only inside its own step range, so a run that stopped early
+    does not drag the band down after it ended.
+    """
+    steps = np.array(sorted({step for curve in curves for step, _ in curve}), dtype=float)
+    stacked = np.full((len(curves), len(steps)), np.nan)
+    for row, curve in enumerate(curves):
+        xs = np.array([s for s, _ in curve], dtype=float)
+        ys = np.array([v for _, v in curve], dtype=float)
+        inside = (steps >= xs[0]) & (steps <= xs[-1])
+        stacked[row, inside] = np.interp(steps[inside], xs, ys)
+    return steps, np.nanmean(stacked, 0), np.nanmin(stacked, 0), np.nanmax(stacked, 0)
+
+
+def _plot_bands(axis: Any, groups: dict[str, list[SeedRun]], attribute: str) -> int:
+    drawn = 0
+    for color, (variant, runs) in zip(
+        plt.rcParams["axes.prop_cycle"].by_key()["color"] * 10, groups.items(), strict=False
+    ):
+        curves = [getattr(run, attribute) for run in runs if getattr(run, attribute)]
+        if not curves:
+            continue
+        steps, mean, low, high = band(curves)
+        axis.plot(steps, mean, color=color, label=f"{variant} (n={len(curves)})")
+        axis.fill_between(steps, low, high, color=color, alpha=0.2, linewidth=0)
+        drawn += 1
+    return drawn
+
+
+def plot_returns(
+    groups: dict[str, list[SeedRun]], threshold: float | None, path: Path, title: str
+) -> Path:
+    """Eval return vs env steps: mean over seeds per variant, min-max band."""
+    fig, axis = plt.subplots(figsize=(9, 5.5))
+    _plot_bands(axis, groups, "evals")
+    if threshold is not None:
+        axis.axhline(
+            threshold, color="black", linestyle=":", linewidth=1, label=f"threshold {threshold:g}"
+        )
+    _finish(fig, axis, path, f"{title}: eval return (mean over seeds, min-max band)", "return")
+    return path
+
+
+def plot_kl(
+    groups: dict[str, list[SeedRun]], kl_alert: float | None, path: Path, title: str
+) -> Path:
+    """Approx KL per update vs env steps: mean over seeds per variant, min-max band."""
+    fig, axis = plt.subplots(figsize=(9, 5.5))
+    if _plot_bands(axis, groups, "approx_kl"):
+        axis.set_yscale("log")
+        if kl_alert is not None:
+            axis.axhline(
+                kl_alert, color="tab:red", linestyle="--", linewidth=1, label=f"alert {kl_alert:g}"
+            )
+    else:
+        axis.text(
+            0.5, 0.5, "no approx KL logged", ha="center", va="center", transform=axis.transAxes
+        )
+    _finish(
+        fig,
+        axis,
+        path,
+        f"{title}: approx KL per update (mean over seeds, min-max band)",
+        "approx KL",
+    )
+    return path
+
+
+def _finish(fig: Any, axis: Any, path: Path, title: str, ylabel: str) -> None:
+    axis.set_title(title, fontsize=10)
+    axis.set_xlabel("env steps")
+    axis.set_ylabel(ylabel)
+    axis.grid(alpha=0.3)
+    if axis.get_legend_handles_labels()[0]:
+        axis.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)

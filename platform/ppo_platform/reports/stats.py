@@ -1,0 +1,140 @@
+"""A sweep report's numbers: per-run statistics and per-variant summaries (pure functions)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+Series = list[tuple[int, float]]
+EVAL_KEY, KL_KEY, CLIP_KEY, ALERTS_KEY = (
+    "eval/mean_reward",
+    "train/approx_kl",
+    "train/clip_fraction",
+    "diagnostics/alerts_total",
+)
+LATE_FRACTION = 0.25  # "stability": the last quarter of training
+
+
+# ---- per-run numbers (pure functions) ---------------------------------------------------------
+
+
+def final_return(evals: Series) -> float | None:
+    return evals[-1][1] if evals else None
+
+
+def steps_to_threshold(evals: Series, threshold: float | None) -> int | None:
+    """The first evaluation step whose mean return reaches `threshold` (None: never)."""
+    if threshold is None:
+        return None
+    return next((step for step, value in evals if value >= threshold), None)
+
+
+def late_std(evals: Series, fraction: float = LATE_FRACTION) -> float | None:
+    """Population std of the eval returns in the last `fraction` of training (None: < 2 evals)."""
+    if not evals:
+        return None
+    cutoff = evals[-1][0] * (1 - fraction)
+    late = [value for step, value in evals if step >= cutoff]
+    return float(np.std(late)) if len(late) >= 2 else None
+
+
+def series_mean(points: Series) -> float | None:
+    return float(np.mean([value for _, value in points])) if points else None
+
+
+def default_threshold(env_id: str) -> float | None:
+    """gymnasium's `reward_threshold` for the env (475 for CartPole-v1), if it has one."""
+    import gymnasium as gym
+
+    from trainers.envs import register_envs
+
+    register_envs()
+    try:
+        return gym.spec(env_id).reward_threshold
+    except gym.error.Error:
+        return None
+
+
+@dataclass(frozen=True)
+class SeedRun:
+    """One child run of the sweep with the metric histories the report needs."""
+
+    run_id: str
+    name: str
+    variant: str
+    variant_index: int
+    seed: int
+    status: str
+    error: str | None
+    evals: Series
+    approx_kl: Series
+    clip_fraction: Series
+    alerts: int
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "FINISHED"
+
+
+@dataclass(frozen=True)
+class VariantSummary:
+    variant: str
+    runs: int
+    finished: int
+    final_mean: float | None
+    final_std: float | None
+    final_min: float | None
+    steps_to_threshold: tuple[int | None, ...]  # one per finished seed
+    stability: float | None
+    mean_kl: float | None
+    mean_clip_fraction: float | None
+    alerts: int
+
+    @property
+    def reached(self) -> int:
+        return sum(step is not None for step in self.steps_to_threshold)
+
+    @property
+    def mean_steps_to_threshold(self) -> float | None:
+        steps = [s for s in self.steps_to_threshold if s is not None]
+        return float(np.mean(steps)) if steps else None
+
+
+@dataclass
+class SweepReport:
+    parent_run_id: str
+    name: str
+    env_id: str
+    threshold: float | None
+    variants: list[VariantSummary]
+    runs: list[SeedRun] = field(repr=False)
+    markdown: str = ""
+    files: list[Path] = field(default_factory=list)
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None and not math.isnan(v)]
+    return float(np.mean(present)) if present else None
+
+
+def summarize(variant: str, runs: list[SeedRun], threshold: float | None) -> VariantSummary:
+    """The report's row for one variant, from its runs (stats over the FINISHED ones)."""
+    ok = [run for run in runs if run.finished]
+    finals = [v for v in (final_return(run.evals) for run in ok) if v is not None]
+    return VariantSummary(
+        variant=variant,
+        runs=len(runs),
+        finished=len(ok),
+        final_mean=float(np.mean(finals)) if finals else None,
+        final_std=float(np.std(finals)) if finals else None,
+        final_min=float(np.min(finals)) if finals else None,
+        steps_to_threshold=tuple(steps_to_threshold(run.evals, threshold) for run in ok),
+        stability=_mean([late_std(run.evals) for run in ok]),
+        mean_kl=_mean([series_mean(run.approx_kl) for run in ok]),
+        mean_clip_fraction=_mean([series_mean(run.clip_fraction) for run in ok]),
+        alerts=sum(run.alerts for run in runs),
+    )

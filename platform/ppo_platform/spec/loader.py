@@ -1,0 +1,188 @@
+"""Load a spec from YAML (or a dict) into a validated, refusal-checked `ExperimentSpec`.
+
+The YAML is read by `yaml_source` (positions kept, tags and alias bombs refused); pydantic's
+errors and the refusal rules become `SpecIssue`s naming field, value, line and the fix.
+"""
+
+from __future__ import annotations
+
+import difflib
+import types
+import typing
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dotted
+from ppo_platform.spec.rules import inconsistencies, refusals
+from ppo_platform.spec.yaml_source import (
+    MAX_SPEC_BYTES,
+    PathKey,
+    Position,
+    SpecYamlDumper,
+    check_spec_size,
+    decode_spec_bytes,
+    dotted,
+    parse_yaml,
+)
+
+__all__ = [
+    "MAX_SPEC_BYTES",
+    "apply_overrides",
+    "dump_spec",
+    "load_spec",
+    "load_spec_text",
+    "parse_override",
+    "parse_yaml",
+    "set_dotted",
+    "validate_data",
+]
+
+
+def _field_model(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
+    """The pydantic model that owns the field at `loc[:-1]` (for 'allowed keys' hints)."""
+    model: type[BaseModel] = ExperimentSpec
+    for part in loc:
+        field = model.model_fields.get(str(part))
+        if field is None:
+            return None
+        nested = _model_in(field.annotation)
+        if nested is None:
+            return None
+        model = nested
+    return model
+
+
+def _field_description(loc: tuple[str | int, ...]) -> str | None:
+    model = _field_model(loc[:-1]) if loc else None
+    field = model.model_fields.get(str(loc[-1])) if model else None
+    if field is None or not field.description:
+        return None
+    return f"expected: {field.description}"
+
+
+def _model_in(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = _model_in(arg)
+            if found:
+                return found
+    return None
+
+
+def _position(
+    positions: dict[PathKey, Position], loc: tuple[str | int, ...]
+) -> Position | tuple[None, None]:
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in positions:
+            return positions[loc[:end]]
+    return (None, None)
+
+
+def _issue_from_pydantic(error: Any, positions: dict[PathKey, Position]) -> SpecIssue:
+    loc = tuple(
+        part
+        for part in error["loc"]
+        if not (isinstance(part, str) and part.startswith("function-"))
+    )
+    line, column = _position(positions, loc)
+    kind, message, value, fix = (
+        error["type"],
+        error["msg"].rstrip(".") + ".",
+        error.get("input"),
+        None,
+    )
+    if kind == "extra_forbidden":
+        model = _field_model(loc[:-1])
+        allowed = sorted(model.model_fields) if model else []
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        message = "unknown key."
+        fix = (
+            f"did you mean {close[0]!r}? " if close else ""
+        ) + f"Allowed keys: {', '.join(allowed)}."
+        value = None
+    elif kind == "missing":
+        message, value, fix = "required field is missing.", None, f"add {dotted(loc)}."
+    elif kind == "finite_number":
+        fix = "use a finite number (NaN and infinity are not allowed)."
+    elif kind == "string_pattern_mismatch":
+        message = "is not allowed here."
+        fix = _field_description(loc)
+    else:
+        fix = _field_description(loc)
+    if isinstance(value, dict):
+        value = None
+    return SpecIssue(dotted(loc), message, value, line, column, fix)
+
+
+def validate_data(
+    data: Any, positions: dict[PathKey, Position] | None = None, source: str | None = None
+) -> ExperimentSpec:
+    """Plain data -> ExperimentSpec, or SpecError with every schema error and refusal."""
+    positions = positions or {}
+    if not isinstance(data, dict):
+        raise SpecError([SpecIssue("", f"expected a mapping, got {type(data).__name__}.")], source)
+    try:
+        spec = ExperimentSpec.model_validate(data)
+    except ValidationError as exc:
+        issues = [_issue_from_pydantic(error, positions) for error in exc.errors()]
+        raise SpecError(issues, source) from None
+    problems = [*inconsistencies(spec), *refusals(spec)]
+    if problems:
+        located = []
+        for issue in problems:
+            line, column = _position(positions, tuple(issue.path.split(".")))
+            located.append(
+                SpecIssue(issue.path, issue.message, issue.value, line, column, issue.fix)
+            )
+        raise SpecError(located, source)
+    return spec
+
+
+def load_spec_text(
+    text: str, source: str | None = None, overrides: Iterable[str] = ()
+) -> ExperimentSpec:
+    """Parse, validate and refusal-check spec text (`load_spec` reads a file)."""
+    check_spec_size(len(text.encode("utf-8", "surrogatepass")), source)
+    data, positions = parse_yaml(text, source)
+    overrides = list(overrides)
+    if overrides:
+        data = apply_overrides(data, overrides)
+        positions = _forget_overridden(positions, overrides)
+    return validate_data(data, positions, source)
+
+
+def _forget_overridden(
+    positions: dict[PathKey, Position], overrides: list[str]
+) -> dict[PathKey, Position]:
+    """Errors in a value set by --set must not point at the file line of the value it replaced."""
+    paths = [tuple(assignment.partition("=")[0].strip().split(".")) for assignment in overrides]
+    kept = {k: pos for k, pos in positions.items() if not any(k[: len(p)] == p for p in paths)}
+    kept.update({path: (None, None) for path in paths})
+    return kept
+
+
+def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentSpec:
+    """Read, validate and refusal-check a spec file."""
+    path = Path(path)
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_SPEC_BYTES + 1)
+    except OSError as exc:
+        raise SpecError(
+            [SpecIssue("", f"cannot read the spec file: {exc.strerror}.", fix="check the path.")],
+            str(path),
+        ) from None
+    return load_spec_text(decode_spec_bytes(raw, str(path)), str(path), overrides)
+
+
+def dump_spec(spec: ExperimentSpec) -> str:
+    """The resolved spec as YAML (every default filled in); loads back to an equal spec."""
+    return yaml.dump(spec.resolved(), Dumper=SpecYamlDumper, sort_keys=False, allow_unicode=True)

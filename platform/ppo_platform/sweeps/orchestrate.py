@@ -1,0 +1,183 @@
+"""Run a sweep: validate every member, train the unfinished ones in parallel, then report.
+
+One MLflow parent run per sweep and one child run per member; a re-run of the same sweep
+reuses the unfinished parent and trains only the members that did not finish.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ppo_platform.settings import Settings, get_settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.sweeps.expand import SweepMember, expand_sweep, grid_points
+from ppo_platform.sweeps.runs import experiment_id_of, finished_runs, open_parent_run, run_member
+from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.gateway import retry, tracking_client
+from ppo_platform.tracking.queries import child_runs
+from ppo_platform.tracking.tracker import ensure_experiment
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
+
+    from ppo_platform.reports import SweepReport
+    from ppo_platform.training.runner import RunResult
+
+EventCallback = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class MemberOutcome:
+    """How one member ended in this invocation (or `skipped`: finished by an earlier one)."""
+
+    member: SweepMember
+    status: str  # FINISHED | FAILED | KILLED
+    run_id: str | None = None
+    final_eval_mean: float | None = None
+    error: str | None = None
+    seconds: float | None = None
+    pid: int | None = None
+    skipped: bool = False
+
+    def line(self) -> str:
+        name = self.member.spec.name
+        if self.skipped:
+            return f"{name}: already finished (run {self.run_id}), skipped"
+        if self.error:
+            return f"{name}: FAILED: {self.error}"
+        score = "-" if self.final_eval_mean is None else f"{self.final_eval_mean:.2f}"
+        secs = "" if self.seconds is None else f" in {self.seconds:.1f} s"
+        return f"{name}: {self.status}, final eval return {score}{secs} (run {self.run_id})"
+
+
+@dataclass
+class SweepResult:
+    parent_run_id: str
+    outcomes: list[MemberOutcome]
+    seconds: float
+    resumed: bool = False
+    report: SweepReport | None = field(default=None, repr=False)
+
+    @property
+    def failed(self) -> list[MemberOutcome]:
+        return [o for o in self.outcomes if o.status != "FINISHED"]
+
+    def summary(self) -> str:
+        skipped = sum(o.skipped for o in self.outcomes)
+        head = (
+            f"sweep finished in {self.seconds:.1f} s: {len(self.outcomes)} runs, "
+            f"{len(self.outcomes) - len(self.failed)} finished, {len(self.failed)} failed"
+            + (f", {skipped} skipped (finished earlier)" if skipped else "")
+            + f"; parent run {self.parent_run_id}"
+        )
+        return "\n".join([head, *(f"  failed: {o.line()}" for o in self.failed)])
+
+
+def run_sweep(
+    spec: ExperimentSpec,
+    *,
+    workers: int | None = None,
+    settings: Settings | None = None,
+    on_event: EventCallback | None = None,
+    source: str | None = None,
+    report: bool = True,
+) -> SweepResult:
+    """Validate every member, then train the unfinished ones in parallel under one parent run."""
+    members = expand_sweep(spec, source)  # refuses before anything is created or trained
+
+    from ppo_platform.execution.local import Task, TaskResult, default_workers, run_tasks
+    from ppo_platform.reports.stats import default_threshold
+
+    assert spec.sweep is not None
+    settings = settings or get_settings()
+    say = on_event or (lambda line: None)
+    started = time.perf_counter()
+    threshold = spec.sweep.threshold
+    if threshold is None:
+        threshold = default_threshold(spec.env.id)
+    # The parent process creates the store and the parent run before any worker starts:
+    # several processes creating one SQLite database at once race.
+    client = tracking_client(settings.tracking_uri)
+    ensure_experiment(client, spec.experiment_name, settings.artifact_root)
+    parent_run_id, resumed = open_parent_run(client, spec, members, threshold)
+    experiment_id = experiment_id_of(client, spec.experiment_name)
+    finished = finished_runs(client, experiment_id, parent_run_id) if resumed else {}
+    outcomes: dict[str, MemberOutcome] = {}
+    for member in members:
+        run = finished.get(member.key)
+        if run is not None:
+            score = run.data.tags.get(tag.FINAL_EVAL_MEAN)
+            outcomes[member.key] = MemberOutcome(
+                member, "FINISHED", run.info.run_id, float(score) if score else None, skipped=True
+            )
+    todo = [m for m in members if m.key not in outcomes]
+    n_workers = max(1, min(workers or default_workers(), len(todo) or 1))
+    say(
+        f"sweep {spec.name}: {len(members)} runs ({len(grid_points(spec))} variants x "
+        f"{len(spec.sweep.seeds)} seeds), parent run {parent_run_id}"
+        + (f" (resumed: {len(members) - len(todo)} already finished)" if resumed else "")
+        + f"; {len(todo)} to train on {n_workers} worker(s)"
+    )
+    by_key = {m.key: m for m in members}
+
+    def collect(result: TaskResult) -> None:
+        outcome = _outcome(by_key[result.key], result)
+        outcomes[result.key] = outcome
+        done = sum(not o.skipped for o in outcomes.values())
+        say(f"[{done}/{len(todo)}] {outcome.line()}")
+
+    tasks = [Task(m.key, run_member, (m.spec, parent_run_id, m.tags, settings)) for m in todo]
+    try:
+        run_tasks(tasks, n_workers, torch_threads=settings.torch_threads, on_done=collect)
+    except KeyboardInterrupt:
+        retry(lambda: client.set_terminated(parent_run_id, "KILLED"))
+        raise
+    ordered = [outcomes[m.key] for m in members]
+    result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
+    _fill_failed_run_ids(client, experiment_id, result)
+    status = "FINISHED" if not result.failed else "FAILED"
+    retry(lambda: client.set_tag(parent_run_id, tag.FAILED_RUNS, str(len(result.failed))))
+    try:
+        if report:
+            from ppo_platform.reports import build_report, publish_report
+
+            result.report = build_report(
+                client, parent_run_id, settings.runs_dir / parent_run_id / "report"
+            )
+            publish_report(client, result.report)
+    finally:  # a report that cannot be built must not leave the parent RUNNING
+        retry(lambda: client.set_terminated(parent_run_id, status))
+    return result
+
+
+def _outcome(member: SweepMember, result: Any) -> MemberOutcome:
+    if not result.ok:
+        return MemberOutcome(
+            member, "FAILED", error=result.error, seconds=result.seconds, pid=result.pid
+        )
+    run: RunResult = result.value
+    error = None if run.status == "FINISHED" else (run.message or run.outcome)
+    return MemberOutcome(
+        member, run.status, run.run_id, run.final_eval_mean, error, run.seconds, result.pid
+    )
+
+
+def _fill_failed_run_ids(client: MlflowClient, experiment_id: str, result: SweepResult) -> None:
+    """Failed members raised in the worker: find the FAILED child run recorded for each."""
+    missing = [i for i, o in enumerate(result.outcomes) if o.run_id is None]
+    if not missing:
+        return
+    latest: dict[str, Any] = {}
+    for run in child_runs(client, experiment_id, result.parent_run_id):
+        key = run.data.tags.get(tag.SWEEP_KEY)
+        if key and (key not in latest or run.info.start_time > latest[key].info.start_time):
+            latest[key] = run
+    for i in missing:
+        outcome = result.outcomes[i]
+        run = latest.get(outcome.member.key)
+        if run is not None:
+            result.outcomes[i] = dataclasses.replace(outcome, run_id=run.info.run_id)

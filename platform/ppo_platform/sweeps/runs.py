@@ -1,0 +1,136 @@
+"""A sweep's MLflow runs: the parent run (created or resumed) and its members' child runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from ppo_platform.settings import Settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import dump_spec
+from ppo_platform.sweeps.expand import SweepMember, sweep_hash
+from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.gateway import retry, tracking_client
+from ppo_platform.tracking.queries import child_runs, search_all
+from ppo_platform.tracking.tracker import RunTracker, ensure_experiment
+
+if TYPE_CHECKING:
+    from mlflow.tracking import MlflowClient
+
+    from ppo_platform.training.runner import RunResult
+
+
+def experiment_id_of(client: MlflowClient, name: str) -> str:
+
+    return ensure_experiment(client, name)
+
+
+def open_parent_run(
+    client: MlflowClient, spec: ExperimentSpec, members: list[SweepMember], threshold: float | None
+) -> tuple[str, bool]:
+    """Reuse the unfinished parent run of this exact sweep, or create one. -> (run_id, resumed)."""
+
+    assert spec.sweep is not None
+    experiment_id = experiment_id_of(client, spec.experiment_name)
+    digest = sweep_hash(spec)
+    earlier = search_all(
+        client,
+        experiment_id,
+        f"tags.`{tag.KIND}` = 'sweep' and tags.`{tag.SWEEP_HASH}` = '{digest}'",
+    )
+    unfinished = sorted(
+        (r for r in earlier if r.info.status != "FINISHED"),
+        key=lambda r: r.info.start_time,
+        reverse=True,
+    )
+    threshold_tag = {tag.THRESHOLD: "" if threshold is None else repr(threshold)}
+    if unfinished:
+        run_id = unfinished[0].info.run_id
+        retry(lambda: client.update_run(run_id, status="RUNNING"))
+        for key, value in threshold_tag.items():
+            retry(partial(client.set_tag, run_id, key, value))
+        return run_id, True
+    tags = {
+        tag.RUN_NAME: spec.name,
+        tag.KIND: "sweep",
+        tag.SWEEP_HASH: digest,
+        tag.platform_tag("grid"): json.dumps(spec.sweep.grid),
+        tag.platform_tag("variants"): json.dumps(spec.sweep.variants),
+        tag.platform_tag("seeds"): json.dumps(spec.sweep.seeds),
+        tag.platform_tag("members"): str(len(members)),
+        tag.ENV_ID: spec.env.id,
+        tag.ALGORITHM: spec.algorithm,
+        tag.SPEC_HASH: spec.spec_hash(),
+        **threshold_tag,
+    }
+    run = retry(lambda: client.create_run(experiment_id, tags=tags))
+    retry(lambda: client.log_text(run.info.run_id, dump_spec(spec), "sweep/spec.yaml"))
+    return run.info.run_id, False
+
+
+def finished_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> dict[str, Any]:
+    """sweep_key -> a FINISHED child run; orphaned RUNNING children are marked KILLED."""
+
+    finished: dict[str, Any] = {}
+    for run in child_runs(client, experiment_id, parent_run_id):
+        key = run.data.tags.get(tag.SWEEP_KEY)
+        if run.info.status == "FINISHED" and key:
+            finished[key] = run
+        elif run.info.status == "RUNNING":  # its process died with the previous attempt
+            retry(partial(client.set_terminated, run.info.run_id, "KILLED"))
+    return finished
+
+
+def run_member(
+    spec: ExperimentSpec, parent_run_id: str, tags: dict[str, str], settings: Settings
+) -> RunResult:
+    """Train one member in a worker process; a failure is recorded as a FAILED child run."""
+    from ppo_platform.training.runner import run_spec
+
+    started_ms = int(time.time() * 1000)
+    tags = {**tags, tag.WORKER_PID: str(os.getpid())}  # which process trained it
+    try:
+        return run_spec(spec, parent_run_id=parent_run_id, tags=tags, settings=settings)
+    except Exception as error:
+        record_failure(settings, spec, parent_run_id, tags, error, started_ms)
+        raise
+
+
+def record_failure(
+    settings: Settings,
+    spec: ExperimentSpec,
+    parent_run_id: str,
+    tags: dict[str, str],
+    error: Exception,
+    started_ms: int,
+) -> None:
+    """Make sure the member's child run exists and is FAILED with the error in a tag.
+
+    The runner closes the runs it created as FAILED itself; a run that failed before the
+    runner created one (an environment that cannot be built, say) gets a FAILED run here.
+    """
+
+    client = tracking_client(settings.tracking_uri)
+    message = f"{type(error).__name__}: {error}"[:5000]
+    experiment_id = experiment_id_of(client, spec.experiment_name)
+    mine = [
+        run
+        for run in child_runs(client, experiment_id, parent_run_id)
+        if run.data.tags.get(tag.SWEEP_KEY) == tags[tag.SWEEP_KEY]
+        and run.info.start_time >= started_ms
+    ]
+    if not mine:
+        tracker = RunTracker.start(
+            settings.tracking_uri, spec, parent_run_id=parent_run_id, tags=tags
+        )
+        tracker.set_tags({tag.FAILURE: message, tag.OUTCOME: "failed"})
+        tracker.finish("FAILED")
+        return
+    for run in mine:
+        if run.info.status == "RUNNING":
+            run_id = run.info.run_id
+            retry(partial(client.set_tag, run_id, tag.FAILURE, message))
+            retry(partial(client.set_terminated, run_id, "FAILED"))

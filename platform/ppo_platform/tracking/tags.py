@@ -1,0 +1,42 @@
+"""Every MLflow tag name the platform reads or writes, in one place.
+
+MLflow's own system tags come from `mlflow.utils.mlflow_tags`; ours share one prefix.
+"""
+
+from __future__ import annotations
+
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
+
+PREFIX = "ppo_platform."
+RUN_NAME = MLFLOW_RUN_NAME
+PARENT_RUN_ID = MLFLOW_PARENT_RUN_ID
+
+# Every run
+SPEC_HASH = f"{PREFIX}spec_hash"
+ALGORITHM = f"{PREFIX}algorithm"
+ENV_ID = f"{PREFIX}env_id"
+OUTCOME = f"{PREFIX}outcome"
+FINAL_EVAL_MEAN = f"{PREFIX}final_eval_mean_reward"
+
+# Sweeps: the parent run and its members
+KIND = f"{PREFIX}kind"
+SWEEP_HASH = f"{PREFIX}sweep_hash"
+SWEEP_KEY = f"{PREFIX}sweep_key"
+GRID_POINT = f"{PREFIX}grid_point"
+GRID_INDEX = f"{PREFIX}grid_index"
+GRID_VALUE_PREFIX = f"{PREFIX}grid."
+SEED = f"{PREFIX}seed"
+FAILURE = f"{PREFIX}failure"
+WORKER_PID = f"{PREFIX}worker_pid"
+THRESHOLD = f"{PREFIX}threshold"
+FAILED_RUNS = f"{PREFIX}failed_runs"
+
+
+def platform_tag(name: str) -> str:
+    """`ppo_platform.<name>`: for the tags that belong to one feature (tuning, resume, ...)."""
+    return PREFIX + name
+
+
+def is_reserved(key: str) -> bool:
+    """Tags a spec's `tracking.tags` may not set: MLflow's and the platform's own."""
+    return key.startswith(("mlflow.", PREFIX))
