@@ -1,9 +1,10 @@
 """Throughput of our PPO update against stock stable-baselines3 PPO on the same spec.
 
-Both trainers get the same hyperparameters (the spec through `ppo_platform.training.algorithms.ppo_kwargs`),
-the same seed, the same environments and one torch thread; repetitions alternate their order so
-that machine noise hits both alike. Reported: median wall time of `learn()` and of the time
-spent inside `train()` (the update itself), and the ratio to stock SB3.
+Both trainers get the same hyperparameters (the spec through
+`ppo_platform.training.algorithms.ppo_kwargs`), the same seed, the same environments and one
+torch thread; repetitions alternate their order so that machine noise hits both alike.
+Reported: median wall time of `learn()` and of the time spent inside `train()` (the update
+itself), and the ratio to stock SB3.
 
     .venv/bin/python benchmarks/trainer_throughput.py --timesteps 20000 --repeats 5
 """

@@ -7,7 +7,6 @@ Exit codes: 0 ok, 1 training failed or stopped by a diagnostics alert, 2 bad or 
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -224,8 +223,8 @@ def tune(
     storage: Annotated[
         str | None,
         typer.Option(
-            help="Optuna storage: journal:PATH or a database URL (sqlite:///..., postgresql://...). "
-            "Default: a journal file under PPO_PLATFORM_HOME."
+            help="Optuna storage: journal:PATH or a database URL (sqlite:///..., "
+            "postgresql://...). Default: a journal file under PPO_PLATFORM_HOME."
         ),
     ] = None,
     study: Annotated[
@@ -285,4 +284,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

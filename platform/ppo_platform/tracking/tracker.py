@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -123,7 +123,7 @@ class RunTracker:
         if self.writer is not None:
             self._timed(partial(self.writer.submit, self.tracking_uri, self.run_id, pending))
         else:
-            self._timed(partial(write_rows, self.client, self.run_id, pending))
+            self._timed(partial(write_rows, self._client, self.run_id, pending))
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         self._timed(lambda: self._client.log_artifact(self.run_id, str(path), artifact_path))
@@ -154,6 +154,6 @@ class RunTracker:
         finally:
             self.write_seconds += time.perf_counter() - started
 
-    def stored_history(self, keys: list[str]) -> dict[str, list[tuple[int, float]]]:
+    def stored_history(self, keys: Iterable[str]) -> dict[str, list[tuple[int, float]]]:
         """This run's stored metric histories, as (step, value) lists sorted by step."""
         return metric_history(self._client, self.run_id, keys)

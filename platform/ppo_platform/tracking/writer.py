@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import uuid
+from functools import partial
 from typing import IO, Any
 
 from ppo_platform.tracking.gateway import retry, tracking_client
@@ -34,7 +35,7 @@ def write_rows(client: Any, run_id: str, rows: list[MetricRow]) -> None:
     metrics = [Metric(key, value, timestamp, step) for key, value, timestamp, step in rows]
     for start in range(0, len(metrics), MAX_BATCH_METRICS):
         chunk = metrics[start : start + MAX_BATCH_METRICS]
-        retry(lambda chunk=chunk: client.log_batch(run_id, metrics=chunk))
+        retry(partial(client.log_batch, run_id, metrics=chunk))
 
 
 def serve(requests: IO[str], replies: IO[str]) -> None:
