@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
-from functools import partial
 from typing import Literal
 
 Severity = Literal["warning", "critical"]
@@ -61,6 +60,163 @@ class Alert:
         )
 
 
+@dataclass(frozen=True)
+class Reading:
+    """One update's metrics as the rules see them."""
+
+    update: int
+    timestep: int
+    metrics: Mapping[str, float]
+    thresholds: Thresholds
+    total_timesteps: int
+
+    def finite(self, name: str) -> float | None:
+        """The metric's value, or None when it is missing or not finite."""
+        value = self.metrics.get(name)
+        return value if value is not None and math.isfinite(value) else None
+
+    def alert(
+        self,
+        signal: str,
+        value: float,
+        threshold: float,
+        severity: Severity,
+        message: str,
+        advice: str,
+    ) -> Alert:
+        return Alert(
+            self.update, self.timestep, signal, value, threshold, severity, message, advice
+        )
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A rule's verdict on one update: whether its condition holds, and the alert it would raise.
+
+    An edge signal fires on entering the state, not on every update that stays in it; a
+    sustained one fires once when the condition has held `window` updates in a row.
+    """
+
+    holds: bool
+    alert: Alert
+    sustained: bool = False
+
+
+Rule = Callable[[Reading], Signal | None]  # None: the rule has nothing to judge this update
+
+
+def kl_too_high(r: Reading) -> Signal | None:
+    t, kl = r.thresholds, r.finite(KL)
+    if not t.monitor_kl or kl is None:
+        return None
+    return Signal(
+        kl > t.kl_alert,
+        r.alert(
+            "approx_kl",
+            kl,
+            t.kl_alert,
+            "critical",
+            f"approx KL {kl:.4f} is above {t.kl_alert} (healthy: 0 to {t.kl_healthy_max})",
+            "lower K (update.epochs) or the learning rate, or set surrogate.target_kl",
+        ),
+    )
+
+
+def _clip_fraction(r: Reading) -> float | None:
+    """The clip fraction, if it is monitored and means something this update."""
+    clip = r.finite(CLIP_FRACTION)
+    # A clip range decayed to ~0 (linear schedule at the end) clips everything: no signal.
+    clip_range_in_effect = r.metrics.get(CLIP_RANGE, math.inf) >= MIN_CLIP_RANGE_CHECKED
+    if not r.thresholds.monitor_clip_fraction or not clip_range_in_effect:
+        return None
+    return clip
+
+
+def clip_fraction_high(r: Reading) -> Signal | None:
+    t, clip = r.thresholds, _clip_fraction(r)
+    if clip is None:
+        return None
+    return Signal(
+        clip >= t.clip_fraction_high,
+        r.alert(
+            "clip_fraction_high",
+            clip,
+            t.clip_fraction_high,
+            "critical",
+            f"clip fraction {clip:.3f} is at or above {t.clip_fraction_high}",
+            "lower the learning rate or K",
+        ),
+    )
+
+
+def clip_fraction_drift(r: Reading) -> Signal | None:
+    t, clip = r.thresholds, _clip_fraction(r)
+    if clip is None:
+        return None
+    return Signal(
+        clip > t.drift_clip_fraction,
+        r.alert(
+            "clip_fraction_drift",
+            clip,
+            t.drift_clip_fraction,
+            "critical",
+            f"clip fraction above {t.drift_clip_fraction} for {t.window} updates in a "
+            "row: the policy is drifting from the data",
+            "lower the learning rate or K",
+        ),
+        sustained=True,
+    )
+
+
+def clip_fraction_low(r: Reading) -> Signal | None:
+    t, clip = r.thresholds, _clip_fraction(r)
+    if clip is None:
+        return None
+    return Signal(
+        clip < t.clip_fraction_low,
+        r.alert(
+            "clip_fraction_low",
+            clip,
+            t.clip_fraction_low,
+            "warning",
+            f"clip fraction below {t.clip_fraction_low} for {t.window} "
+            "updates: clipping never triggers",
+            "raise the learning rate or K",
+        ),
+        sustained=True,
+    )
+
+
+def explained_variance_late(r: Reading) -> Signal | None:
+    t, ev = r.thresholds, r.finite(EXPLAINED_VARIANCE)
+    if ev is None:
+        return None
+    late = r.total_timesteps > 0 and r.timestep >= t.late_fraction * r.total_timesteps
+    return Signal(
+        late and ev <= t.explained_variance_min,
+        r.alert(
+            "explained_variance",
+            ev,
+            t.explained_variance_min,
+            "warning",
+            f"explained variance {ev:.3f} stays at or below {t.explained_variance_min} "
+            "late in training: the critic is not learning",
+            "check reward scale (normalize rewards), raise value_coef or the LR",
+        ),
+        sustained=True,
+    )
+
+
+# Every check run after an update, in the order their alerts are reported.
+RULES: tuple[Rule, ...] = (
+    kl_too_high,
+    clip_fraction_high,
+    clip_fraction_drift,
+    clip_fraction_low,
+    explained_variance_late,
+)
+
+
 @dataclass
 class _Streak:
     """Counts consecutive updates a condition held; fires once when it reaches the window."""
@@ -85,100 +241,21 @@ class DiagnosticsMonitor:
 
     def check(self, update: int, timestep: int, metrics: Mapping[str, float]) -> list[Alert]:
         """Record and return the alerts this update raises."""
-        t = self.thresholds
-        found: list[Alert] = []
-
-        def edge(holds: bool, alert: Alert) -> None:
-            # Alert on entering the state, not on every update that stays in it.
-            if holds and alert.signal not in self._active:
-                found.append(alert)
-            (self._active.add if holds else self._active.discard)(alert.signal)
-
-        def sustained(holds: bool, alert: Alert) -> None:
-            streak = self._streaks.setdefault(alert.signal, _Streak())
-            if streak.step(holds, t.window):
-                found.append(alert)
-
-        new = partial(Alert, update, timestep)
-
-        kl = metrics.get(KL)
-        if t.monitor_kl and kl is not None and math.isfinite(kl):
-            edge(
-                kl > t.kl_alert,
-                new(
-                    "approx_kl",
-                    kl,
-                    t.kl_alert,
-                    "critical",
-                    f"approx KL {kl:.4f} is above {t.kl_alert} (healthy: 0 to {t.kl_healthy_max})",
-                    "lower K (update.epochs) or the learning rate, or set surrogate.target_kl",
-                ),
-            )
-
-        clip = metrics.get(CLIP_FRACTION)
-        # A clip range decayed to ~0 (linear schedule at the end) clips everything: no signal.
-        clip_range_in_effect = metrics.get(CLIP_RANGE, math.inf) >= MIN_CLIP_RANGE_CHECKED
-        if (
-            t.monitor_clip_fraction
-            and clip is not None
-            and math.isfinite(clip)
-            and clip_range_in_effect
-        ):
-            edge(
-                clip >= t.clip_fraction_high,
-                new(
-                    "clip_fraction_high",
-                    clip,
-                    t.clip_fraction_high,
-                    "critical",
-                    f"clip fraction {clip:.3f} is at or above {t.clip_fraction_high}",
-                    "lower the learning rate or K",
-                ),
-            )
-            sustained(
-                clip > t.drift_clip_fraction,
-                new(
-                    "clip_fraction_drift",
-                    clip,
-                    t.drift_clip_fraction,
-                    "critical",
-                    f"clip fraction above {t.drift_clip_fraction} for {t.window} updates in a "
-                    "row: the policy is drifting from the data",
-                    "lower the learning rate or K",
-                ),
-            )
-            sustained(
-                clip < t.clip_fraction_low,
-                new(
-                    "clip_fraction_low",
-                    clip,
-                    t.clip_fraction_low,
-                    "warning",
-                    f"clip fraction below {t.clip_fraction_low} for {t.window} "
-                    "updates: clipping never triggers",
-                    "raise the learning rate or K",
-                ),
-            )
-
-        ev = metrics.get(EXPLAINED_VARIANCE)
-        late = self.total_timesteps > 0 and timestep >= t.late_fraction * self.total_timesteps
-        if ev is not None and math.isfinite(ev):
-            sustained(
-                late and ev <= t.explained_variance_min,
-                new(
-                    "explained_variance",
-                    ev,
-                    t.explained_variance_min,
-                    "warning",
-                    f"explained variance {ev:.3f} stays at or below {t.explained_variance_min} "
-                    "late in training: the critic is not learning",
-                    "check reward scale (normalize rewards), raise value_coef or the LR",
-                ),
-            )
-
+        reading = Reading(update, timestep, metrics, self.thresholds, self.total_timesteps)
+        signals = (rule(reading) for rule in RULES)
+        found = [s.alert for s in signals if s is not None and self._fires(s)]
         self.alerts.extend(found)
         self.counts.update(alert.signal for alert in found)
         return found
+
+    def _fires(self, signal: Signal) -> bool:
+        name = signal.alert.signal
+        if signal.sustained:
+            streak = self._streaks.setdefault(name, _Streak())
+            return streak.step(signal.holds, self.thresholds.window)
+        fires = signal.holds and name not in self._active
+        (self._active.add if signal.holds else self._active.discard)(name)
+        return fires
 
     @property
     def critical_count(self) -> int:

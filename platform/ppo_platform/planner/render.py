@@ -194,17 +194,9 @@ def _rlhf_section() -> list[str]:
     ]
 
 
-def render_markdown(
-    spec: ExperimentSpec,
-    info: EnvInfo,
-    case: UseCase,
-    case_reason: str,
-    reasons: Mapping[str, str],
-    updates: int,
-    warnings: tuple[str, ...],
-    overrides: tuple[str, ...],
-) -> str:
-    """The whole `skill-ppo-trainer.md` text."""
+def _intro(
+    spec: ExperimentSpec, info: EnvInfo, case: UseCase, case_reason: str, updates: int
+) -> list[str]:
     lines = [
         FRONT_MATTER,
         f"# PPO plan: {info.env_id}, {spec.budget.total_timesteps:,} env steps",
@@ -225,12 +217,19 @@ def render_markdown(
         f"{spec.batch_size} transitions (seed {spec.budget.seed}).",
         "",
     ]
+    return lines
+
+
+def _sections(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
+    lines: list[str] = []
     bodies = (_rollout, _update, _surrogate, _advantage, _diagnostics)
     for title, body in zip(SECTIONS, bodies, strict=True):
         lines += [f"## {title}", "", *body(spec, reasons), ""]
-    if case is RLHF:
-        lines += [*_rlhf_section(), ""]
-    lines += [
+    return lines
+
+
+def _refusals(spec: ExperimentSpec) -> list[str]:
+    return [
         "## Refusals",
         "",
         f"- K > {MAX_EPOCHS} or epsilon > {MAX_CLIP_EPSILON} is refused (unsafe trust region): "
@@ -241,25 +240,57 @@ def render_markdown(
         "as drift (section 5).",
         "",
     ]
-    if overrides:
-        lines += [
-            "## Overrides",
-            "",
-            "Set by the caller after planning (their reasons above say so):",
-            "",
-            *[f"- `--set {assignment}`" for assignment in overrides],
-            "",
-        ]
-    if warnings:
-        lines += ["## Warnings", "", *[f"- {warning}" for warning in warnings], ""]
-    lines += [
-        "## Run it",
+
+
+def _overrides(overrides: tuple[str, ...]) -> list[str]:
+    if not overrides:
+        return []
+    return [
+        "## Overrides",
         "",
-        "```",
-        "ppo-platform validate spec.yaml",
-        "ppo-platform run spec.yaml",
-        "ppo-platform run spec.yaml --set budget.seed=1   # another seed",
-        "```",
+        "Set by the caller after planning (their reasons above say so):",
         "",
+        *[f"- `--set {assignment}`" for assignment in overrides],
+        "",
+    ]
+
+
+def _warnings(warnings: tuple[str, ...]) -> list[str]:
+    if not warnings:
+        return []
+    return ["## Warnings", "", *[f"- {warning}" for warning in warnings], ""]
+
+
+RUN_IT = (
+    "## Run it",
+    "",
+    "```",
+    "ppo-platform validate spec.yaml",
+    "ppo-platform run spec.yaml",
+    "ppo-platform run spec.yaml --set budget.seed=1   # another seed",
+    "```",
+    "",
+)
+
+
+def render_markdown(
+    spec: ExperimentSpec,
+    info: EnvInfo,
+    case: UseCase,
+    case_reason: str,
+    reasons: Mapping[str, str],
+    updates: int,
+    warnings: tuple[str, ...],
+    overrides: tuple[str, ...],
+) -> str:
+    """The whole `skill-ppo-trainer.md` text."""
+    lines = [
+        *_intro(spec, info, case, case_reason, updates),
+        *_sections(spec, reasons),
+        *([*_rlhf_section(), ""] if case is RLHF else []),
+        *_refusals(spec),
+        *_overrides(overrides),
+        *_warnings(warnings),
+        *RUN_IT,
     ]
     return "\n".join(lines)

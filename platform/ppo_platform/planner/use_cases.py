@@ -150,10 +150,8 @@ def _issue(message: str, value: str, fix: str) -> SpecError:
     return SpecError([SpecIssue("use_case", message, value, fix=fix)], PLAN_SOURCE)
 
 
-def resolve_use_case(info: EnvInfo, requested: str) -> tuple[UseCase, str]:
-    """The use case to plan for, and why. SpecError if it is unknown or does not fit the env."""
-    if requested not in USE_CASES:
-        raise _issue("is not a known use case.", requested, f"use one of {', '.join(USE_CASES)}.")
+def _refuse_unplannable_env(info: EnvInfo) -> None:
+    """SpecError if no use case fits: PPO cannot act in the env or SB3 cannot read it."""
     if info.action_kind == "other":
         raise SpecError(
             [
@@ -180,18 +178,23 @@ def resolve_use_case(info: EnvInfo, requested: str) -> tuple[UseCase, str]:
             ],
             PLAN_SOURCE,
         )
+
+
+def _auto_use_case(info: EnvInfo) -> tuple[UseCase, str]:
+    if info.observation_kind == "image":
+        return ATARI, "the observations are images (3-D uint8), so the Atari-like plan applies"
+    if info.action_kind == "continuous":
+        return (
+            CONTINUOUS,
+            "the actions are continuous (a Box), so the plan uses a Gaussian policy",
+        )
+    return CLASSIC, "the observations are a small vector and the actions are discrete"
+
+
+def _refuse_misfit(case: UseCase, info: EnvInfo, requested: str) -> None:
+    """SpecError if the requested use case does not fit the env's spaces."""
     image = info.observation_kind == "image"
     continuous = info.action_kind == "continuous"
-    if requested == "auto":
-        if image:
-            return ATARI, "the observations are images (3-D uint8), so the Atari-like plan applies"
-        if continuous:
-            return (
-                CONTINUOUS,
-                "the actions are continuous (a Box), so the plan uses a Gaussian policy",
-            )
-        return CLASSIC, "the observations are a small vector and the actions are discrete"
-    case = BY_NAME[requested]
     if case is ATARI and not image:
         raise _issue(
             f"atari needs image observations; {info.env_id} observes "
@@ -222,6 +225,17 @@ def resolve_use_case(info: EnvInfo, requested: str) -> tuple[UseCase, str]:
             requested,
             f"use --use-case {better} (or auto).",
         )
+
+
+def resolve_use_case(info: EnvInfo, requested: str) -> tuple[UseCase, str]:
+    """The use case to plan for, and why. SpecError if it is unknown or does not fit the env."""
+    if requested not in USE_CASES:
+        raise _issue("is not a known use case.", requested, f"use one of {', '.join(USE_CASES)}.")
+    _refuse_unplannable_env(info)
+    if requested == "auto":
+        return _auto_use_case(info)
+    case = BY_NAME[requested]
+    _refuse_misfit(case, info, requested)
     if case is RLHF:
         return case, (
             "requested. The environment only stands in for the language-model "

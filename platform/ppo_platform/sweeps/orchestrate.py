@@ -90,30 +90,14 @@ def run_sweep(
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
 
     from ppo_platform.execution.local import Task, TaskResult, default_workers, run_tasks
-    from ppo_platform.reports.stats import default_threshold
 
     assert spec.sweep is not None
     settings = settings or get_settings()
     say = on_event or (lambda line: None)
     started = time.perf_counter()
-    threshold = spec.sweep.threshold
-    if threshold is None:
-        threshold = default_threshold(spec.env.id)
-    # The parent process creates the store and the parent run before any worker starts:
-    # several processes creating one SQLite database at once race.
     client = tracking_client(settings.tracking_uri)
-    ensure_experiment(client, spec.experiment_name, settings.artifact_root)
-    parent_run_id, resumed = open_parent_run(client, spec, members, threshold)
-    experiment_id = experiment_id_of(client, spec.experiment_name)
-    finished = finished_runs(client, experiment_id, parent_run_id) if resumed else {}
-    outcomes: dict[str, MemberOutcome] = {}
-    for member in members:
-        run = finished.get(member.key)
-        if run is not None:
-            score = run.data.tags.get(tag.FINAL_EVAL_MEAN)
-            outcomes[member.key] = MemberOutcome(
-                member, "FINISHED", run.info.run_id, float(score) if score else None, skipped=True
-            )
+    parent_run_id, resumed, experiment_id = _open_parent(client, spec, members, settings)
+    outcomes = _finished_earlier(client, experiment_id, parent_run_id, members) if resumed else {}
     todo = [m for m in members if m.key not in outcomes]
     n_workers = max(1, min(workers or default_workers(), len(todo) or 1))
     say(
@@ -138,6 +122,53 @@ def run_sweep(
         raise
     ordered = [outcomes[m.key] for m in members]
     result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
+    _close_parent(client, experiment_id, result, settings, report)
+    return result
+
+
+def _open_parent(
+    client: MlflowClient, spec: ExperimentSpec, members: list[SweepMember], settings: Settings
+) -> tuple[str, bool, str]:
+    """The sweep's parent run (new, or the unfinished one to resume), whether it was resumed,
+    and the experiment id."""
+    from ppo_platform.reports.stats import default_threshold
+
+    assert spec.sweep is not None
+    threshold = spec.sweep.threshold
+    if threshold is None:
+        threshold = default_threshold(spec.env.id)
+    # The parent process creates the store and the parent run before any worker starts:
+    # several processes creating one SQLite database at once race.
+    ensure_experiment(client, spec.experiment_name, settings.artifact_root)
+    parent_run_id, resumed = open_parent_run(client, spec, members, threshold)
+    return parent_run_id, resumed, experiment_id_of(client, spec.experiment_name)
+
+
+def _finished_earlier(
+    client: MlflowClient, experiment_id: str, parent_run_id: str, members: list[SweepMember]
+) -> dict[str, MemberOutcome]:
+    """Skipped outcomes for the members an earlier invocation of this sweep finished."""
+    finished = finished_runs(client, experiment_id, parent_run_id)
+    outcomes: dict[str, MemberOutcome] = {}
+    for member in members:
+        run = finished.get(member.key)
+        if run is not None:
+            score = run.data.tags.get(tag.FINAL_EVAL_MEAN)
+            outcomes[member.key] = MemberOutcome(
+                member, "FINISHED", run.info.run_id, float(score) if score else None, skipped=True
+            )
+    return outcomes
+
+
+def _close_parent(
+    client: MlflowClient,
+    experiment_id: str,
+    result: SweepResult,
+    settings: Settings,
+    report: bool,
+) -> None:
+    """Record the failures, publish the report, and end the parent run."""
+    parent_run_id = result.parent_run_id
     _fill_failed_run_ids(client, experiment_id, result)
     status = "FINISHED" if not result.failed else "FAILED"
     retry(lambda: client.set_tag(parent_run_id, tag.FAILED_RUNS, str(len(result.failed))))
@@ -151,7 +182,6 @@ def run_sweep(
             publish_report(client, result.report)
     finally:  # a report that cannot be built must not leave the parent RUNNING
         retry(lambda: client.set_terminated(parent_run_id, status))
-    return result
 
 
 def _outcome(member: SweepMember, result: Any) -> MemberOutcome:
