@@ -16,6 +16,7 @@ from .diagnostics import non_finite_metrics
 from .errors import NonFiniteError
 
 UpdateListener = Callable[[Any, dict[str, float]], None]
+StopCondition = Callable[[], bool]
 
 # Only loss-like metrics decide divergence: e.g. explained variance is legitimately NaN when
 # the returns of a rollout have zero variance.
@@ -33,25 +34,42 @@ def parameters_finite(module: torch.nn.Module) -> bool:
 
 
 class UpdateReportingMixin:
-    """Mix into an SB3 on-policy algorithm: `update_listeners` get (model, metrics) per update."""
+    """Mix into an SB3 on-policy algorithm: update listeners get (model, metrics) per update.
 
-    update_listeners: list[UpdateListener]
+    Register listeners with `update_listeners=` or `add_update_listener`, and a stop condition
+    with `set_stop_condition`; both are left out of saved checkpoints.
+    """
+
     n_updates_done: int = 0
-    # Checked before each rollout, so a stop lands on an update boundary: the checkpoint then
-    # holds whole updates and a resumed run keeps the same rollout grid.
-    should_stop: Callable[[], bool] | None = None
 
     def __init__(
         self, *args: Any, update_listeners: list[UpdateListener] | None = None, **kwargs: Any
     ) -> None:
-        self.update_listeners = list(update_listeners or [])
+        self._update_listeners: list[UpdateListener] = list(update_listeners or [])
+        self._stop_condition: StopCondition | None = None
         super().__init__(*args, **kwargs)
 
+    def add_update_listener(self, listener: UpdateListener) -> None:
+        """Call `listener(model, metrics)` after every update, once its metrics are known."""
+        self._update_listeners.append(listener)
+
+    def set_stop_condition(self, condition: StopCondition | None) -> None:
+        """Stop training cleanly once `condition()` is true (None: never stop early).
+
+        Checked before each rollout, so a stop lands on an update boundary: the checkpoint then
+        holds whole updates and a resumed run keeps the same rollout grid.
+        """
+        self._stop_condition = condition
+
+    def stop_requested(self) -> bool:
+        return self._stop_condition is not None and self._stop_condition()
+
     def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "update_listeners", "should_stop"]  # type: ignore[misc]
+        excluded = super()._excluded_save_params()  # type: ignore[misc]
+        return [*excluded, "_update_listeners", "_stop_condition"]
 
     def collect_rollouts(self, *args: Any, **kwargs: Any) -> bool:
-        if self.should_stop is not None and self.should_stop():
+        if self.stop_requested():
             return False
         return bool(super().collect_rollouts(*args, **kwargs))  # type: ignore[misc]
 
@@ -77,5 +95,5 @@ class UpdateReportingMixin:
         if bad or not parameters_finite(self.policy):  # type: ignore[attr-defined]
             what = ", ".join(f"{name}={metrics[name]}" for name in bad) or "policy parameters"
             raise NonFiniteError(f"non-finite values after update {self.n_updates_done}: {what}")
-        for listener in getattr(self, "update_listeners", []):
+        for listener in self._update_listeners:
             listener(self, metrics)

@@ -153,13 +153,12 @@ def report(
     ],
 ) -> None:
     """Build a sweep's comparison report again, log it to the parent run and print it."""
-    from mlflow.tracking import MlflowClient
-
     from ppo_platform.reports import build_report, publish_report
     from ppo_platform.settings import get_settings
+    from ppo_platform.tracking.gateway import tracking_client
 
     settings = get_settings()
-    client = MlflowClient(settings.tracking_uri)
+    client = tracking_client(settings.tracking_uri)
     try:
         result = build_report(client, parent_run_id, settings.runs_dir / parent_run_id / "report")
     except RunNotFoundError as error:

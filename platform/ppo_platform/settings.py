@@ -1,11 +1,16 @@
-"""Environment settings (pydantic-settings), read once through the cached `get_settings()`."""
+"""Environment settings (pydantic-settings), read once through the cached `get_settings()`.
+
+Reading settings has no side effects: folders are created where something is written
+(`Settings.ensure_home()`, or a `mkdir` beside the write). Relative paths are resolved against
+the working directory once, when the settings are built, so no module depends on the cwd later.
+"""
 
 from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -31,12 +36,21 @@ class Settings(BaseSettings):
     metrics_flush_seconds: float = Field(
         10.0, gt=0, description="How often buffered metrics are written to MLflow in one batch."
     )
+    outputs_dir: Path = Field(
+        Path("outputs"),
+        description="Default folder for generated files (tune writes outputs/tune-<study>).",
+    )
+
+    @field_validator("home", "outputs_dir")
+    @classmethod
+    def _absolute(cls, path: Path) -> Path:
+        return path.expanduser().resolve()
 
     @property
     def tracking_uri(self) -> str:
         if self.mlflow_tracking_uri:
             return self.mlflow_tracking_uri
-        return f"sqlite:///{(self.home / 'mlflow.db').resolve()}"
+        return f"sqlite:///{self.home / 'mlflow.db'}"
 
     @property
     def artifact_root(self) -> Path | None:
@@ -52,9 +66,13 @@ class Settings(BaseSettings):
     def runs_dir(self) -> Path:
         return self.home / "runs"
 
+    def ensure_home(self) -> Path:
+        """Create the home folder (for a writer about to put a store in it) and return it."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        return self.home
+
 
 @lru_cache
 def get_settings() -> Settings:
-    settings = Settings()
-    settings.home.mkdir(parents=True, exist_ok=True)
-    return settings
+    """The process's settings, read from the environment once (tests call cache_clear)."""
+    return Settings()

@@ -15,13 +15,13 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from ppo_platform.settings import Settings, get_settings
+
 CACHEABLE_ENTRY_POINT = "gymnasium.envs."
 
 
-def _cache_file() -> Path:
-    from ppo_platform.settings import get_settings
-
-    return get_settings().home / "cache" / "gymnasium_envs.json"
+def _cache_file(settings: Settings | None) -> Path:
+    return (settings or get_settings()).home / "cache" / "gymnasium_envs.json"
 
 
 def _key(env_id: str) -> str | None:
@@ -39,12 +39,12 @@ def _read(path: Path) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def cached_env_info(env_id: str) -> Any | None:
+def cached_env_info(env_id: str, settings: Settings | None = None) -> Any | None:
     """The EnvInfo stored for `env_id` under this gymnasium version, or None."""
     from ppo_platform.planner.env_info import EnvInfo
 
     key = _key(env_id)
-    entry = _read(_cache_file()).get(key) if key else None
+    entry = _read(_cache_file(settings)).get(key) if key else None
     if not isinstance(entry, dict):
         return None
     try:
@@ -55,12 +55,12 @@ def cached_env_info(env_id: str) -> Any | None:
         return None
 
 
-def remember_env_info(info: Any) -> None:
+def remember_env_info(info: Any, settings: Settings | None = None) -> None:
     """Store `info` if it describes one of gymnasium's own environments (atomic write)."""
     key = _key(info.env_id)
     if key is None or not info.entry_point.startswith(CACHEABLE_ENTRY_POINT):
         return
-    path = _cache_file()
+    path = _cache_file(settings)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         data = _read(path)

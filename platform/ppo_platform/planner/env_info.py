@@ -6,7 +6,6 @@ here imports torch, SB3 or MLflow, and the env is created once, read, and closed
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from dataclasses import dataclass
@@ -14,6 +13,8 @@ from typing import Any, Literal
 
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.planner.env_cache import cached_env_info, remember_env_info
+from ppo_platform.settings import Settings
+from ppo_platform.spec.env_ids import check_env_id
 from ppo_platform.spec.experiment import ENV_ID_PATTERN
 
 PLAN_SOURCE = "plan"  # how planner errors name their origin ("plan: env.id = ...: ...")
@@ -51,33 +52,6 @@ class EnvInfo:
             return f"discrete ({self.n_actions} actions)"
         shape = "x".join(str(n) for n in self.action_shape)
         return f"{self.action_kind.replace('_', '-')} ({shape})"
-
-
-def _registry() -> Any:
-    import gymnasium
-
-    import trainers.envs  # noqa: F401  # registers ppo_platform/GridWorld-v0
-
-    return gymnasium.registry
-
-
-def _unknown_env(env_id: str, known: list[str]) -> SpecError:
-    lowered = {name.lower(): name for name in known}
-    close = [lowered[m] for m in difflib.get_close_matches(env_id.lower(), list(lowered), n=3)]
-    close += [name for name in known if env_id.lower() in name.lower() and name not in close]
-    hint = f"did you mean {', '.join(close[:3])}? " if close else ""
-    return SpecError(
-        [
-            SpecIssue(
-                "env.id",
-                "is not a registered gymnasium environment.",
-                env_id,
-                fix=f"{hint}Use a registered id such as CartPole-v1 "
-                "(gymnasium.registry lists them).",
-            )
-        ],
-        PLAN_SOURCE,
-    )
 
 
 def check_env_id_text(env_id: str) -> None:
@@ -153,15 +127,13 @@ def _action(space: Any) -> dict[str, Any]:
     }
 
 
-def inspect_env(env_id: str) -> EnvInfo:
+def inspect_env(env_id: str, settings: Settings | None = None) -> EnvInfo:
     """Read an env's registry entry and spaces. SpecError (path env.id) if it is unknown."""
     check_env_id_text(env_id)
-    cached = cached_env_info(env_id)
+    cached = cached_env_info(env_id, settings)
     if cached is not None:
         return cached
-    registry = _registry()
-    if env_id not in registry:
-        raise _unknown_env(env_id, list(registry))
+    check_env_id(env_id, PLAN_SOURCE)
     import gymnasium
 
     entry = gymnasium.spec(env_id)
@@ -200,5 +172,5 @@ def inspect_env(env_id: str) -> EnvInfo:
         )
     finally:
         env.close()
-    remember_env_info(info)
+    remember_env_info(info, settings)
     return info

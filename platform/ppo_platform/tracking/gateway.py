@@ -11,6 +11,7 @@ import random
 import time
 from collections.abc import Callable
 from functools import lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 RETRY_ATTEMPTS = 8
 TRANSIENT_ERROR_CODES = frozenset({"TEMPORARILY_UNAVAILABLE"})
+SQLITE_PREFIX = "sqlite:///"
 
 
 @lru_cache(maxsize=8)
@@ -26,6 +28,9 @@ def tracking_client(tracking_uri: str) -> MlflowClient:
     """The client for `tracking_uri`, one per URI and process."""
     from mlflow.tracking import MlflowClient
 
+    if tracking_uri.startswith(SQLITE_PREFIX):
+        # SQLite creates the database file but not its folder (the platform home by default).
+        Path(tracking_uri.removeprefix(SQLITE_PREFIX)).parent.mkdir(parents=True, exist_ok=True)
     return MlflowClient(tracking_uri)
 
 

@@ -142,5 +142,9 @@ def build_model(spec: ExperimentSpec, env: VecEnv) -> BaseAlgorithm:
 
 
 def load_model(spec: ExperimentSpec, path: str, env: VecEnv) -> BaseAlgorithm:
-    """Load a checkpoint of the spec's algorithm (saved by the class `build_model` used)."""
-    return model_class(spec).load(path, env=env, device="cpu")
+    """Load a checkpoint of the spec's algorithm (saved by the class `build_model` used).
+
+    `force_reset`: `env` is freshly built, so the first rollout starts from its reset, not
+    from the observation stored in the checkpoint.
+    """
+    return model_class(spec).load(path, env=env, device="cpu", force_reset=True)

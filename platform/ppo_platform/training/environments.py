@@ -2,37 +2,16 @@
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
-import gymnasium as gym
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 
-from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.spec.env_ids import check_env_id
 from ppo_platform.spec.experiment import ExperimentSpec
-from trainers.envs import register_envs
 
 EVAL_SEED_OFFSET = 10_000
-
-
-def check_env_id(env_id: str) -> None:
-    """Raise a SpecError naming the field if gymnasium does not know `env_id`."""
-    register_envs()
-    if env_id not in gym.registry:
-        close = difflib.get_close_matches(env_id, list(gym.registry), n=3, cutoff=0.6)
-        hint = f"did you mean one of {close}? " if close else ""
-        raise SpecError(
-            [
-                SpecIssue(
-                    "env.id",
-                    "is not a registered gymnasium environment.",
-                    env_id,
-                    fix=f"{hint}See gymnasium.registry for the ids available.",
-                )
-            ]
-        )
 
 
 def _vec_env(spec: ExperimentSpec, n_envs: int, seed: int) -> VecEnv:

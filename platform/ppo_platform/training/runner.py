@@ -35,6 +35,7 @@ from ppo_platform.training.progress import EventKind, ProgressEvent
 from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
 from trainers.diagnostics import Alert, DiagnosticsMonitor, Thresholds
 from trainers.errors import NonFiniteError
+from trainers.reporting import UpdateReportingMixin
 
 Outcome = Literal["completed", "stopped_by_alert", "cancelled"]
 MLFLOW_STATUS = {"completed": "FINISHED", "stopped_by_alert": "FAILED", "cancelled": "KILLED"}
@@ -169,6 +170,16 @@ class TrainingSession:
             clip_fraction=metrics.get("train/clip_fraction", math.nan),
         )
 
+    def _attach(self, model: BaseAlgorithm) -> None:
+        """Listen to every update; stop at the next update boundary on cancel or a stop alert."""
+        if not isinstance(model, UpdateReportingMixin):
+            raise TypeError(f"{type(model).__name__} does not report its updates to listeners.")
+        model.add_update_listener(self.on_update)
+        model.set_stop_condition(self._stop_requested)
+
+    def _stop_requested(self) -> bool:
+        return self.cancel.is_set() or self.stop_alert is not None
+
     def on_eval(self, steps: int, mean: float, std: float) -> None:
         self.last_eval = (mean, std)
         self.tracker.log_metrics({"eval/mean_reward": mean, "eval/std_reward": std}, steps)
@@ -190,8 +201,7 @@ class TrainingSession:
         self.model = model
         self._start_steps = model.num_timesteps
         self._started = time.perf_counter()
-        model.update_listeners = [self.on_update]  # type: ignore[attr-defined]
-        model.should_stop = lambda: self.cancel.is_set() or self.stop_alert is not None  # type: ignore[attr-defined]
+        self._attach(model)
         evaluator = PeriodicEvalCallback(
             eval_env,
             self.spec.evaluation.every_timesteps,
@@ -361,8 +371,7 @@ def resume_run(
             f"{spec.budget.total_timesteps} env steps: nothing to resume."
         )
     env = build_train_env(spec, normalize_stats=last.normalize)
-    model = load_model(spec, str(last.model), env)
-    model._last_obs = None  # type: ignore[assignment]  # fresh envs: force a reset
+    model = load_model(spec, str(last.model), env)  # on fresh envs, reset before the first step
     tracker = RunTracker(settings.tracking_uri, run_id, settings.metrics_flush_seconds)
     # The plot covers the whole run, not just the resumed part.
     tracker.history.update(tracker.stored_history(PLOTTED_METRICS))

@@ -35,8 +35,8 @@ class TuneResult:
     outputs: StudyOutputs
 
 
-def default_out_dir(study_name: str) -> Path:
-    return Path("outputs") / f"tune-{study_name}"
+def default_out_dir(settings: Settings, study_name: str) -> Path:
+    return settings.outputs_dir / f"tune-{study_name}"
 
 
 def run_study(
@@ -86,6 +86,7 @@ def run_study(
         deadline=time.time() + timeout if timeout else None,
         heartbeat_interval=heartbeat_interval,
         grace_period=grace_period,
+        settings=settings,
     )
     board = StudyBoard(study, config.n_trials, stream=progress, live=live)
     thread, stop = board.start()
@@ -99,7 +100,9 @@ def run_study(
     stop.set()
     thread.join()
     try:
-        outputs = write_outputs(spec, study, out_dir or default_out_dir(study_name), label, tracker)
+        outputs = write_outputs(
+            spec, study, out_dir or default_out_dir(settings, study_name), label, tracker
+        )
     except BaseException:
         tracker.finish("FAILED")
         raise

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ppo_platform.settings import get_settings
+from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tuning.errors import TrialFailed, TuningError
 from ppo_platform.tuning.study import load_study, may_start_trial, open_storage
@@ -37,6 +37,7 @@ class WorkerConfig:
     deadline: float | None  # time.time() after which no trial starts (tune.timeout)
     heartbeat_interval: int
     grace_period: int
+    settings: Settings  # the parent's: a spawned worker must not re-read its environment
 
 
 class _OnceReleased:
@@ -59,7 +60,9 @@ def run_worker(config: WorkerConfig, worker_index: int, lock: Any) -> int:
 
     storage = open_storage(config.storage_url, config.heartbeat_interval, config.grace_period)
     study = load_study(config.spec, storage, config.study_name, worker_index)
-    objective = TrialObjective(config.spec, config.study_name, config.parent_run_id)
+    objective = TrialObjective(
+        config.spec, config.study_name, config.parent_run_id, settings=config.settings
+    )
     ran = 0
     while config.deadline is None or time.time() < config.deadline:
         release = _OnceReleased(lock, lock.acquire(timeout=LOCK_TIMEOUT))
@@ -79,7 +82,6 @@ def _worker_process(config: WorkerConfig, worker_index: int, lock: Any) -> None:
     """Entry point of a spawned worker."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     quiet_logs()
-    get_settings.cache_clear()
     # On Ctrl-C the trial is marked failed (interrupted); the parent process reports it.
     with contextlib.suppress(KeyboardInterrupt):
         run_worker(config, worker_index, lock)

@@ -1,0 +1,35 @@
+"""Settings: reading them creates nothing, and every path is absolute once they are built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ppo_platform.settings import Settings, get_settings
+
+
+def test_reading_settings_creates_no_folder(platform_home: Path) -> None:
+    assert get_settings().home == platform_home
+    assert not platform_home.exists()
+
+
+def test_ensure_home_creates_it(platform_home: Path) -> None:
+    assert get_settings().ensure_home() == platform_home
+    assert platform_home.is_dir()
+
+
+def test_relative_paths_resolve_against_the_cwd_when_built(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    settings = Settings(home=Path("h"), outputs_dir=Path("out"))
+    assert (settings.home, settings.outputs_dir) == (tmp_path / "h", tmp_path / "out")
+    monkeypatch.chdir("/")
+    assert settings.tracking_uri == f"sqlite:///{tmp_path / 'h' / 'mlflow.db'}"
+
+
+def test_settings_cross_a_process_boundary(platform_home: Path) -> None:
+    import pickle
+
+    assert pickle.loads(pickle.dumps(get_settings())) == get_settings()
