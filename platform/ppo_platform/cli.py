@@ -1,7 +1,8 @@
-"""`ppo-platform` command line. Thin shell over the library; exit codes are mapped here only.
+"""`ppo-platform` command line. Thin shell over the library.
 
-Exit codes: 0 ok, 1 training failed or stopped by a diagnostics alert, 2 bad or refused input,
-130 interrupted (Ctrl-C).
+Exit codes (the one mapping is `ppo_platform.errors.exit_code`): 0 ok, 1 training failed or
+stopped by a diagnostics alert, 2 bad, refused, unknown or conflicting input, 3 a database or
+store did not answer (try again later), 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -12,10 +13,20 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from ppo_platform.errors import PlatformError, RunNotFoundError, SpecError, SpecIssue, TrainingError
+from ppo_platform.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    IssueError,
+    PlatformError,
+    SpecError,
+    SpecIssue,
+    exit_code,
+)
+from ppo_platform.errors import (
+    EXIT_OK as EXIT_OK,  # re-exported: tests and scripts compare exit codes with cli's
+)
 from ppo_platform.spec.loader import dump_spec, load_spec
-
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 app = typer.Typer(
     name="ppo-platform",
@@ -39,10 +50,10 @@ Overrides = Annotated[
 
 def fail(error: PlatformError) -> NoReturn:
     """Print a platform error for a person and exit with its code."""
-    code = EXIT_BAD_INPUT if isinstance(error, (SpecError, RunNotFoundError)) else EXIT_FAILED
-    label = "refused" if isinstance(error, SpecError) and error.refused else "error"
-    typer.echo(f"{label}: {error}" if "\n" not in str(error) else f"{label}:\n{error}", err=True)
-    raise typer.Exit(code)
+    label = "refused" if isinstance(error, IssueError) and error.refused else "error"
+    text = str(error)
+    typer.echo(f"{label}:\n{text}" if "\n" in text else f"{label}: {text}", err=True)
+    raise typer.Exit(exit_code(error))
 
 
 @app.command()
@@ -56,7 +67,7 @@ def validate(
     """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
     try:
         experiment = load_spec(spec, overrides or [])
-    except SpecError as error:
+    except PlatformError as error:
         fail(error)
     typer.echo(
         f"ok: {spec} is a valid {experiment.algorithm} spec '{experiment.name}' "
@@ -99,7 +110,7 @@ def run(
         else:
             assert spec is not None
             result = run_spec(load_spec(spec, overrides or []), on_progress=reporter)
-    except (SpecError, TrainingError, RunNotFoundError) as error:
+    except PlatformError as error:
         reporter.close()
         fail(error)
     except KeyboardInterrupt:
@@ -129,7 +140,7 @@ def sweep(
         result = run_sweep(
             experiment, workers=workers, source=str(spec), on_event=lambda line: typer.echo(line)
         )
-    except (SpecError, TrainingError, RunNotFoundError) as error:
+    except PlatformError as error:
         fail(error)
     except KeyboardInterrupt:
         typer.echo(
@@ -161,7 +172,7 @@ def report(
     client = tracking_client(settings.tracking_uri)
     try:
         result = build_report(client, parent_run_id, settings.runs_dir / parent_run_id / "report")
-    except RunNotFoundError as error:
+    except PlatformError as error:
         fail(error)
     publish_report(client, result)
     typer.echo(result.markdown)
@@ -196,7 +207,7 @@ def plan(
     try:
         planned = plan_experiment(env, budget, use_case, overrides or [])
         spec_path, markdown_path = write_plan(planned, out)
-    except SpecError as error:
+    except PlatformError as error:
         fail(error)
     typer.echo(planned.summary())
     for warning in planned.warnings:
@@ -262,7 +273,7 @@ def tune(
         result = run_study(
             experiment, workers=workers, storage=storage, study_name=study, out_dir=out
         )
-    except PlatformError as error:  # SpecError: exit 2; no completed trial, crashed worker: 1
+    except PlatformError as error:
         fail(error)
     except KeyboardInterrupt:
         typer.echo("interrupted: run the same command again to continue the study.", err=True)

@@ -1,8 +1,24 @@
-"""One error type per layer, mapped to exit codes and HTTP statuses in one place each."""
+"""Every error the platform raises on purpose, by kind, and the one mapping of each kind to a
+CLI exit code (`exit_code`) and to an HTTP status (`http_status`).
+
+    PlatformError                     root
+      IssueError                      names the inputs at fault (SpecIssues), a JSON body
+        BadInputError                 bad input: an option, a path, a storage URL      2 / 422
+          SpecError                   a spec field; `refused` if a refusal rule broke   2 / 422
+        ConflictError                 clashes with what exists (a study, another spec) 2 / 409
+      NotFoundError                   an id nobody knows (RunNotFoundError)            2 / 404
+      UnavailableError                a database or store that does not answer         3 / 503
+      TrainingError                   training (or a whole study) failed                1 / 500
+
+Exit 3 is apart from 2 and 1 so that a script can retry it: the input was fine, the service
+was not. Ctrl-C (KeyboardInterrupt) exits 130. Nothing is classified by its message text.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 class PlatformError(Exception):
@@ -11,7 +27,11 @@ class PlatformError(Exception):
 
 @dataclass(frozen=True)
 class SpecIssue:
-    """One thing wrong with a spec: where it is, what it holds, and what to do instead."""
+    """One thing wrong with an input: where it is, what it holds, and what to do instead.
+
+    `rule` names the refusal rule (spec/rules.py) for a well-formed but unsafe setting, and is
+    None for a plain mistake.
+    """
 
     path: str
     message: str
@@ -19,6 +39,7 @@ class SpecIssue:
     line: int | None = None
     column: int | None = None
     fix: str | None = None
+    rule: str | None = None
 
     def format(self, source: str | None = None) -> str:
         where = source or "<spec>"
@@ -39,8 +60,8 @@ def _short_repr(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class SpecError(PlatformError):
-    """A spec that cannot be used: malformed, invalid or refused. Carries every issue found."""
+class IssueError(PlatformError):
+    """An error that names every input at fault; `to_dict()` is its HTTP body."""
 
     def __init__(self, issues: list[SpecIssue], source: str | None = None) -> None:
         self.issues = list(issues)
@@ -49,7 +70,8 @@ class SpecError(PlatformError):
 
     @property
     def refused(self) -> bool:
-        return any(issue.message.startswith("refused") for issue in self.issues)
+        """True if a refusal rule (not a plain mistake) broke: the issue carries its rule."""
+        return any(issue.rule is not None for issue in self.issues)
 
     def render(self) -> str:
         return "\n".join(issue.format(self.source) for issue in self.issues)
@@ -63,14 +85,72 @@ class SpecError(PlatformError):
                 "column": i.column,
                 "message": i.message,
                 "fix": i.fix,
+                "rule": i.rule,
             }
             for i in self.issues
         ]
+
+
+class BadInputError(IssueError):
+    """Input that cannot be used: a CLI option, a folder, a storage URL (not a spec field)."""
+
+
+class SpecError(BadInputError):
+    """A spec that cannot be used: malformed, invalid or refused. Carries every issue found."""
+
+
+class ConflictError(IssueError):
+    """Input that clashes with what already exists, e.g. a study started from another spec."""
+
+
+class NotFoundError(PlatformError):
+    """Something asked for by id or name that does not exist."""
+
+
+class RunNotFoundError(NotFoundError):
+    """A run id that the tracking store does not know, or that has nothing to resume from."""
+
+
+class UnavailableError(PlatformError):
+    """A database, store or service that does not answer; the same call may work later."""
 
 
 class TrainingError(PlatformError):
     """Training could not continue (non-finite loss or parameters, a broken environment, ...)."""
 
 
-class RunNotFoundError(PlatformError):
-    """A run id that the tracking store does not know, or that has nothing to resume from."""
+# The one mapping of each kind to an exit code and an HTTP status; the closest class wins.
+EXIT_CODES: dict[type[BaseException], int] = {
+    BadInputError: EXIT_BAD_INPUT,
+    ConflictError: EXIT_BAD_INPUT,
+    NotFoundError: EXIT_BAD_INPUT,
+    UnavailableError: EXIT_UNAVAILABLE,
+    TrainingError: EXIT_FAILED,
+    PlatformError: EXIT_FAILED,
+    KeyboardInterrupt: EXIT_INTERRUPTED,
+}
+HTTP_STATUSES: dict[type[BaseException], int] = {
+    BadInputError: 422,
+    ConflictError: 409,
+    NotFoundError: 404,
+    UnavailableError: 503,
+    TrainingError: 500,
+    PlatformError: 500,
+}
+
+
+def _lookup(table: dict[type[BaseException], int], error: BaseException, default: int) -> int:
+    for kind in type(error).__mro__:
+        if kind in table:
+            return table[kind]
+    return default
+
+
+def exit_code(error: BaseException) -> int:
+    """The CLI exit code for `error` (1 for anything the table does not name)."""
+    return _lookup(EXIT_CODES, error, EXIT_FAILED)
+
+
+def http_status(error: BaseException) -> int:
+    """The HTTP status for `error` (500 for anything the table does not name)."""
+    return _lookup(HTTP_STATUSES, error, 500)

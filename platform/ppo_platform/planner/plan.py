@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.errors import BadInputError, SpecError, SpecIssue
 from ppo_platform.planner.derive import Derivation, check_budget, check_budget_covers, derive
 from ppo_platform.planner.env_info import PLAN_SOURCE, EnvInfo, check_env_id_text, inspect_env
 from ppo_platform.planner.render import num, render_markdown
@@ -202,7 +202,10 @@ def plan_experiment(
 
 
 def write_plan(plan: Plan, out_dir: str | Path = "outputs") -> tuple[Path, Path]:
-    """Write `spec.yaml` and `skill-ppo-trainer.md` into `out_dir` (created if missing)."""
+    """Write `spec.yaml` and `skill-ppo-trainer.md` into `out_dir` (created if missing).
+
+    BadInputError (path `out`) naming the folder if it cannot be written.
+    """
     folder = Path(out_dir)
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -210,7 +213,7 @@ def write_plan(plan: Plan, out_dir: str | Path = "outputs") -> tuple[Path, Path]
         spec_path.write_text(plan.spec_yaml(), encoding="utf-8")
         markdown_path.write_text(plan.markdown, encoding="utf-8")
     except OSError as exc:
-        raise SpecError(
+        raise BadInputError(
             [
                 SpecIssue(
                     "out",

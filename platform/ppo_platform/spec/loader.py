@@ -6,6 +6,7 @@ errors and the refusal rules become `SpecIssue`s naming field, value, line and t
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import types
 import typing
@@ -139,9 +140,7 @@ def validate_data(
         located = []
         for issue in problems:
             line, column = _position(positions, tuple(issue.path.split(".")))
-            located.append(
-                SpecIssue(issue.path, issue.message, issue.value, line, column, issue.fix)
-            )
+            located.append(dataclasses.replace(issue, line=line, column=column))
         raise SpecError(located, source)
     return spec
 

@@ -2,6 +2,8 @@
 
 Every entry point (validate, run, sweep, tune, plan, the API) goes through `refusals()`, so the
 rules live in exactly one place. 30 epochs and epsilon 0.3 are allowed; one more is not.
+A refusal's SpecIssue carries the rule's name in `rule`, so `SpecError.refused` and the API
+know it is a refusal without reading its message.
 """
 
 from __future__ import annotations
@@ -12,6 +14,12 @@ from ppo_platform.spec.experiment import ExperimentSpec, KLPenaltySpec, Surrogat
 MAX_EPOCHS = 30
 MAX_CLIP_EPSILON = 0.3
 PPO_ALGORITHMS = frozenset({"ppo", "ppo_kl"})
+
+# Rule names, as carried by `SpecIssue.rule`.
+TRUST_REGION_RULE = "unsafe_trust_region"
+ADVANTAGE_RULE = "unnormalized_advantages"
+MONITORING_RULE = "unmonitored_run"
+SEARCH_SPACE_RULE = "unsafe_search_space"
 
 
 def epochs_issue(epochs: float, path: str = "update.epochs") -> SpecIssue | None:
@@ -24,6 +32,7 @@ def epochs_issue(epochs: float, path: str = "update.epochs") -> SpecIssue | None
         message=f"refused: K = {epochs} epochs is above the limit of {MAX_EPOCHS} "
         "(unsafe trust region: the policy drifts too far from the one that collected the data).",
         fix=f"use at most {MAX_EPOCHS} epochs; 3-10 is typical, 20 for small classic-control nets.",
+        rule=TRUST_REGION_RULE,
     )
 
 
@@ -37,6 +46,7 @@ def clip_epsilon_issue(epsilon: float, path: str = "surrogate.clip_epsilon") -> 
         message=f"refused: clip epsilon {epsilon} is above the limit of {MAX_CLIP_EPSILON} "
         "(unsafe trust region).",
         fix=f"use a clip epsilon of at most {MAX_CLIP_EPSILON}; 0.2 is the standard value.",
+        rule=TRUST_REGION_RULE,
     )
 
 
@@ -60,6 +70,7 @@ def refuse_unnormalized_advantages(spec: ExperimentSpec) -> list[SpecIssue]:
             message="refused: PPO without advantage normalization (it breaks PPO on most "
             "benchmarks: the learning rate cannot suit every batch's advantage scale).",
             fix="set surrogate.normalize_advantage: true.",
+            rule=ADVANTAGE_RULE,
         )
     ]
 
@@ -77,6 +88,7 @@ def refuse_unmonitored_run(spec: ExperimentSpec) -> list[SpecIssue]:
                     message=f"refused: PPO without {label} monitoring (the only early warning "
                     "that the update left the trust region).",
                     fix=f"set diagnostics.{field}: true (use on_alert: warn to only log alerts).",
+                    rule=MONITORING_RULE,
                 )
             )
     return issues
@@ -158,6 +170,18 @@ _TRUST_REGION_CHECKS = {
 }
 
 
+def search_space_refusal(param: str, bound: str, value: object, refused: SpecIssue) -> SpecIssue:
+    """The one refusal of a `tune:` space bound that can sample a value a rule refuses."""
+    return SpecIssue(
+        path=f"tune.space.{param}.{bound}",
+        value=value,
+        message=f"refused: the search space can sample {param} = {value}: "
+        + refused.message.removeprefix("refused: "),
+        fix=f"keep the search space of {param} within the limit: {refused.fix}",
+        rule=SEARCH_SPACE_RULE,
+    )
+
+
 def refuse_unsafe_search_space(spec: ExperimentSpec) -> list[SpecIssue]:
     """A `tune:` space that could sample a refused K or epsilon is refused before anything runs."""
     if spec.tune is None:
@@ -178,15 +202,7 @@ def refuse_unsafe_search_space(spec: ExperimentSpec) -> list[SpecIssue]:
         for bound, value in bounds:
             issue = check(value, param)
             if issue is not None:
-                issues.append(
-                    SpecIssue(
-                        path=f"tune.space.{param}.{bound}",
-                        value=value,
-                        message=f"refused: the search space can sample {param} = {value}: "
-                        + issue.message.removeprefix("refused: "),
-                        fix=f"keep the search space of {param} within the limit: {issue.fix}",
-                    )
-                )
+                issues.append(search_space_refusal(param, bound, value, issue))
     return issues
 
 

@@ -9,7 +9,7 @@ import copy
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ppo_platform.errors import SpecError, SpecIssue
@@ -218,9 +218,7 @@ def expand_sweep(spec: ExperimentSpec, source: str | None = None) -> list[SweepM
                     # One line per (point, rule): a point refused for every seed is named once.
                     key = (point.label, issue.path, issue.message)
                     if key not in seen:
-                        seen[key] = SpecIssue(
-                            issue.path, f"{issue.message} [at {where}]", issue.value, fix=issue.fix
-                        )
+                        seen[key] = replace(issue, message=f"{issue.message} [at {where}]")
     if seen:
         raise SpecError(list(seen.values()), source)
     return members

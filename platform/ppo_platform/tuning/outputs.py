@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ppo_platform.errors import BadInputError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec_text
 from ppo_platform.tuning.board import failure_reason
@@ -182,6 +183,23 @@ def save_plots(study: optuna.Study, folder: Path) -> list[Path]:
     return written
 
 
+def make_folder(folder: Path) -> None:
+    """Create the output folder; one that cannot be created is bad input naming it."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BadInputError(
+            [
+                SpecIssue(
+                    "--out",
+                    f"cannot write the study outputs: {exc.strerror}.",
+                    str(folder),
+                    fix="pass a writable folder with --out.",
+                )
+            ]
+        ) from None
+
+
 def write_outputs(
     spec: ExperimentSpec,
     study: optuna.Study,
@@ -199,7 +217,7 @@ def write_outputs(
         ) from None
     assert spec.tune is not None and best.value is not None
     value = float(best.value)
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     tuned = best_spec(spec, best)
     header = (
         f"# Best trial {best.number} of study '{study.study_name}': {spec.tune.metric} "

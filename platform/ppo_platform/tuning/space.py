@@ -2,7 +2,8 @@
 
 Every reachable extreme of every parameter (low, high, each choice) is set into the base spec
 and validated before anything runs, so a space that could only produce invalid or refused
-specs is itself refused, naming the parameter and its bound. Combinations (a minibatch larger
+specs is itself refused, naming the parameter and its bound (a refusal in the words of
+`spec.rules.search_space_refusal`, the same as `validate` gives). Combinations (a minibatch larger
 than the rollout) can still be invalid: those trials fail with the reason, never scored.
 """
 
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import set_dotted, validate_data
-from ppo_platform.spec.rules import refusals
+from ppo_platform.spec.rules import refusals, search_space_refusal
 from ppo_platform.spec.search import (
     CategoricalDistribution,
     FloatDistribution,
@@ -125,12 +126,13 @@ def _probe_issues(data: dict[str, Any], path: str, bound: str, value: Any) -> li
     else:
         # Inconsistencies (minibatch > rollout) may be fixed by another sampled value.
         found = refusals(spec)
-    label = "refused" if any(i.message.startswith("refused") for i in found) else "invalid"
     return [
-        SpecIssue(
+        search_space_refusal(path, bound, value, issue)
+        if issue.rule is not None
+        else SpecIssue(
             f"tune.space.{path}.{bound}",
-            f"{label}: sampling {path} = {value!r} gives {issue.path or 'the spec'}: "
-            + issue.message.removeprefix("refused: "),
+            f"invalid: sampling {path} = {value!r} gives {issue.path or 'the spec'}: "
+            + issue.message,
             value,
             fix=issue.fix,
         )

@@ -8,6 +8,10 @@ selects Optuna's RDBStorage instead, so workers on several machines can join one
 Both storages get a heartbeat: a RUNNING trial whose worker stopped beating for
 `grace_period` seconds is failed and retried once (Optuna's RetryHeartbeatStaleTrialCallback).
 RDBStorage has this built in; the journal storage gets it from `HeartbeatJournalStorage`.
+
+Errors: a storage URL that is no URL, an unwritable journal folder or a missing driver is bad
+input (BadInputError, --storage); a database that does not answer is UnavailableError; a study
+name taken by another spec is a ConflictError (--study).
 """
 
 from __future__ import annotations
@@ -20,7 +24,13 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.errors import (
+    BadInputError,
+    ConflictError,
+    SpecError,
+    SpecIssue,
+    UnavailableError,
+)
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tuning.space import grid_search_space
@@ -53,6 +63,9 @@ def redact(url: str) -> str:
 
 
 def _journal_storage_class() -> type:
+    # BaseHeartbeat is the one private Optuna import: Optuna 5.0 has no public way to give a
+    # storage a heartbeat. `study.optimize` and the public `fail_stale_trials` act only on
+    # instances of that class (RDBStorage is one; JournalStorage is not: optuna#6615).
     from optuna.exceptions import UpdateFinishedTrialError
     from optuna.storages import JournalStorage
     from optuna.storages._heartbeat import BaseHeartbeat
@@ -83,7 +96,9 @@ def _journal_storage_class() -> type:
                 if last is None and trial.datetime_start is not None:
                     last = trial.datetime_start.timestamp()  # died before its first beat
                 if last is not None and now - last > self.grace_period:
-                    stale.append(trial._trial_id)
+                    stale.append(
+                        self.get_trial_id_from_study_id_trial_number(study_id, trial.number)
+                    )
             return stale
 
         def get_heartbeat_interval(self) -> int | None:
@@ -95,42 +110,79 @@ def _journal_storage_class() -> type:
     return HeartbeatJournalStorage
 
 
+def _storage_issue(url: str, message: str, fix: str) -> BadInputError:
+    return BadInputError([SpecIssue("--storage", message, redact(url), fix=fix)])
+
+
 def open_storage(
     url: str, heartbeat_interval: int = HEARTBEAT_SECONDS, grace_period: int = GRACE_SECONDS
 ) -> BaseStorage:
     """`journal:/path/file` or any SQLAlchemy URL, with stale-trial detection on."""
     from optuna.exceptions import ExperimentalWarning
-    from optuna.storages import RDBStorage, RetryHeartbeatStaleTrialCallback
+    from optuna.storages import RetryHeartbeatStaleTrialCallback
     from optuna.storages.journal import JournalFileBackend
 
     warnings.filterwarnings("ignore", category=ExperimentalWarning)
     retry = RetryHeartbeatStaleTrialCallback(max_retry=1)
     if url.startswith(JOURNAL_SCHEME):
         path = Path(url.removeprefix(JOURNAL_SCHEME).removeprefix("//"))
-        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BadInputError(
+                [
+                    SpecIssue(
+                        "--storage",
+                        f"cannot create the journal's folder: {exc.strerror}.",
+                        str(path.parent),
+                        fix="pass journal:PATH in a writable folder.",
+                    )
+                ]
+            ) from None
         return _journal_storage_class()(
             JournalFileBackend(str(path)), heartbeat_interval, grace_period, retry
         )
     if "://" not in url:
-        raise SpecError(
-            [
-                SpecIssue(
-                    "--storage",
-                    "is neither journal:PATH nor a database URL.",
-                    url,
-                    fix="use e.g. journal:/tmp/studies.journal, "
-                    "sqlite:///studies.db or postgresql://user:pw@host/db.",
-                )
-            ]
+        raise _storage_issue(
+            url,
+            "is neither journal:PATH nor a database URL.",
+            "use e.g. journal:/tmp/studies.journal, "
+            "sqlite:///studies.db or postgresql://user:pw@host/db.",
         )
+    return _rdb_storage(url, heartbeat_interval, grace_period, retry)
+
+
+def _rdb_storage(url: str, heartbeat_interval: int, grace_period: int, retry: Any) -> BaseStorage:
+    """Optuna's RDBStorage; a bad URL or missing driver is bad input, a silent database is
+    unavailable."""
+    from optuna.storages import RDBStorage
+    from sqlalchemy.exc import ArgumentError, OperationalError
+
     engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
-    return RDBStorage(
-        url,
-        engine_kwargs=engine_kwargs,
-        heartbeat_interval=heartbeat_interval,
-        grace_period=grace_period,
-        heartbeat_stale_trial_callback=retry,
-    )
+    try:
+        return RDBStorage(
+            url,
+            engine_kwargs=engine_kwargs,
+            heartbeat_interval=heartbeat_interval,
+            grace_period=grace_period,
+            heartbeat_stale_trial_callback=retry,
+        )
+    except ArgumentError as exc:
+        raise _storage_issue(
+            url, f"is not a database URL SQLAlchemy knows: {exc}.", "check the URL's scheme."
+        ) from None
+    except ImportError:
+        raise _storage_issue(
+            url,
+            "needs a database driver that is not installed.",
+            "install the driver for this database (e.g. psycopg for postgresql://).",
+        ) from None
+    except OperationalError as exc:
+        reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
+        raise UnavailableError(
+            f"storage {redact(url)} does not answer: {reason}. Fix: check that the database "
+            "is up and reachable, or use a journal:PATH storage."
+        ) from None
 
 
 def make_sampler(spec: ExperimentSpec, worker_index: int = 0) -> optuna.samplers.BaseSampler:
@@ -248,7 +300,7 @@ def prepare_study(spec: ExperimentSpec, storage: BaseStorage, study_name: str) -
     if found is None:
         study.set_user_attr(FINGERPRINT_ATTR, expected)
     elif found != expected or study.direction.name.lower() != spec.tune.direction:
-        raise SpecError(
+        raise ConflictError(
             [
                 SpecIssue(
                     "--study",

@@ -11,7 +11,7 @@ import pytest
 from optuna.storages import fail_stale_trials
 from optuna.trial import TrialState
 
-from ppo_platform.errors import SpecError
+from ppo_platform.errors import BadInputError, ConflictError
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tuning.study import (
@@ -43,7 +43,7 @@ def test_default_storage_is_a_journal_file_under_the_platform_home(home: Setting
 
 
 def test_storage_that_is_neither_journal_nor_a_url_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(SpecError) as error:
+    with pytest.raises(BadInputError) as error:
         open_storage(str(tmp_path / "studies.db"))
     assert error.value.issues[0].path == "--storage"
 
@@ -106,7 +106,7 @@ def test_resuming_a_study_with_another_space_is_refused(tmp_path: Path, tiny_spe
     storage = journal(tmp_path)
     prepare_study(tiny_spec(), storage, "resume")
     other = tiny_spec(**{"tune.space": {"update.epochs": {"type": "int", "low": 1, "high": 4}}})
-    with pytest.raises(SpecError) as error:
+    with pytest.raises(ConflictError) as error:
         prepare_study(other, storage, "resume")
     assert error.value.issues[0].path == "--study"
 
