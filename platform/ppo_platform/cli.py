@@ -26,6 +26,7 @@ from ppo_platform.errors import (
 from ppo_platform.errors import (
     EXIT_OK as EXIT_OK,  # re-exported: tests and scripts compare exit codes with cli's
 )
+from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec
 
 app = typer.Typer(
@@ -80,8 +81,6 @@ def validate(
 @app.command()
 def schema() -> None:
     """Print the spec's JSON Schema."""
-    from ppo_platform.spec.experiment import ExperimentSpec
-
     typer.echo(json.dumps(ExperimentSpec.model_json_schema(), indent=2))
 
 
@@ -220,56 +219,65 @@ def plan(
     typer.echo(f"wrote {spec_path}\nwrote {markdown_path}\nnext: ppo-platform run {spec_path}")
 
 
+TuneWorkers = Annotated[
+    int,
+    typer.Option(min=1, help="Parallel worker processes on this machine (one torch thread each)."),
+]
+TuneStorage = Annotated[
+    str | None,
+    typer.Option(
+        help="Optuna storage: journal:PATH or a database URL (sqlite:///..., "
+        "postgresql://...). Default: a journal file under PPO_PLATFORM_HOME."
+    ),
+]
+TuneStudy = Annotated[
+    str | None,
+    typer.Option(help="Study name (default: the spec's name). Run again to continue it."),
+]
+TuneSpace = Annotated[
+    str | None,
+    typer.Option(help="`auto`: search around the spec's values instead of its tune.space."),
+]
+TuneOut = Annotated[
+    Path | None, typer.Option(help="Output folder (default: outputs/tune-<study>).")
+]
+
+
+def _spec_to_tune(spec: Path, overrides: list[str], space: str | None) -> ExperimentSpec:
+    """The spec with its search space: its own tune section, or `--space auto`'s."""
+    from ppo_platform.tuning import with_auto_space
+
+    experiment = load_spec(spec, overrides)
+    if space == "auto":
+        return with_auto_space(experiment)
+    if experiment.tune is None:
+        issue = SpecIssue(
+            "tune",
+            "the spec has no tune: section.",
+            fix="add one (see specs/tune_cartpole.yaml) or pass --space auto.",
+        )
+        raise SpecError([issue], str(spec))
+    return experiment
+
+
 @app.command()
 def tune(
     spec: SpecPath,
     overrides: Overrides = None,
-    workers: Annotated[
-        int,
-        typer.Option(
-            min=1, help="Parallel worker processes on this machine (one torch thread each)."
-        ),
-    ] = 1,
-    storage: Annotated[
-        str | None,
-        typer.Option(
-            help="Optuna storage: journal:PATH or a database URL (sqlite:///..., "
-            "postgresql://...). Default: a journal file under PPO_PLATFORM_HOME."
-        ),
-    ] = None,
-    study: Annotated[
-        str | None,
-        typer.Option(help="Study name (default: the spec's name). Run again to continue it."),
-    ] = None,
-    space: Annotated[
-        str | None,
-        typer.Option(help="`auto`: search around the spec's values instead of its tune.space."),
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option(help="Output folder (default: outputs/tune-<study>).")
-    ] = None,
+    workers: TuneWorkers = 1,
+    storage: TuneStorage = None,
+    study: TuneStudy = None,
+    space: TuneSpace = None,
+    out: TuneOut = None,
 ) -> None:
     """Tune a spec with Optuna: parallel workers, pruning, multi-seed trials -> best_spec.yaml."""
+    from ppo_platform.tuning import run_study
+
     if space not in (None, "auto"):
         typer.echo(f"error: --space {space!r}: the only value is `auto`.", err=True)
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
-        experiment = load_spec(spec, overrides or [])
-        from ppo_platform.tuning import run_study, with_auto_space
-
-        if space == "auto":
-            experiment = with_auto_space(experiment)
-        elif experiment.tune is None:
-            raise SpecError(
-                [
-                    SpecIssue(
-                        "tune",
-                        "the spec has no tune: section.",
-                        fix="add one (see specs/tune_cartpole.yaml) or pass --space auto.",
-                    )
-                ],
-                str(spec),
-            )
+        experiment = _spec_to_tune(spec, overrides or [], space)
         result = run_study(
             experiment, workers=workers, storage=storage, study_name=study, out_dir=out
         )
