@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ppo_platform.execution import Task, TaskResult, default_workers, run_tasks
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.sweeps.expand import SweepMember, expand_sweep, grid_points
@@ -89,7 +90,6 @@ def run_sweep(
     """Validate every member, then train the unfinished ones in parallel under one parent run."""
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
 
-    from ppo_platform.execution.local import Task, TaskResult, default_workers, run_tasks
     from ppo_platform.reports.stats import default_threshold
 
     assert spec.sweep is not None
