@@ -1,61 +1,33 @@
-"""A local process pool for independent jobs (sweep runs, tuning trials).
-
-Generic on purpose: submit a picklable function and its arguments, get a `TaskResult` back
-holding either the value or the error as text. A job that raises never stops the others, and
-an exception object never crosses the process boundary (many do not unpickle cleanly), so one
-bad job cannot break the pool.
+"""The local process pool: the default Executor, for sweep runs and tuning workers.
 
 Workers are started with the `spawn` context (no forked torch/MLflow state, same behaviour on
-every OS) and limited to `torch_threads` torch threads each: with small nets, one thread per
-worker is fastest and N workers on N cores do not fight over them.
+every OS) and pinned to `torch_threads` compute threads each (`pin_threads`). A task that
+raises never stops the others, and an exception object never crosses the process boundary
+(many do not unpickle cleanly): it comes back as text, so one bad task cannot break the pool.
+A worker that dies breaks the pool: its task and every unfinished one come back failed.
+
+An idle worker ignores Ctrl-C (it would die and break the pool); a running task still gets
+KeyboardInterrupt, so it can close its runs cleanly.
 """
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
-import sys
+import queue
+import signal
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import wait as wait_for
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-THREAD_ENV_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-
-
-@dataclass(frozen=True)
-class Task:
-    """One job: `fn(*args, **kwargs)` in a worker process; `key` names it in results."""
-
-    key: str
-    fn: Callable[..., Any]
-    args: tuple[Any, ...] = ()
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class TaskResult:
-    """How one job ended: `value` if it returned, `error` (type: message) if it raised."""
-
-    key: str
-    value: Any = None
-    error: str | None = None
-    traceback: str | None = None
-    pid: int | None = None
-    started: float | None = None  # wall-clock (time.time()) in the worker
-    ended: float | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def seconds(self) -> float | None:
-        if self.started is None or self.ended is None:
-            return None
-        return self.ended - self.started
+from ppo_platform.execution.base import CANCELLED, Executor, Task, TaskResult, describe_error
+from ppo_platform.execution.threads import pin_threads
 
 
 def default_workers() -> int:
@@ -66,28 +38,28 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _init_worker(torch_threads: int) -> None:
-    """Runs once in each fresh worker: torch reads these variables when it is first imported.
-
-    torch is not imported here, so jobs that do not need it start fast.
-    """
-    for name in THREAD_ENV_VARS:
-        os.environ[name] = str(torch_threads)
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(torch_threads)
+def _init_worker(
+    torch_threads: int, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
+) -> None:
+    """Runs once in each fresh worker, before its first task."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pin_threads(torch_threads)
+    if initializer is not None:
+        initializer(*initargs)
 
 
 def _call(
     key: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> TaskResult:
-    """Run one job in the worker; turn any exception into text (exceptions may not unpickle)."""
+    """Run one task in the worker; turn any exception into text (exceptions may not unpickle)."""
     started = time.time()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         value = fn(*args, **kwargs)
     except BaseException as error:  # KeyboardInterrupt too: record, re-raise
         result = TaskResult(
             key,
-            error=_describe(error),
+            error=describe_error(error),
             traceback=traceback.format_exc(),
             pid=os.getpid(),
             started=started,
@@ -96,18 +68,26 @@ def _call(
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
             raise
         return result
+    finally:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     return TaskResult(key, value=value, pid=os.getpid(), started=started, ended=time.time())
 
 
-def _describe(error: BaseException) -> str:
-    message = str(error).strip()
-    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+class LocalExecutor(Executor):
+    """A bounded pool of spawned worker processes. Use as a context manager.
 
+    `initializer(*initargs)` runs once in each worker; objects that may only be inherited,
+    not sent with a task (a multiprocessing Lock), reach the workers this way.
+    """
 
-class LocalExecutor:
-    """A bounded pool of spawned worker processes. Use as a context manager."""
-
-    def __init__(self, workers: int | None = None, torch_threads: int = 1) -> None:
+    def __init__(
+        self,
+        workers: int | None = None,
+        torch_threads: int = 1,
+        *,
+        initializer: Callable[..., None] | None = None,
+        initargs: tuple[Any, ...] = (),
+    ) -> None:
         if workers is not None and workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
         if torch_threads < 1:
@@ -117,44 +97,80 @@ class LocalExecutor:
             max_workers=self.workers,
             mp_context=multiprocessing.get_context("spawn"),
             initializer=_init_worker,
-            initargs=(torch_threads,),
+            initargs=(torch_threads, initializer, initargs),
         )
+        self._lock = threading.Lock()
+        self._running: dict[str, Future[TaskResult]] = {}  # submitted, not finished
+        self._outstanding: set[str] = set()  # submitted, result not collected yet
+        self._done: queue.SimpleQueue[TaskResult] = queue.SimpleQueue()
 
-    def submit(
-        self, key: str, fn: Callable[..., Any], /, *args: Any, **kwargs: Any
-    ) -> Future[TaskResult]:
-        """Queue `fn(*args, **kwargs)`; the future always resolves to a TaskResult, never raises."""
-        outer: Future[TaskResult] = Future()
-        inner = self._pool.submit(_call, key, fn, args, kwargs)
+    def submit(self, task: Task) -> None:
+        with self._lock:
+            if task.key in self._outstanding:
+                raise ValueError(f"a task with key {task.key!r} is already outstanding")
+            self._outstanding.add(task.key)
+        # Not under self._lock: the pool calls _relay while holding its own lock.
+        try:
+            future = self._pool.submit(_call, task.key, task.fn, task.args, task.kwargs)
+        except BrokenProcessPool as error:  # a worker died earlier: this task fails too
+            self._done.put(TaskResult(task.key, error=describe_error(error)))
+            return
+        except BaseException:  # shut down already: the task was never accepted
+            with self._lock:
+                self._outstanding.discard(task.key)
+            raise
+        with self._lock:
+            self._running[task.key] = future
+        future.add_done_callback(functools.partial(self._relay, task.key))
 
-        def relay(done: Future[TaskResult]) -> None:
-            if done.cancelled():
-                outer.cancel()
-                return
-            error = done.exception()
-            if error is None:
-                outer.set_result(done.result())
-            else:  # the pool itself failed: a worker died, or the job could not be pickled
-                outer.set_result(TaskResult(key, error=_describe(error)))
+    def _relay(self, key: str, future: Future[TaskResult]) -> None:
+        """Turn a finished pool future into exactly one TaskResult on the done queue."""
+        with self._lock:
+            self._running.pop(key, None)
+        if future.cancelled():
+            result = TaskResult(key, error=CANCELLED, cancelled=True)
+        elif (error := future.exception()) is not None:
+            # The pool itself failed: a worker died, or the task could not be pickled.
+            result = TaskResult(key, error=describe_error(error))
+        else:
+            result = future.result()
+        self._done.put(result)
 
-        inner.add_done_callback(relay)
-        return outer
+    def as_completed(self, timeout: float | None = None) -> Iterator[TaskResult]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._outstanding:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                result = self._done.get(timeout=left)
+            except queue.Empty:
+                raise TimeoutError(f"{len(self._outstanding)} task(s) still running") from None
+            with self._lock:
+                self._outstanding.discard(result.key)
+            yield result
 
-    def map_tasks(self, tasks: Iterable[Task]) -> Iterator[TaskResult]:
-        """Run `tasks`, yielding each result as it finishes (completion order)."""
-        futures = [self.submit(task.key, task.fn, *task.args, **task.kwargs) for task in tasks]
-        for future in as_completed(futures):
-            yield future.result()
+    def cancel(self, key: str) -> bool:
+        with self._lock:
+            future = self._running.get(key)
+        # Outside the lock: a successful cancel runs _relay in this thread.
+        return future is not None and future.cancel()
 
-    def shutdown(self, cancel_pending: bool = False) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=cancel_pending)
+    def shutdown(
+        self, wait: bool = True, *, cancel_pending: bool = False, grace: float | None = None
+    ) -> None:
+        if wait and grace is not None:
+            workers = self._worker_processes()  # the pool forgets them once shut down
+            self._pool.shutdown(wait=False, cancel_futures=cancel_pending)
+            with self._lock:
+                running = list(self._running.values())
+            if wait_for(running, timeout=grace).not_done:
+                for process in workers:  # the pool sees them die and fails their tasks
+                    process.terminate()
+        self._pool.shutdown(wait=wait, cancel_futures=cancel_pending)
 
-    def __enter__(self) -> LocalExecutor:
-        return self
-
-    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        # On an error or Ctrl-C, queued jobs are dropped; running ones finish or stop themselves.
-        self.shutdown(cancel_pending=exc_type is not None)
+    def _worker_processes(self) -> list[Any]:
+        # ProcessPoolExecutor.terminate_workers() arrives in Python 3.14; until then, the
+        # pool's own process table.
+        return list((getattr(self._pool, "_processes", None) or {}).values())
 
 
 def run_tasks(

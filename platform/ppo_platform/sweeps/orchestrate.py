@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ppo_platform.execution import Task, TaskResult, default_workers, run_tasks
+from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.sweeps.expand import SweepMember, expand_sweep, grid_points
@@ -89,7 +91,6 @@ def run_sweep(
     """Validate every member, then train the unfinished ones in parallel under one parent run."""
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
 
-    from ppo_platform.execution.local import Task, TaskResult, default_workers, run_tasks
 
     assert spec.sweep is not None
     settings = settings or get_settings()
@@ -131,8 +132,6 @@ def _open_parent(
 ) -> tuple[str, bool, str]:
     """The sweep's parent run (new, or the unfinished one to resume), whether it was resumed,
     and the experiment id."""
-    from ppo_platform.reports.stats import default_threshold
-
     assert spec.sweep is not None
     threshold = spec.sweep.threshold
     if threshold is None:

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import torch
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from ppo_platform.errors import RunNotFoundError, SpecError, TrainingError
+from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec
@@ -305,7 +305,7 @@ class TrainingSession:
 
 def _prepare(settings: Settings | None) -> Settings:
     settings = settings or get_settings()
-    torch.set_num_threads(settings.torch_threads)
+    pin_threads(settings.torch_threads)
     return settings
 
 

@@ -1,9 +1,9 @@
 """N worker processes, each calling `study.optimize` on the one shared storage.
 
-Processes come from the spawn context (no forked torch or MLflow state) and train with one
-torch thread each. A lock shared by the local workers is held from the budget check until the
-trial exists in the storage, so local workers never start more than n_trials between them.
-Workers on other machines share only the storage and may overshoot by one trial each.
+The workers run as tasks on the local Executor (spawned processes, pinned threads). A lock
+shared by the local workers is held from the budget check until the trial exists in the
+storage, so local workers never start more than n_trials between them. Workers on other
+machines share only the storage and may overshoot by one trial each.
 """
 
 from __future__ import annotations
@@ -11,18 +11,22 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
-import os
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
+from ppo_platform.execution import LocalExecutor, Task
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tuning.errors import TrialFailed, TuningError
 from ppo_platform.tuning.study import load_study, may_start_trial, open_storage
 
 LOCK_TIMEOUT = 120.0  # a worker killed while holding the lock must not block the others forever
+INTERRUPT_GRACE = 30.0  # after Ctrl-C, seconds the workers get to close their runs cleanly
+
+logger = logging.getLogger(__name__)
+_shared_lock: Any = None  # the local workers' lock, set in each worker process by _share_lock
 
 
 @dataclass(frozen=True)
@@ -78,13 +82,19 @@ def run_worker(config: WorkerConfig, worker_index: int, lock: Any) -> int:
     return ran
 
 
-def _worker_process(config: WorkerConfig, worker_index: int, lock: Any) -> None:
-    """Entry point of a spawned worker."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+def _share_lock(lock: Any) -> None:
+    """Worker initializer: a multiprocessing Lock can only be inherited, not sent with a task."""
+    global _shared_lock
+    _shared_lock = lock
+
+
+def _worker_task(config: WorkerConfig, worker_index: int) -> int:
+    """One worker, run as a task in a pool process; returns the trials it ran."""
     quiet_logs()
     # On Ctrl-C the trial is marked failed (interrupted); the parent process reports it.
     with contextlib.suppress(KeyboardInterrupt):
-        run_worker(config, worker_index, lock)
+        return run_worker(config, worker_index, _shared_lock)
+    return 0
 
 
 def quiet_logs() -> None:
@@ -102,28 +112,24 @@ def run_workers(config: WorkerConfig, workers: int) -> None:
     if workers == 1:
         run_worker(config, 0, threading.Lock())
         return
-    context = multiprocessing.get_context("spawn")
-    lock = context.Lock()
-    processes = [
-        context.Process(target=_worker_process, args=(config, i, lock), name=f"tune-worker-{i}")
-        for i in range(workers)
-    ]
-    for process in processes:
-        process.start()
-    try:
-        for process in processes:
-            process.join()
-    except KeyboardInterrupt:
-        # Ctrl-C reached every worker too: give them time to close their runs cleanly.
-        for process in processes:
-            process.join(timeout=30)
-        for process in processes:
-            if process.is_alive():
-                process.terminate()
-        raise
-    failed = [p.name for p in processes if p.exitcode not in (0, None)]
+    lock = multiprocessing.get_context("spawn").Lock()
+    tasks = [Task(f"tune-worker-{i}", _worker_task, (config, i)) for i in range(workers)]
+    executor = LocalExecutor(
+        workers, config.settings.torch_threads, initializer=_share_lock, initargs=(lock,)
+    )
+    with executor:
+        try:
+            results = list(executor.map_tasks(tasks))
+        except KeyboardInterrupt:
+            # Ctrl-C reached every worker too: give them time to close their runs cleanly.
+            executor.shutdown(cancel_pending=True, grace=INTERRUPT_GRACE)
+            raise
+    failed = [result for result in results if not result.ok]
+    for result in failed:
+        if result.traceback:
+            logger.error("%s failed:\n%s", result.key, result.traceback)
     if failed:
         raise TuningError(
-            f"worker process(es) {', '.join(failed)} exited with an error "
-            "(see their traceback above)."
+            "worker process(es) failed: "
+            + "; ".join(f"{result.key}: {result.error}" for result in failed)
         )

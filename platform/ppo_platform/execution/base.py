@@ -1,0 +1,93 @@
+"""The Executor seam: submit tasks, collect their results as they finish, cancel, shut down.
+
+Errors are data: a task that raises, cannot be pickled, or whose worker dies comes back as a
+`TaskResult` with `error` set; collecting results never raises because of a task. The local
+process pool is the default implementation; others (a Ray cluster) plug in beside it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+CANCELLED = "Cancelled: the task was cancelled before it started"
+
+
+@dataclass(frozen=True)
+class Task:
+    """One job: `fn(*args, **kwargs)` in a worker process; `key` names it in results."""
+
+    key: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """How one job ended: `value` if it returned, `error` (type: message) if it did not."""
+
+    key: str
+    value: Any = None
+    error: str | None = None
+    traceback: str | None = None
+    pid: int | None = None
+    started: float | None = None  # wall-clock (time.time()) in the worker
+    ended: float | None = None
+    cancelled: bool = False  # never started: cancelled, or dropped at shutdown
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def seconds(self) -> float | None:
+        if self.started is None or self.ended is None:
+            return None
+        return self.ended - self.started
+
+
+def describe_error(error: BaseException) -> str:
+    """`Type: message`, the way an error is carried in a TaskResult."""
+    message = str(error).strip()
+    return f"{type(error).__name__}: {message}" if message else type(error).__name__
+
+
+class Executor(ABC):
+    """Runs tasks somewhere else. Every submitted task yields exactly one TaskResult."""
+
+    @abstractmethod
+    def submit(self, task: Task) -> None:
+        """Queue `task`. Its key must differ from every task whose result is not collected yet."""
+
+    @abstractmethod
+    def as_completed(self, timeout: float | None = None) -> Iterator[TaskResult]:
+        """Yield results as tasks finish, until none is outstanding (tasks submitted meanwhile
+        included). Raises TimeoutError if `timeout` seconds pass without all of them."""
+
+    @abstractmethod
+    def cancel(self, key: str) -> bool:
+        """Cancel a task that has not started: it never runs and comes back `cancelled`.
+        Returns False if it already started (it is not interrupted) or is unknown."""
+
+    @abstractmethod
+    def shutdown(
+        self, wait: bool = True, *, cancel_pending: bool = False, grace: float | None = None
+    ) -> None:
+        """Stop accepting tasks and release the workers. `cancel_pending` drops queued tasks;
+        with `grace`, tasks still running after that many seconds are stopped forcibly."""
+
+    def map_tasks(self, tasks: Iterable[Task]) -> Iterator[TaskResult]:
+        """Submit `tasks` and yield every outstanding result in completion order."""
+        for task in tasks:
+            self.submit(task)
+        yield from self.as_completed()
+
+    def __enter__(self) -> Executor:
+        return self
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        # On an error or Ctrl-C, queued tasks are dropped; running ones finish or stop themselves.
+        self.shutdown(cancel_pending=exc_type is not None)
