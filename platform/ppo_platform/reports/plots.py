@@ -5,13 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
 from ppo_platform.reports.stats import SeedRun, Series
+
+
+def _pyplot() -> Any:
+    """matplotlib (a heavy import) with the file-only Agg backend, loaded on first plot."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def band(curves: list[Series]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -33,7 +39,7 @@ def band(curves: list[Series]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.n
 def _plot_bands(axis: Any, groups: dict[str, list[SeedRun]], attribute: str) -> int:
     drawn = 0
     for color, (variant, runs) in zip(
-        plt.rcParams["axes.prop_cycle"].by_key()["color"] * 10, groups.items(), strict=False
+        _pyplot().rcParams["axes.prop_cycle"].by_key()["color"] * 10, groups.items(), strict=False
     ):
         curves = [getattr(run, attribute) for run in runs if getattr(run, attribute)]
         if not curves:
@@ -49,7 +55,7 @@ def plot_returns(
     groups: dict[str, list[SeedRun]], threshold: float | None, path: Path, title: str
 ) -> Path:
     """Eval return vs env steps: mean over seeds per variant, min-max band."""
-    fig, axis = plt.subplots(figsize=(9, 5.5))
+    fig, axis = _pyplot().subplots(figsize=(9, 5.5))
     _plot_bands(axis, groups, "evals")
     if threshold is not None:
         axis.axhline(
@@ -63,7 +69,7 @@ def plot_kl(
     groups: dict[str, list[SeedRun]], kl_alert: float | None, path: Path, title: str
 ) -> Path:
     """Approx KL per update vs env steps: mean over seeds per variant, min-max band."""
-    fig, axis = plt.subplots(figsize=(9, 5.5))
+    fig, axis = _pyplot().subplots(figsize=(9, 5.5))
     if _plot_bands(axis, groups, "approx_kl"):
         axis.set_yscale("log")
         if kl_alert is not None:
@@ -93,4 +99,4 @@ def _finish(fig: Any, axis: Any, path: Path, title: str, ylabel: str) -> None:
         axis.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
-    plt.close(fig)
+    _pyplot().close(fig)

@@ -91,7 +91,6 @@ def run_sweep(
     """Validate every member, then train the unfinished ones in parallel under one parent run."""
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
 
-
     assert spec.sweep is not None
     settings = settings or get_settings()
     say = on_event or (lambda line: None)
