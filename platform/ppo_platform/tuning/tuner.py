@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,7 +58,6 @@ def run_study(
     Raises SpecError for a bad spec or space, TuningError if no trial completed.
     """
     check_space(spec)
-    assert spec.tune is not None
     quiet_logs()
     settings = settings or get_settings()
     study_name = study_name or spec.name
@@ -76,19 +76,49 @@ def run_study(
     )
     study.set_user_attr(PARENT_RUN_ATTR, parent_run_id)
     tracker = RunTracker(settings.tracking_uri, parent_run_id)
+    config = _worker_config(spec, storage_url, study_name, parent_run_id, settings)
+    config = dataclasses.replace(
+        config, heartbeat_interval=heartbeat_interval, grace_period=grace_period
+    )
+    board = StudyBoard(study, config.n_trials, stream=progress, live=live)
+    _run_with_board(config, workers, board, tracker)
+    try:
+        outputs = write_outputs(
+            spec, study, out_dir or default_out_dir(settings, study_name), label, tracker
+        )
+    except BaseException:
+        tracker.finish("FAILED")
+        raise
+    tracker.finish("FINISHED")
+    return TuneResult(study_name, label, parent_run_id, outputs)
+
+
+def _worker_config(
+    spec: ExperimentSpec,
+    storage_url: str,
+    study_name: str,
+    parent_run_id: str,
+    settings: Settings,
+) -> WorkerConfig:
+    assert spec.tune is not None
     timeout = spec.tune.timeout
-    config = WorkerConfig(
+    return WorkerConfig(
         spec=spec,
         storage_url=storage_url,
         study_name=study_name,
         parent_run_id=parent_run_id,
         n_trials=study_budget(spec),
         deadline=time.time() + timeout if timeout else None,
-        heartbeat_interval=heartbeat_interval,
-        grace_period=grace_period,
+        heartbeat_interval=HEARTBEAT_SECONDS,
+        grace_period=GRACE_SECONDS,
         settings=settings,
     )
-    board = StudyBoard(study, config.n_trials, stream=progress, live=live)
+
+
+def _run_with_board(
+    config: WorkerConfig, workers: int, board: StudyBoard, tracker: RunTracker
+) -> None:
+    """Run the workers while the board shows progress; an interrupted study's run is KILLED."""
     thread, stop = board.start()
     try:
         run_workers(config, workers)
@@ -99,12 +129,3 @@ def run_study(
         raise
     stop.set()
     thread.join()
-    try:
-        outputs = write_outputs(
-            spec, study, out_dir or default_out_dir(settings, study_name), label, tracker
-        )
-    except BaseException:
-        tracker.finish("FAILED")
-        raise
-    tracker.finish("FINISHED")
-    return TuneResult(study_name, label, parent_run_id, outputs)
