@@ -15,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from ppo_platform.planner.env_model import EnvInfo
 from ppo_platform.settings import Settings, get_settings
 
 CACHEABLE_ENTRY_POINT = "gymnasium.envs."
@@ -41,8 +42,6 @@ def _read(path: Path) -> dict[str, Any]:
 
 def cached_env_info(env_id: str, settings: Settings | None = None) -> Any | None:
     """The EnvInfo stored for `env_id` under this gymnasium version, or None."""
-    from ppo_platform.planner.env_info import EnvInfo
-
     key = _key(env_id)
     entry = _read(_cache_file(settings)).get(key) if key else None
     if not isinstance(entry, dict):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ppo_platform.execution import Task, TaskResult, default_workers, run_tasks
+from ppo_platform.reports import SweepReport, build_report, publish_report
 from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -26,7 +27,6 @@ from ppo_platform.tracking.tracker import ensure_experiment
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
-    from ppo_platform.reports import SweepReport
     from ppo_platform.training.runner import RunResult
 
 EventCallback = Callable[[str], None]
@@ -172,8 +172,6 @@ def _close_parent(
     retry(lambda: client.set_tag(parent_run_id, tag.FAILED_RUNS, str(len(result.failed))))
     try:
         if report:
-            from ppo_platform.reports import build_report, publish_report
-
             result.report = build_report(
                 client, parent_run_id, settings.runs_dir / parent_run_id / "report"
             )

@@ -88,7 +88,7 @@ def run_member(
     spec: ExperimentSpec, parent_run_id: str, tags: dict[str, str], settings: Settings
 ) -> RunResult:
     """Train one member in a worker process; a failure is recorded as a FAILED child run."""
-    from ppo_platform.training.runner import run_spec
+    from ppo_platform.training.runner import run_spec  # heavy: torch and SB3
 
     started_ms = int(time.time() * 1000)
     tags = {**tags, tag.WORKER_PID: str(os.getpid())}  # which process trained it

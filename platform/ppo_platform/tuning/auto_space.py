@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import validate_data
 from ppo_platform.spec.rules import MAX_CLIP_EPSILON, MAX_EPOCHS
 from ppo_platform.spec.search import TuneSpec
 
@@ -70,8 +71,6 @@ def auto_space(spec: ExperimentSpec) -> dict[str, dict[str, Any]]:
 
 def with_auto_space(spec: ExperimentSpec) -> ExperimentSpec:
     """The spec with its tune space replaced by `auto_space` (other tune settings kept)."""
-    from ppo_platform.spec.loader import validate_data
-
     data = spec.resolved()
     tune = data.get("tune") or TuneSpec().model_dump(mode="json")
     tune["space"] = auto_space(spec)

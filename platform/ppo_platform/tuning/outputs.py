@@ -18,7 +18,7 @@ from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec_text
 from ppo_platform.tuning.board import failure_reason
 from ppo_platform.tuning.errors import TuningError
-from ppo_platform.tuning.space import base_data, build_trial_spec
+from ppo_platform.tuning.space import base_data, build_trial_spec, decode
 
 if TYPE_CHECKING:
     import optuna
@@ -43,8 +43,6 @@ def best_spec(spec: ExperimentSpec, trial: optuna.trial.FrozenTrial) -> Experime
 
 
 def _decoded(spec: ExperimentSpec, path: str, value: Any) -> Any:
-    from ppo_platform.tuning.space import decode
-
     assert spec.tune is not None
     dist = spec.tune.space.get(path)
     return decode(dist, value) if dist is not None else value

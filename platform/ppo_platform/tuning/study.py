@@ -33,7 +33,7 @@ from ppo_platform.errors import (
 )
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.tuning.space import grid_search_space
+from ppo_platform.tuning.space import grid_search_space, grid_size
 
 if TYPE_CHECKING:
     import optuna
@@ -344,8 +344,6 @@ def may_start_trial(study: optuna.Study, n_trials: int) -> bool:
 
 def study_budget(spec: ExperimentSpec) -> int:
     """n_trials, capped by the grid's size for the grid sampler (it cannot do more)."""
-    from ppo_platform.tuning.space import grid_size
-
     assert spec.tune is not None
     if spec.tune.sampler.type == "grid":
         return min(spec.tune.n_trials, grid_size(spec.tune))

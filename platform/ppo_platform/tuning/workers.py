@@ -60,7 +60,7 @@ def run_worker(config: WorkerConfig, worker_index: int, lock: Any) -> int:
     """Run trials until the budget or deadline is reached; returns trials this worker ran."""
     from optuna.storages import fail_stale_trials
 
-    from ppo_platform.tuning.objective import TrialObjective
+    from ppo_platform.tuning.objective import TrialObjective  # heavy: torch and SB3
 
     storage = open_storage(config.storage_url, config.heartbeat_interval, config.grace_period)
     study = load_study(config.spec, storage, config.study_name, worker_index)
