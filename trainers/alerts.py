@@ -13,6 +13,13 @@ from typing import Literal
 Severity = Literal["warning", "critical"]
 
 
+def is_worse(value: float, than: float | None, higher_is_worse: bool) -> bool:
+    """Whether `value` is further into the alert state than `than` (None: nothing yet)."""
+    if than is None:
+        return True
+    return value > than if higher_is_worse else value < than
+
+
 @dataclass(frozen=True)
 class Alert:
     """One diagnostics finding, with where it happened and what to do about it."""
@@ -53,8 +60,7 @@ class SignalSummary:
     def observe(self, timestep: int, value: float) -> None:
         """An update of this signal in its alert state, inside an episode."""
         self.last_step = max(self.last_step, timestep)
-        worse = value > self.worst if self.higher_is_worse else value < self.worst
-        if worse:
+        if is_worse(value, self.worst, self.higher_is_worse):
             self.worst = value
 
     def to_dict(self) -> dict[str, object]:
@@ -96,9 +102,7 @@ class SignalState:
             return False
         self.healthy = 0
         self.bad += 1
-        if self.streak_worst is None:
-            self.streak_worst = value
-        elif (value > self.streak_worst) == higher_is_worse and value != self.streak_worst:
+        if is_worse(value, self.streak_worst, higher_is_worse):
             self.streak_worst = value
         if self.armed and self.bad >= enter_after:
             self.armed = False

@@ -14,7 +14,7 @@ from typing import Literal
 
 from .alerts import Alert, Severity, SignalState, SignalSummary
 
-__all__ = ["Alert", "DiagnosticsMonitor", "Reading", "Signal", "Thresholds", "RULES"]
+__all__ = ["RULES", "Alert", "DiagnosticsMonitor", "Reading", "Signal", "Thresholds"]
 
 KL = "train/approx_kl"
 KL_POST = "train/approx_kl_post"
@@ -36,7 +36,7 @@ class Thresholds:
     clip_fraction_high: float = 0.5
     drift_clip_fraction: float = 0.4
     window: int = 5
-    explained_variance_min: float = 0.0
+    explained_variance_min: float = 0.05
     late_fraction: float = 0.5
     monitor_kl: bool = True
     monitor_clip_fraction: bool = True

@@ -33,7 +33,12 @@ from ppo_platform.training.environments import build_eval_env, build_train_env
 from ppo_platform.training.plots import plot_training_curves
 from ppo_platform.training.progress import EventKind, ProgressEvent
 from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
-from trainers.diagnostics import Alert, DiagnosticsMonitor, Thresholds
+from trainers.diagnostics import (
+    Alert,
+    DiagnosticsMonitor,
+    Thresholds,
+    explained_variance_informative,
+)
 from trainers.errors import NonFiniteError
 from trainers.reporting import UpdateReportingMixin
 
@@ -44,6 +49,7 @@ PLOTTED_METRICS = (
     "rollout/ep_rew_mean",
     "eval/mean_reward",
     "train/approx_kl",
+    "train/approx_kl_post",
     "train/clip_fraction",
     "train/explained_variance",
 )
@@ -62,6 +68,7 @@ class RunResult:
     seconds: float
     message: str = ""
     tracking_seconds: float = 0.0  # wall time spent writing to MLflow during training
+    alert_summary: tuple[str, ...] = ()  # one line per signal that alerted
 
     @property
     def status(self) -> str:
@@ -78,7 +85,10 @@ class RunResult:
             f"{self.outcome}: run {self.run_id}, {self.timesteps} env steps in "
             f"{self.seconds:.1f} s, final eval return {score}, {self.alerts} alert(s)"
         )
-        return f"{text}\n{self.message}" if self.message else text
+        lines = [text, *(f"  {line}" for line in self.alert_summary)]
+        if self.message:
+            lines.append(self.message)
+        return "\n".join(lines)
 
 
 def thresholds_for(spec: ExperimentSpec) -> Thresholds:
@@ -94,6 +104,9 @@ def thresholds_for(spec: ExperimentSpec) -> Thresholds:
         late_fraction=d.late_fraction,
         monitor_kl=d.monitor_kl,
         monitor_clip_fraction=d.monitor_clip_fraction,
+        kl_source=d.kl_source,
+        return_variance_floor=d.return_variance_floor,
+        value_scale=d.value_scale,
     )
 
 
@@ -155,6 +168,9 @@ class TrainingSession:
             if stop and self.stop_alert is None:
                 self.stop_alert = alert
         row["diagnostics/alerts_total"] = float(len(self.monitor.alerts))
+        informative = explained_variance_informative(metrics, self.monitor.thresholds)
+        if informative is not None:
+            row["diagnostics/explained_variance_informative"] = float(informative)
         row.update(
             {
                 f"diagnostics/alerts/{signal}": float(count)
@@ -275,6 +291,7 @@ class TrainingSession:
             time.perf_counter() - self._started,
             message,
             self.tracker.write_seconds,
+            tuple(self.monitor.summary_lines()),
         )
 
     def _log_artifacts(self, model: BaseAlgorithm) -> None:
@@ -287,7 +304,11 @@ class TrainingSession:
             norm.save(str(final / "vecnormalize.pkl"))
             self.tracker.log_artifact(final / "vecnormalize.pkl", "model")
         alerts_path = self.run_dir / "alerts.json"
-        alerts_path.write_text(json.dumps([a.to_dict() for a in self.monitor.alerts], indent=2))
+        alerts = {
+            "alerts": [a.to_dict() for a in self.monitor.alerts],
+            "signals": self.monitor.summary(),
+        }
+        alerts_path.write_text(json.dumps(alerts, indent=2))
         self.tracker.log_artifact(alerts_path, "diagnostics")
         self.tracker.flush()
         plot = plot_training_curves(
