@@ -45,7 +45,8 @@ def cartpole_spec(*overrides: str) -> ExperimentSpec:
 
 def stored_alerts(run_id: str) -> dict[str, Any]:
     client = MlflowClient(get_settings().tracking_uri)
-    return json.loads(Path(client.download_artifacts(run_id, "diagnostics/alerts.json")).read_text())
+    stored = Path(client.download_artifacts(run_id, "diagnostics/alerts.json"))
+    return json.loads(stored.read_text())
 
 
 def explained_variance_summary(run_id: str) -> dict[str, Any] | None:

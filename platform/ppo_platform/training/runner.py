@@ -30,15 +30,11 @@ from ppo_platform.tracking.tracker import RunTracker
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import build_eval_env, build_train_env
+from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
 from ppo_platform.training.plots import plot_training_curves
 from ppo_platform.training.progress import EventKind, ProgressEvent
 from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
-from trainers.diagnostics import (
-    Alert,
-    DiagnosticsMonitor,
-    Thresholds,
-    explained_variance_informative,
-)
+from trainers.diagnostics import Alert, DiagnosticsMonitor
 from trainers.errors import NonFiniteError
 from trainers.reporting import UpdateReportingMixin
 
@@ -89,25 +85,6 @@ class RunResult:
         if self.message:
             lines.append(self.message)
         return "\n".join(lines)
-
-
-def thresholds_for(spec: ExperimentSpec) -> Thresholds:
-    d = spec.diagnostics
-    return Thresholds(
-        kl_healthy_max=d.kl_healthy_max,
-        kl_alert=d.kl_alert,
-        clip_fraction_low=d.clip_fraction_low,
-        clip_fraction_high=d.clip_fraction_high,
-        drift_clip_fraction=d.drift_clip_fraction,
-        window=d.window,
-        explained_variance_min=d.explained_variance_min,
-        late_fraction=d.late_fraction,
-        monitor_kl=d.monitor_kl,
-        monitor_clip_fraction=d.monitor_clip_fraction,
-        kl_source=d.kl_source,
-        return_variance_floor=d.return_variance_floor,
-        value_scale=d.value_scale,
-    )
 
 
 def run_folder(settings: Settings, run_id: str) -> Path:
@@ -167,16 +144,7 @@ class TrainingSession:
             stop = self.spec.diagnostics.on_alert == "stop" and alert.severity == "critical"
             if stop and self.stop_alert is None:
                 self.stop_alert = alert
-        row["diagnostics/alerts_total"] = float(len(self.monitor.alerts))
-        informative = explained_variance_informative(metrics, self.monitor.thresholds)
-        if informative is not None:
-            row["diagnostics/explained_variance_informative"] = float(informative)
-        row.update(
-            {
-                f"diagnostics/alerts/{signal}": float(count)
-                for signal, count in self.monitor.counts.items()
-            }
-        )
+        row.update(diagnostics_row(self.monitor, metrics))
         self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, steps)
         self._event(
             "update",
@@ -304,11 +272,7 @@ class TrainingSession:
             norm.save(str(final / "vecnormalize.pkl"))
             self.tracker.log_artifact(final / "vecnormalize.pkl", "model")
         alerts_path = self.run_dir / "alerts.json"
-        alerts = {
-            "alerts": [a.to_dict() for a in self.monitor.alerts],
-            "signals": self.monitor.summary(),
-        }
-        alerts_path.write_text(json.dumps(alerts, indent=2))
+        alerts_path.write_text(json.dumps(alerts_document(self.monitor), indent=2))
         self.tracker.log_artifact(alerts_path, "diagnostics")
         self.tracker.flush()
         plot = plot_training_curves(
