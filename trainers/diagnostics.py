@@ -43,7 +43,7 @@ class Thresholds:
     # Which KL the alert reads: the rollout-to-updated-policy KL, or SB3's per-minibatch one.
     kl_source: Literal["post_update", "minibatch"] = "post_update"
     # Explained variance is judged only when Var(returns) >= floor x value_scale^2.
-    return_variance_floor: float = 0.01
+    return_variance_floor: float = 1e-3
     value_scale: float | None = None  # None: the RMS of the rollout's returns
 
 

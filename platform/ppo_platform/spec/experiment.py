@@ -158,7 +158,7 @@ class DiagnosticsSpec(StrictModel):
         "critic stuck on unnormalized 1e4-scale rewards reads +1e-5, never exactly 0).",
     )
     return_variance_floor: float = Field(
-        0.01,
+        1e-3,
         ge=0,
         le=1,
         description="Judge explained variance only when Var(returns) >= this x value_scale^2; "
