@@ -97,7 +97,8 @@ def main() -> None:
         f"| the extra pass alone | {med['pass'] * 1e3:.3f} ms | "
         f"{100 * med['pass'] / med['without']:.1f}% of the update |",
         f"| collecting one rollout (for scale) | {rollout_seconds * 1e3:.1f} ms | "
-        f"the pass = {100 * med['pass'] / (med['without'] + rollout_seconds):.1f}% of an iteration |",
+        f"the pass = {100 * med['pass'] / (med['without'] + rollout_seconds):.1f}% "
+        "of an iteration |",
         "",
         f"Medians over {args.repeats} alternating updates of each variant on the same rollout; "
         "the pass alone is timed on the same model between updates.",
