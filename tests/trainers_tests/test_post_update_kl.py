@@ -93,3 +93,15 @@ def test_kl_source_survives_save_and_load(tmp_path) -> None:
     model = collected(MonitoredPPO, kl_source="post_update")
     model.save(tmp_path / "m.zip")
     assert MonitoredPPO.load(tmp_path / "m.zip", device="cpu").kl_source == "post_update"
+
+
+def test_post_update_kl_works_on_dict_observations() -> None:
+    from stable_baselines3.common.envs import SimpleMultiObsEnv
+
+    model = MonitoredPPO(
+        "MultiInputPolicy", SimpleMultiObsEnv(), n_steps=32, batch_size=32, n_epochs=1, seed=0
+    )
+    _, callback = model._setup_learn(total_timesteps=1_000, callback=None)
+    model.collect_rollouts(model.env, callback, model.rollout_buffer, model.n_steps)
+    metrics = update(model)
+    assert metrics["train/approx_kl"] == 0.0 and metrics["train/approx_kl_post"] > 0.0
