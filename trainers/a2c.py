@@ -12,7 +12,7 @@ from gymnasium import spaces
 from stable_baselines3 import A2C
 from torch.nn import functional as F
 
-from .losses import explained_variance
+from .losses import explained_variance, return_spread
 from .ppo import LeanUpdateMixin
 from .reporting import UpdateReportingMixin
 
@@ -43,6 +43,8 @@ class InstrumentedA2C(LeanUpdateMixin, A2C):
             self.policy.optimizer.step()
 
         self._n_updates += 1
+        returns = torch.from_numpy(self.rollout_buffer.returns.flatten())
+        returns_std, returns_rms = return_spread(returns)
         named = {
             "train/policy_gradient_loss": policy_loss.detach(),
             "train/value_loss": value_loss.detach(),
@@ -50,9 +52,10 @@ class InstrumentedA2C(LeanUpdateMixin, A2C):
             "train/loss": loss.detach(),
             "train/grad_norm": grad_norm,
             "train/explained_variance": explained_variance(
-                torch.from_numpy(self.rollout_buffer.values.flatten()),
-                torch.from_numpy(self.rollout_buffer.returns.flatten()),
+                torch.from_numpy(self.rollout_buffer.values.flatten()), returns
             ),
+            "train/returns_std": returns_std,
+            "train/returns_rms": returns_rms,
         }
         if hasattr(self.policy, "log_std"):
             named["train/std"] = torch.exp(self.policy.log_std.detach()).mean()

@@ -9,12 +9,17 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Literal
 
-Severity = Literal["warning", "critical"]
+from .alerts import Alert, Severity, SignalState, SignalSummary
+
+__all__ = ["RULES", "Alert", "DiagnosticsMonitor", "Reading", "Signal", "Thresholds"]
 
 KL = "train/approx_kl"
+KL_POST = "train/approx_kl_post"
+RETURNS_STD = "train/returns_std"
+RETURNS_RMS = "train/returns_rms"
 CLIP_FRACTION = "train/clip_fraction"
 EXPLAINED_VARIANCE = "train/explained_variance"
 CLIP_RANGE = "train/clip_range"
@@ -31,33 +36,15 @@ class Thresholds:
     clip_fraction_high: float = 0.5
     drift_clip_fraction: float = 0.4
     window: int = 5
-    explained_variance_min: float = 0.0
+    explained_variance_min: float = 0.05
     late_fraction: float = 0.5
     monitor_kl: bool = True
     monitor_clip_fraction: bool = True
-
-
-@dataclass(frozen=True)
-class Alert:
-    """One diagnostics finding, with where it happened and what to do about it."""
-
-    update: int
-    timestep: int
-    signal: str
-    value: float
-    threshold: float
-    severity: Severity
-    message: str
-    advice: str
-
-    def to_dict(self) -> dict[str, object]:
-        return asdict(self)
-
-    def format(self) -> str:
-        return (
-            f"[{self.severity}] update {self.update} (step {self.timestep}): {self.message} "
-            f"-> {self.advice}"
-        )
+    # Which KL the alert reads: the rollout-to-updated-policy KL, or SB3's per-minibatch one.
+    kl_source: Literal["post_update", "minibatch"] = "post_update"
+    # Explained variance is judged only when Var(returns) >= floor x value_scale^2.
+    return_variance_floor: float = 1e-3
+    value_scale: float | None = None  # None: the RMS of the rollout's returns
 
 
 @dataclass(frozen=True)
@@ -100,15 +87,19 @@ class Signal:
     holds: bool
     alert: Alert
     sustained: bool = False
+    higher_is_worse: bool = True
+    judged: bool = True  # False: the signal means nothing this update (never alerted)
 
 
 Rule = Callable[[Reading], Signal | None]  # None: the rule has nothing to judge this update
 
 
 def kl_too_high(r: Reading) -> Signal | None:
-    t, kl = r.thresholds, r.finite(KL)
+    t = r.thresholds
+    kl = r.finite(KL_POST if t.kl_source == "post_update" else KL)
     if not t.monitor_kl or kl is None:
         return None
+    which = "post-update" if t.kl_source == "post_update" else "per minibatch"
     return Signal(
         kl > t.kl_alert,
         r.alert(
@@ -116,7 +107,8 @@ def kl_too_high(r: Reading) -> Signal | None:
             kl,
             t.kl_alert,
             "critical",
-            f"approx KL {kl:.4f} is above {t.kl_alert} (healthy: 0 to {t.kl_healthy_max})",
+            f"approx KL {kl:.4f} ({which}) is above {t.kl_alert} "
+            f"(healthy: 0 to {t.kl_healthy_max})",
             "lower K (update.epochs) or the learning rate, or set surrogate.target_kl",
         ),
     )
@@ -184,7 +176,25 @@ def clip_fraction_low(r: Reading) -> Signal | None:
             "raise the learning rate or K",
         ),
         sustained=True,
+        higher_is_worse=False,
     )
+
+
+def explained_variance_informative(
+    metrics: Mapping[str, float], thresholds: Thresholds
+) -> bool | None:
+    """Whether the returns varied enough for explained variance to judge the critic.
+
+    Var(returns) must reach `return_variance_floor` x value_scale^2 (value scale: the spec's, or
+    the RMS of the rollout's returns). A solved CartPole run has near-constant returns, and
+    1 - Var(y - v)/Var(y) then swings wildly on tiny absolute errors. None: the trainer did not
+    report the returns' spread, or there is no explained variance to judge.
+    """
+    ev, std, rms = (metrics.get(name) for name in (EXPLAINED_VARIANCE, RETURNS_STD, RETURNS_RMS))
+    if ev is None or not math.isfinite(ev) or std is None or rms is None:
+        return None
+    scale = thresholds.value_scale if thresholds.value_scale is not None else rms
+    return bool(std**2 >= thresholds.return_variance_floor * scale**2 and std > 0)
 
 
 def explained_variance_late(r: Reading) -> Signal | None:
@@ -192,8 +202,9 @@ def explained_variance_late(r: Reading) -> Signal | None:
     if ev is None:
         return None
     late = r.total_timesteps > 0 and r.timestep >= t.late_fraction * r.total_timesteps
+    judged = explained_variance_informative(r.metrics, t) is not False
     return Signal(
-        late and ev <= t.explained_variance_min,
+        judged and late and ev <= t.explained_variance_min,
         r.alert(
             "explained_variance",
             ev,
@@ -204,6 +215,8 @@ def explained_variance_late(r: Reading) -> Signal | None:
             "check reward scale (normalize rewards), raise value_coef or the LR",
         ),
         sustained=True,
+        higher_is_worse=False,
+        judged=judged,
     )
 
 
@@ -218,26 +231,19 @@ RULES: tuple[Rule, ...] = (
 
 
 @dataclass
-class _Streak:
-    """Counts consecutive updates a condition held; fires once when it reaches the window."""
-
-    length: int = 0
-
-    def step(self, holds: bool, window: int) -> bool:
-        self.length = self.length + 1 if holds else 0
-        return self.length == window
-
-
-@dataclass
 class DiagnosticsMonitor:
-    """Checks each update's metrics; alerts fire when a signal enters its alert state."""
+    """Checks each update's metrics; one alert per episode of a signal in its alert state.
+
+    An edge signal enters its episode on the first update in alert state, a sustained one after
+    `window` updates in a row; either re-arms only after `window` healthy updates in a row.
+    """
 
     thresholds: Thresholds = field(default_factory=Thresholds)
     total_timesteps: int = 0
     alerts: list[Alert] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
-    _active: set[str] = field(default_factory=set)
-    _streaks: dict[str, _Streak] = field(default_factory=dict)
+    summaries: dict[str, SignalSummary] = field(default_factory=dict)
+    _states: dict[str, SignalState] = field(default_factory=dict)
 
     def check(self, update: int, timestep: int, metrics: Mapping[str, float]) -> list[Alert]:
         """Record and return the alerts this update raises."""
@@ -249,13 +255,51 @@ class DiagnosticsMonitor:
         return found
 
     def _fires(self, signal: Signal) -> bool:
-        name = signal.alert.signal
-        if signal.sustained:
-            streak = self._streaks.setdefault(name, _Streak())
-            return streak.step(signal.holds, self.thresholds.window)
-        fires = signal.holds and name not in self._active
-        (self._active.add if signal.holds else self._active.discard)(name)
+        alert = signal.alert
+        state = self._states.setdefault(alert.signal, SignalState())
+        if not signal.judged:
+            state.not_judged()
+            return False
+        window = self.thresholds.window
+        in_episode = not state.armed
+        fires = state.step(
+            signal.holds,
+            alert.value,
+            signal.higher_is_worse,
+            enter_after=window if signal.sustained else 1,
+            rearm_after=window,
+        )
+        if fires:
+            self._start_episode(signal, state)
+        elif in_episode and signal.holds:
+            self.summaries[alert.signal].observe(alert.timestep, alert.value)
         return fires
+
+    def _start_episode(self, signal: Signal, state: SignalState) -> None:
+        alert = signal.alert
+        summary = self.summaries.get(alert.signal)
+        if summary is None:
+            summary = SignalSummary(
+                alert.signal,
+                alert.severity,
+                alert.threshold,
+                alert.advice,
+                signal.higher_is_worse,
+                first_step=alert.timestep,
+                worst=alert.value,
+            )
+            self.summaries[alert.signal] = summary
+        summary.episodes += 1
+        summary.observe(alert.timestep, alert.value)
+        if state.streak_worst is not None:
+            summary.observe(alert.timestep, state.streak_worst)
+
+    def summary(self) -> list[dict[str, object]]:
+        """Per signal, in order of first alert: episodes, first/last env step, worst, advice."""
+        return [s.to_dict() for s in self.summaries.values()]
+
+    def summary_lines(self) -> list[str]:
+        return [s.format() for s in self.summaries.values()]
 
     @property
     def critical_count(self) -> int:

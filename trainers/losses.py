@@ -280,3 +280,20 @@ def explained_variance(values: Tensor, returns: Tensor) -> Tensor:
     # var_y == 0 makes the ratio meaningless (0/0 or x/0): report nan, not +-inf.
     ev = torch.where(var_y == 0, torch.full_like(ev, math.nan), ev)
     return ev.to(torch.promote_types(returns.dtype, torch.float32))
+
+
+def return_spread(returns: Tensor) -> tuple[Tensor, Tensor]:
+    """Population std and root mean square of the returns, as 0-d float64 tensors.
+
+    Their ratio tells whether the returns vary enough for explained variance to mean anything.
+    """
+    if returns.numel() == 0:
+        raise LossError("returns are empty; pass the returns of a non-empty rollout")
+    y = returns.detach().reshape(-1).double()
+    return y.std(correction=0), y.square().mean().sqrt()
+
+
+def k3_kl(log_prob: Tensor, old_log_prob: Tensor) -> Tensor:
+    """k3 estimate of KL(pi_old || pi), mean((r - 1) - log r), as train/approx_kl uses it."""
+    log_ratio = log_prob - old_log_prob
+    return ((torch.exp(log_ratio) - 1) - log_ratio).mean()

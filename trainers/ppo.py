@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -21,7 +21,14 @@ from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from torch import Tensor
 from torch.nn import functional as F
 
-from .losses import PolicyLossOutput, clipped_policy_loss, explained_variance, ratio_quantiles
+from .losses import (
+    PolicyLossOutput,
+    clipped_policy_loss,
+    explained_variance,
+    k3_kl,
+    ratio_quantiles,
+    return_spread,
+)
 from .reporting import UpdateReportingMixin
 
 # A linear clip schedule reaches 0 at the end of training; the objective needs eps > 0.
@@ -29,6 +36,11 @@ from .reporting import UpdateReportingMixin
 MIN_CLIP_EPSILON = 1e-8
 # SB3's early-stopping convention: stop once a minibatch's KL exceeds 1.5 x target_kl.
 TARGET_KL_FACTOR = 1.5
+# Transitions per forward pass of the post-update KL: bounds its memory on large rollouts.
+POST_KL_CHUNK = 8192
+
+KLSource = Literal["minibatch", "post_update"]
+Observations = Tensor | dict[str, Tensor]
 
 
 def use_foreach_optimizer(optimizer: torch.optim.Optimizer) -> None:
@@ -98,6 +110,29 @@ class _RolloutTensors:
             index = order[start : start + batch_size]
             yield RolloutBufferSamples(*(tensor[index] for tensor in self.tensors))
 
+    def whole(self) -> tuple[Observations, Tensor, Tensor]:
+        """Observations, actions and rollout log-probs of every transition, in buffer order.
+
+        Valid once `minibatches()` has run (the buffer is flattened then); draws no random numbers.
+        """
+        if self.tensors is not None:
+            return self.tensors[0], self.tensors[1], self.tensors[3]
+        buffer = self.buffer
+        obs: Any = buffer.observations
+        observations: Observations = (
+            {key: buffer.to_torch(value) for key, value in obs.items()}
+            if isinstance(obs, dict)
+            else buffer.to_torch(obs)
+        )
+        actions = buffer.to_torch(buffer.actions.astype(np.float32, copy=False))
+        return observations, actions, buffer.to_torch(buffer.log_probs.reshape(-1))
+
+
+def _rows(observations: Observations, start: int, stop: int) -> Observations:
+    if isinstance(observations, dict):
+        return {key: value[start:stop] for key, value in observations.items()}
+    return observations[start:stop]
+
 
 class _UpdateRecord:
     """Per-minibatch statistics of one update, kept as device tensors until `read()`."""
@@ -166,7 +201,34 @@ class LeanUpdateMixin:
 
 
 class ClipPPO(LeanUpdateMixin, PPO):
-    """SB3 PPO with our update: the clipped surrogate from `trainers.losses`, same-update logs."""
+    """SB3 PPO with our update: the clipped surrogate from `trainers.losses`, same-update logs.
+
+    After the last epoch one extra forward pass over the whole rollout measures the KL between
+    the rollout policy and the updated one (`train/approx_kl_post`). `kl_source="post_update"`
+    makes `target_kl` read that KL after every epoch; the default, `"minibatch"`, keeps SB3's
+    rule (a minibatch's KL before its own step), so this class steps exactly like stock PPO.
+    """
+
+    def __init__(self, *args: Any, kl_source: KLSource = "minibatch", **kwargs: Any) -> None:
+        if kl_source not in ("minibatch", "post_update"):
+            raise ValueError(f"kl_source must be 'minibatch' or 'post_update', not {kl_source!r}")
+        self.kl_source = kl_source
+        super().__init__(*args, **kwargs)
+
+    def _post_update_kl(self, rollout: _RolloutTensors, discrete: bool) -> Tensor:
+        """k3 KL(pi_rollout || pi_now) over the whole rollout: no gradients, no random draws."""
+        observations, actions, old_log_prob = rollout.whole()
+        if discrete:
+            actions = actions.long().flatten()
+        self.policy.set_training_mode(False)  # e.g. batch-norm statistics stay as they are
+        log_probs = []
+        with torch.no_grad():
+            for start in range(0, rollout.size, POST_KL_CHUNK):
+                stop = start + POST_KL_CHUNK
+                distribution = self.policy.get_distribution(_rows(observations, start, stop))
+                log_probs.append(distribution.log_prob(actions[start:stop]))
+        self.policy.set_training_mode(True)
+        return k3_kl(torch.cat(log_probs), old_log_prob)
 
     def _policy_objective(
         self, log_prob: Tensor, old_log_prob: Tensor, advantages: Tensor, clip_epsilon: float
@@ -192,6 +254,7 @@ class ClipPPO(LeanUpdateMixin, PPO):
         # Looked up once: policy.parameters() walks every submodule on each call.
         parameters = list(self.policy.parameters())
         early_stop_epoch = None
+        post_kl: Tensor | None = None
 
         for epoch in range(1, self.n_epochs + 1):
             record.start_epoch()
@@ -219,6 +282,7 @@ class ClipPPO(LeanUpdateMixin, PPO):
                 # The one sync we cannot avoid, and only when asked for: step or stop?
                 if (
                     self.target_kl is not None
+                    and self.kl_source == "minibatch"
                     and out.approx_kl.item() > TARGET_KL_FACTOR * self.target_kl
                 ):
                     early_stop_epoch = epoch
@@ -231,14 +295,24 @@ class ClipPPO(LeanUpdateMixin, PPO):
                 )
                 self.policy.optimizer.step()
             self._n_updates += 1
+            if self.target_kl is not None and self.kl_source == "post_update":
+                post_kl = self._post_update_kl(rollout, discrete)  # where this epoch ended
+                if post_kl.item() > TARGET_KL_FACTOR * self.target_kl:
+                    early_stop_epoch = epoch
             if early_stop_epoch is not None:
                 break
 
+        if post_kl is None:  # not measured after the last epoch yet
+            post_kl = self._post_update_kl(rollout, discrete)
+        returns = torch.from_numpy(self.rollout_buffer.returns.flatten())
+        returns_std, returns_rms = return_spread(returns)
         extra = {
+            "train/approx_kl_post": post_kl,
             "train/explained_variance": explained_variance(
-                torch.from_numpy(self.rollout_buffer.values.flatten()),
-                torch.from_numpy(self.rollout_buffer.returns.flatten()),
-            )
+                torch.from_numpy(self.rollout_buffer.values.flatten()), returns
+            ),
+            "train/returns_std": returns_std,
+            "train/returns_rms": returns_rms,
         }
         if hasattr(self.policy, "log_std"):
             extra["train/std"] = torch.exp(self.policy.log_std.detach()).mean()

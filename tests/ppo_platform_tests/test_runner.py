@@ -130,8 +130,10 @@ def test_artifacts_hold_spec_model_alerts_and_plot(finished) -> None:
 def test_alerts_artifact_matches_alert_count(finished) -> None:
     _, result, _ = finished
     stored = Path(client().download_artifacts(result.run_id, "diagnostics/alerts.json"))
-    alerts = json.loads(stored.read_text())
+    stored_alerts = json.loads(stored.read_text())
+    alerts = stored_alerts["alerts"]
     assert len(alerts) == result.alerts
+    assert sum(s["episodes"] for s in stored_alerts["signals"]) == result.alerts
     assert history(result.run_id, "diagnostics/alerts_total")[-1][1] == result.alerts
 
 
@@ -157,7 +159,7 @@ def test_absurd_learning_rate_raises_kl_and_clip_alerts(shared_home: Path) -> No
     alerts = json.loads(
         Path(client().download_artifacts(result.run_id, "diagnostics/alerts.json")).read_text()
     )
-    first = alerts[0]
+    first = alerts["alerts"][0]
     assert (first["signal"], first["update"], first["severity"]) == ("approx_kl", 1, "critical")
     assert first["value"] > 0.1 and "lower K" in first["advice"]
     assert history(result.run_id, "diagnostics/alerts/approx_kl")[0][1] == 1.0

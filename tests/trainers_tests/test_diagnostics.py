@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import math
 
-from trainers.diagnostics import DiagnosticsMonitor, Thresholds, non_finite_metrics
+from trainers.diagnostics import (
+    DiagnosticsMonitor,
+    Thresholds,
+    explained_variance_informative,
+    non_finite_metrics,
+)
 
 
 def metrics(
@@ -12,6 +17,7 @@ def metrics(
 ) -> dict[str, float]:
     return {
         "train/approx_kl": kl,
+        "train/approx_kl_post": kl,
         "train/clip_fraction": clip,
         "train/explained_variance": ev,
         "train/clip_range": clip_range,
@@ -37,13 +43,90 @@ def test_kl_exactly_at_threshold_is_not_an_alert() -> None:
 
 
 def test_alert_fires_once_while_signal_stays_high_and_again_after_recovery() -> None:
-    monitor = DiagnosticsMonitor(Thresholds(), total_timesteps=1000)
+    monitor = DiagnosticsMonitor(Thresholds(window=2), total_timesteps=1000)
     fired = [
         len(monitor.check(i, i * 10, metrics(kl=kl)))
-        for i, kl in enumerate([0.2, 0.3, 0.25, 0.01, 0.5], start=1)
+        for i, kl in enumerate([0.2, 0.3, 0.25, 0.01, 0.01, 0.5], start=1)
     ]
-    assert fired == [1, 0, 0, 0, 1]
+    assert fired == [1, 0, 0, 0, 0, 1]
     assert monitor.counts["approx_kl"] == 2
+
+
+def test_a_flapping_signal_is_one_alert_episode() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(window=3), total_timesteps=1000)
+    kls = [0.2, 0.01, 0.3, 0.01, 0.01, 0.25, 0.01]  # never healthy for 3 updates in a row
+    fired = [len(monitor.check(i, 100 * i, metrics(kl=kl))) for i, kl in enumerate(kls, 1)]
+    assert fired == [1, 0, 0, 0, 0, 0, 0]
+    [summary] = monitor.summary()
+    assert summary["signal"] == "approx_kl" and summary["episodes"] == 1
+    assert (summary["first_step"], summary["last_step"], summary["worst"]) == (100, 600, 0.3)
+    assert "lower K" in str(summary["advice"])
+
+
+def test_signal_re_arms_only_after_window_healthy_updates() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(window=2), total_timesteps=1000)
+    kls = [0.2, 0.01, 0.01, 0.4, 0.01, 0.15]
+    fired = [len(monitor.check(i, 10 * i, metrics(kl=kl))) for i, kl in enumerate(kls, 1)]
+    assert fired == [1, 0, 0, 1, 0, 0]
+    [summary] = monitor.summary()
+    assert (summary["episodes"], summary["first_step"], summary["last_step"]) == (2, 10, 60)
+    assert summary["worst"] == 0.4
+
+
+def test_sustained_signal_summary_reports_the_lowest_explained_variance() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(window=2, late_fraction=0.0), total_timesteps=100)
+    for i, ev in enumerate([-0.5, -2.0, -0.1, 0.5, -3.0], start=1):
+        monitor.check(i, i, metrics(ev=ev))
+    [summary] = monitor.summary()
+    assert (summary["episodes"], summary["worst"], summary["last_step"]) == (1, -3.0, 5)
+    assert "explained_variance" in monitor.summary_lines()[0]
+
+
+def spread(std: float, rms: float, ev: float) -> dict[str, float]:
+    return {**metrics(ev=ev), "train/returns_std": std, "train/returns_rms": rms}
+
+
+def test_explained_variance_of_near_constant_returns_is_not_judged() -> None:
+    # A solved CartPole rollout: returns ~50 +- 0.5; EV swings on tiny absolute errors.
+    thresholds = Thresholds(window=2, late_fraction=0.0)
+    monitor = DiagnosticsMonitor(thresholds, total_timesteps=100)
+    alerts = [monitor.check(i, i, spread(0.5, 50.0, -10.0)) for i in range(1, 6)]
+    assert alerts == [[], [], [], [], []]
+    assert explained_variance_informative(spread(0.5, 50.0, -10.0), thresholds) is False
+
+
+def test_explained_variance_of_varying_returns_is_judged_at_any_reward_scale() -> None:
+    thresholds = Thresholds(window=2, late_fraction=0.0)
+    for scale in (1.0, 1e4):
+        monitor = DiagnosticsMonitor(thresholds, total_timesteps=100)
+        monitor.check(1, 1, spread(15.0 * scale, 40.0 * scale, -0.2))
+        [alert] = monitor.check(2, 2, spread(15.0 * scale, 40.0 * scale, -0.2))
+        assert alert.signal == "explained_variance"
+
+
+def test_a_fixed_value_scale_sets_the_variance_floor() -> None:
+    thresholds = Thresholds(return_variance_floor=0.01, value_scale=5.0)
+    assert explained_variance_informative(spread(0.6, 50.0, 0.0), thresholds) is True
+    assert explained_variance_informative(spread(0.4, 50.0, 0.0), thresholds) is False
+
+
+def test_uninformative_updates_break_an_explained_variance_streak() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(window=2, late_fraction=0.0), total_timesteps=100)
+    readings = [spread(15.0, 40.0, -1.0), spread(0.1, 50.0, -1.0), spread(15.0, 40.0, -1.0)]
+    assert [monitor.check(i, i, m) for i, m in enumerate(readings, 1)] == [[], [], []]
+
+
+def test_kl_alert_reads_the_post_update_kl_by_default() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(kl_alert=0.1), total_timesteps=1000)
+    [alert] = monitor.check(1, 1, {"train/approx_kl": 0.0, "train/approx_kl_post": 0.2})
+    assert alert.value == 0.2 and "(post-update)" in alert.message
+
+
+def test_kl_alert_reads_the_minibatch_kl_when_asked() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(kl_source="minibatch"), total_timesteps=1000)
+    assert monitor.check(1, 1, {"train/approx_kl": 0.0, "train/approx_kl_post": 0.2}) == []
+    [alert] = monitor.check(2, 2, {"train/approx_kl": 0.3, "train/approx_kl_post": 0.0})
+    assert alert.value == 0.3
 
 
 def test_clip_fraction_at_high_threshold_is_critical() -> None:

@@ -136,18 +136,44 @@ def _advantage(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
     ]
 
 
+def _diagnostics_rules(spec: ExperimentSpec) -> list[str]:
+    """One sentence per rule that decides when an alert is raised."""
+    d = spec.diagnostics
+    scale = "the RMS of the rollout's returns" if d.value_scale is None else num(d.value_scale)
+    kl = (
+        "the post-update KL (`train/approx_kl_post`: the rollout policy against the updated one "
+        "over the whole rollout, one extra forward pass; unlike the per-minibatch KL it sees the "
+        "last gradient step and is not 0 for K = 1)"
+        if d.kl_source == "post_update"
+        else "SB3's per-minibatch KL (`train/approx_kl`, each minibatch before its own step)"
+    )
+    return [
+        f"- **Variance floor.** Explained variance is judged only when Var(returns) is at least "
+        f"{num(d.return_variance_floor)} x value scale^2 (value scale: {scale}); below it (e.g. "
+        "every episode reaches the time limit and the returns barely vary) the update is logged "
+        "as not informative (`diagnostics/explained_variance_informative` = 0), never alerted.",
+        f"- **KL source.** The KL alert and `surrogate.target_kl` read {kl}.",
+        f"- **Re-arming.** An alert fires once per episode: a signal that leaves its alert state "
+        f"and returns within {d.window} healthy updates is the same episode; the run's summary "
+        "(and `alerts.json`) lists per signal the episodes, first and last env step, worst value "
+        "and the advice once.",
+    ]
+
+
 def _diagnostics(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
     d = spec.diagnostics
     late = f"after {d.late_fraction:.0%} of the budget"
+    kl_name = "post-update" if d.kl_source == "post_update" else "per minibatch"
     return [
         "Checked after every update and logged to MLflow (`train/approx_kl`, "
-        "`train/clip_fraction`, `train/explained_variance`, `diagnostics/alerts_total`). "
+        "`train/approx_kl_post`, `train/clip_fraction`, `train/explained_variance`, "
+        "`diagnostics/alerts_total`). "
         f"KL monitoring is {'on' if d.monitor_kl else 'OFF'} and clip-fraction monitoring is "
         f"{'on' if d.monitor_clip_fraction else 'OFF'}; the skill refuses a PPO run without them.",
         "",
         "| Signal | Healthy | Alert when | What to do |",
         "|---|---|---|---|",
-        f"| approx KL, mean((r-1) - log r) | 0 to {num(d.kl_healthy_max)} "
+        f"| approx KL, mean((r-1) - log r) ({kl_name}) | 0 to {num(d.kl_healthy_max)} "
         f"| above {num(d.kl_alert)} "
         "| the update left the trust region: lower K or the LR (or set `surrogate.target_kl`) |",
         "| clip fraction, mean(abs(r-1) > eps) | 0.1 to 0.3 "
@@ -164,9 +190,7 @@ def _diagnostics(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
         "| losses, ratio, gradient norm | finite | NaN or infinity | training stops with a clear "
         "error; resume from the last checkpoint with a lower LR |",
         "",
-        "Read explained variance together with the return: once the policy is near-perfect on a "
-        "task that pays the same reward every step (episodes then run to the time limit), the "
-        "value targets barely vary and explained variance can dip below 0 harmlessly.",
+        *_diagnostics_rules(spec),
         "",
         _item(f"Sustained = {d.window} updates", reasons["diagnostics.window"]),
         _item(f"On alert: {d.on_alert}", reasons["diagnostics.on_alert"]),

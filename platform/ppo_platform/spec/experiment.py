@@ -153,7 +153,29 @@ class DiagnosticsSpec(StrictModel):
     )
     window: int = Field(5, ge=1, description="Consecutive updates that make a sustained signal.")
     explained_variance_min: float = Field(
-        0.0, description="Alert if explained variance stays at or below this late in training."
+        0.05,
+        description="Alert if explained variance stays at or below this late in training (a "
+        "critic stuck on unnormalized 1e4-scale rewards reads +1e-5, never exactly 0).",
+    )
+    return_variance_floor: float = Field(
+        1e-3,
+        ge=0,
+        le=1,
+        description="Judge explained variance only when Var(returns) >= this x value_scale^2; "
+        "below it (e.g. a solved CartPole, every return ~the same) it is logged as not "
+        "informative and never alerted.",
+    )
+    value_scale: float | None = Field(
+        None,
+        gt=0,
+        description="Typical size of the values for `return_variance_floor`; null: the root "
+        "mean square of each rollout's returns.",
+    )
+    kl_source: Literal["post_update", "minibatch"] = Field(
+        "post_update",
+        description="KL read by the KL alert and `surrogate.target_kl`: `post_update` (the "
+        "rollout policy vs the updated one over the whole rollout, checked after each epoch) "
+        "or `minibatch` (SB3's: each minibatch before its own step).",
     )
     late_fraction: float = Field(
         0.5, ge=0, le=1, description="'Late in training' starts at this fraction of the budget."

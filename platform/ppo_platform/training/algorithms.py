@@ -68,6 +68,7 @@ def ppo_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
         "ent_coef": spec.surrogate.entropy_coef,
         "normalize_advantage": spec.surrogate.normalize_advantage,
         "target_kl": spec.surrogate.target_kl,
+        "kl_source": spec.diagnostics.kl_source,
         "gamma": spec.advantage.gamma,
         "gae_lambda": spec.advantage.gae_lambda,
         "seed": spec.budget.seed,

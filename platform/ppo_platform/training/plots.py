@@ -28,7 +28,11 @@ def plot_training_curves(
             "Return",
             [("rollout/ep_rew_mean", "train episodes"), ("eval/mean_reward", "evaluation")],
         ),
-        (axes[0][1], "Approx KL", [("train/approx_kl", "approx KL")]),
+        (
+            axes[0][1],
+            "Approx KL",
+            [("train/approx_kl", "approx KL"), ("train/approx_kl_post", "post-update KL")],
+        ),
         (axes[1][0], "Clip fraction", [("train/clip_fraction", "clip fraction")]),
         (axes[1][1], "Explained variance", [("train/explained_variance", "explained variance")]),
     ]

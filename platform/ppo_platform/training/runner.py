@@ -30,10 +30,11 @@ from ppo_platform.tracking.tracker import RunTracker
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import build_eval_env, build_train_env
+from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
 from ppo_platform.training.plots import plot_training_curves
 from ppo_platform.training.progress import EventKind, ProgressEvent
 from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
-from trainers.diagnostics import Alert, DiagnosticsMonitor, Thresholds
+from trainers.diagnostics import Alert, DiagnosticsMonitor
 from trainers.errors import NonFiniteError
 from trainers.reporting import UpdateReportingMixin
 
@@ -44,6 +45,7 @@ PLOTTED_METRICS = (
     "rollout/ep_rew_mean",
     "eval/mean_reward",
     "train/approx_kl",
+    "train/approx_kl_post",
     "train/clip_fraction",
     "train/explained_variance",
 )
@@ -62,6 +64,7 @@ class RunResult:
     seconds: float
     message: str = ""
     tracking_seconds: float = 0.0  # wall time spent writing to MLflow during training
+    alert_summary: tuple[str, ...] = ()  # one line per signal that alerted
 
     @property
     def status(self) -> str:
@@ -78,23 +81,10 @@ class RunResult:
             f"{self.outcome}: run {self.run_id}, {self.timesteps} env steps in "
             f"{self.seconds:.1f} s, final eval return {score}, {self.alerts} alert(s)"
         )
-        return f"{text}\n{self.message}" if self.message else text
-
-
-def thresholds_for(spec: ExperimentSpec) -> Thresholds:
-    d = spec.diagnostics
-    return Thresholds(
-        kl_healthy_max=d.kl_healthy_max,
-        kl_alert=d.kl_alert,
-        clip_fraction_low=d.clip_fraction_low,
-        clip_fraction_high=d.clip_fraction_high,
-        drift_clip_fraction=d.drift_clip_fraction,
-        window=d.window,
-        explained_variance_min=d.explained_variance_min,
-        late_fraction=d.late_fraction,
-        monitor_kl=d.monitor_kl,
-        monitor_clip_fraction=d.monitor_clip_fraction,
-    )
+        lines = [text, *(f"  {line}" for line in self.alert_summary)]
+        if self.message:
+            lines.append(self.message)
+        return "\n".join(lines)
 
 
 def run_folder(settings: Settings, run_id: str) -> Path:
@@ -154,13 +144,7 @@ class TrainingSession:
             stop = self.spec.diagnostics.on_alert == "stop" and alert.severity == "critical"
             if stop and self.stop_alert is None:
                 self.stop_alert = alert
-        row["diagnostics/alerts_total"] = float(len(self.monitor.alerts))
-        row.update(
-            {
-                f"diagnostics/alerts/{signal}": float(count)
-                for signal, count in self.monitor.counts.items()
-            }
-        )
+        row.update(diagnostics_row(self.monitor, metrics))
         self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, steps)
         self._event(
             "update",
@@ -275,6 +259,7 @@ class TrainingSession:
             time.perf_counter() - self._started,
             message,
             self.tracker.write_seconds,
+            tuple(self.monitor.summary_lines()),
         )
 
     def _log_artifacts(self, model: BaseAlgorithm) -> None:
@@ -287,7 +272,7 @@ class TrainingSession:
             norm.save(str(final / "vecnormalize.pkl"))
             self.tracker.log_artifact(final / "vecnormalize.pkl", "model")
         alerts_path = self.run_dir / "alerts.json"
-        alerts_path.write_text(json.dumps([a.to_dict() for a in self.monitor.alerts], indent=2))
+        alerts_path.write_text(json.dumps(alerts_document(self.monitor), indent=2))
         self.tracker.log_artifact(alerts_path, "diagnostics")
         self.tracker.flush()
         plot = plot_training_curves(
