@@ -4,6 +4,8 @@ its sweep members or search space, and the per-key env-step limit.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.jobs.store import Submission
 from ppo_platform.spec.env_ids import check_env_id
@@ -65,3 +67,11 @@ def prepare_submission(text: str, max_env_steps: int, source: str = "request") -
         spec_hash=spec.spec_hash(),
         total_timesteps=steps,
     )
+
+
+def plan_for_service(env_id: str, budget: int, use_case: str, overrides: list[str]) -> Any:
+    """The planner's Plan for a request: the env id must be registered (nothing imported)."""
+    from ppo_platform.planner import plan_experiment
+
+    check_env_id(env_id, "request")
+    return plan_experiment(env_id, budget, use_case, overrides)
