@@ -60,6 +60,7 @@ class Server:
             "PPO_PLATFORM_HOME": str(self.home),
             "PPO_PLATFORM_API_KEYS": json.dumps(KEYS),
             "PPO_PLATFORM_JOBS_CONCURRENCY": "2",
+            "PPO_PLATFORM_MAX_RUNNING": "1",
             **self.env_extra,
         }
         env.pop("MLFLOW_TRACKING_URI", None)

@@ -75,7 +75,9 @@ def test_plan_returns_spec_and_markdown_or_markdown_alone(alice) -> None:
     body = {"env_id": "CartPole-v1", "budget": 50_000}
     planned = alice.post("/v1/plans", json=body)
     assert planned.status_code == 200, planned.text
-    assert "env:" in planned.json()["spec_yaml"] and "name: ppo-trainer" in planned.json()["markdown"]
+    assert (
+        "env:" in planned.json()["spec_yaml"] and "name: ppo-trainer" in planned.json()["markdown"]
+    )
     markdown = alice.post("/v1/plans", json=body, headers={"Accept": "text/markdown"})
     assert markdown.headers["content-type"].startswith("text/markdown")
     assert markdown.text == planned.json()["markdown"]
