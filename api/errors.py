@@ -4,6 +4,7 @@ mapping) and every error -> the one JSON shape `ErrorPublic` {type, message, iss
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -42,12 +43,20 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
+class AsciiJSONResponse(JSONResponse):
+    """JSON with non-ASCII escaped: an error may echo input holding lone surrogates, which
+    cannot be encoded as UTF-8."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
 def error_response(
     status: int, kind: str, message: str, issues: list[dict[str, Any]] | None = None
 ) -> JSONResponse:
     body = ErrorPublic(type=kind, message=message, issues=[IssuePublic(**i) for i in issues or []])
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-    return JSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
+    return AsciiJSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
 async def _platform_error(_request: Request, error: Exception) -> JSONResponse:

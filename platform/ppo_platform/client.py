@@ -110,7 +110,7 @@ class ApiClient:
     def get(self, experiment_id: str) -> dict[str, Any]:
         return self._call("GET", f"/v1/experiments/{experiment_id}")  # type: ignore[no-any-return]
 
-    def list(self, **filters: Any) -> dict[str, Any]:
+    def list_experiments(self, **filters: Any) -> dict[str, Any]:
         params = {k: v for k, v in filters.items() if v is not None}
         return self._call("GET", "/v1/experiments", params=params)  # type: ignore[no-any-return]
 
