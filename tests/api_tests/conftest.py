@@ -164,3 +164,15 @@ def wait() -> Callable[..., dict[str, Any]]:
 @pytest.fixture
 def post_spec() -> Callable[..., httpx.Response]:
     return submit
+
+
+@pytest.fixture
+def keys() -> dict[str, str]:
+    """The API keys every test server knows, by owner."""
+    return KEYS
+
+
+@pytest.fixture
+def server_factory() -> Callable[..., Server]:
+    """start_server(tmp, **env): a server with extra settings; the test stops it."""
+    return start_server

@@ -85,10 +85,10 @@ def test_sigkill_mid_run_then_restart_resumes_into_the_same_mlflow_run(
     assert (run_dir / "final" / "model.zip").exists()
 
 
-def test_200_submissions_from_20_threads_are_all_accounted_for(tmp_path, post_spec, tiny):
-    from conftest import start_server  # the fixture's helper, for a server with a big queue
-
-    server = start_server(tmp_path, PPO_PLATFORM_MAX_QUEUED="1000", PPO_PLATFORM_MAX_RUNNING="1")
+def test_200_submissions_from_20_threads_are_all_accounted_for(
+    tmp_path, post_spec, tiny, server_factory
+):
+    server = server_factory(tmp_path, PPO_PLATFORM_MAX_QUEUED="1000", PPO_PLATFORM_MAX_RUNNING="1")
     submitted: list[str] = []
     statuses: Counter[int] = Counter()
     lock = threading.Lock()

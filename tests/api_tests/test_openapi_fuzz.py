@@ -25,11 +25,9 @@ CHECKS = [
 EXAMPLES_PER_OPERATION = 20
 
 
-def test_every_operation_answers_within_its_schema(server) -> None:
-    from conftest import KEYS  # the server fixture's keys
-
+def test_every_operation_answers_within_its_schema(server, keys) -> None:
     schema = schemathesis.openapi.from_url(f"{server.url}/openapi.json")
-    headers = {"Authorization": f"Bearer {KEYS['alice']}"}
+    headers = {"Authorization": f"Bearer {keys['alice']}"}
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 12
 
