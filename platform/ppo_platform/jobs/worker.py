@@ -74,7 +74,7 @@ def _run_kind(
         if job.kind == "sweep":
             return _sweep(spec, writer)
         if job.kind == "tune":
-            return _tune(job.id, spec)
+            return _tune(store, job.id, spec)
         return _run(job, spec, writer, watcher)
     except KeyboardInterrupt:
         return "cancelled", None, None
@@ -160,7 +160,9 @@ def _sweep(spec: ExperimentSpec, writer: EventWriter) -> tuple[str, str | None, 
     return "succeeded", None, summary
 
 
-def _tune(job_id: str, spec: ExperimentSpec) -> tuple[str, str | None, dict[str, Any]]:
+def _tune(
+    store: JobStore, job_id: str, spec: ExperimentSpec
+) -> tuple[str, str | None, dict[str, Any]]:
     from ppo_platform.tuning import run_study
 
     settings = get_settings()
@@ -173,6 +175,7 @@ def _tune(job_id: str, spec: ExperimentSpec) -> tuple[str, str | None, dict[str,
         live=False,
     )
     outputs = result.outputs
+    store.update(job_id, mlflow_run_id=result.parent_run_id)
     summary = {
         "parent_run_id": result.parent_run_id,
         "study_name": result.study_name,
