@@ -13,6 +13,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from ppo_platform.cli_service import register as register_service_commands
 from ppo_platform.errors import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -295,6 +296,9 @@ def tune(
     for path in (outputs.best_spec, outputs.summary, *outputs.plots):
         typer.echo(f"wrote {path}")
     typer.echo(f"next: ppo-platform run {outputs.best_spec}")
+
+
+register_service_commands(app)  # serve, keys, submit, status, cancel (cli_service.py)
 
 
 def main() -> None:

@@ -7,6 +7,7 @@ CLI exit code (`exit_code`) and to an HTTP status (`http_status`).
           SpecError                   a spec field; `refused` if a refusal rule broke   2 / 422
         ConflictError                 clashes with what exists (a study, another spec) 2 / 409
       NotFoundError                   an id nobody knows (RunNotFoundError)            2 / 404
+      LimitError                      over a configured limit (queued jobs per key)    2 / 429
       UnavailableError                a database or store that does not answer         3 / 503
       TrainingError                   training (or a whole study) failed                1 / 500
 
@@ -111,6 +112,10 @@ class RunNotFoundError(NotFoundError):
     """A run id that the tracking store does not know, or that has nothing to resume from."""
 
 
+class LimitError(PlatformError):
+    """A request over a configured limit (e.g. queued experiments per API key); retry later."""
+
+
 class UnavailableError(PlatformError):
     """A database, store or service that does not answer; the same call may work later."""
 
@@ -124,6 +129,7 @@ EXIT_CODES: dict[type[BaseException], int] = {
     BadInputError: EXIT_BAD_INPUT,
     ConflictError: EXIT_BAD_INPUT,
     NotFoundError: EXIT_BAD_INPUT,
+    LimitError: EXIT_BAD_INPUT,
     UnavailableError: EXIT_UNAVAILABLE,
     TrainingError: EXIT_FAILED,
     PlatformError: EXIT_FAILED,
@@ -133,6 +139,7 @@ HTTP_STATUSES: dict[type[BaseException], int] = {
     BadInputError: 422,
     ConflictError: 409,
     NotFoundError: 404,
+    LimitError: 429,
     UnavailableError: 503,
     TrainingError: 500,
     PlatformError: 500,

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import gymnasium
 
+from trainers.envs.crash import CrashEnv
 from trainers.envs.gridworld import ACTION_NAMES, GridWorldEnv
 
 GRIDWORLD_ID = "ppo_platform/GridWorld-v0"
+# Fails on purpose (env.kwargs mode: raise | kill): tests of how failed jobs are handled.
+CRASH_TEST_ID = "ppo_platform/CrashTest-v0"
 
-__all__ = ["ACTION_NAMES", "GRIDWORLD_ID", "GridWorldEnv", "register_envs"]
+__all__ = [
+    "ACTION_NAMES",
+    "CRASH_TEST_ID",
+    "GRIDWORLD_ID",
+    "CrashEnv",
+    "GridWorldEnv",
+    "register_envs",
+]
 
 
 def register_envs() -> None:
@@ -21,6 +31,8 @@ def register_envs() -> None:
             entry_point=GridWorldEnv,  # type: ignore[arg-type]
             max_episode_steps=None,
         )
+    if CRASH_TEST_ID not in gymnasium.registry:
+        gymnasium.register(id=CRASH_TEST_ID, entry_point=CrashEnv)  # type: ignore[arg-type]
 
 
 register_envs()

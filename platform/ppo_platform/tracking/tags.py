@@ -17,6 +17,7 @@ ALGORITHM = f"{PREFIX}algorithm"
 ENV_ID = f"{PREFIX}env_id"
 OUTCOME = f"{PREFIX}outcome"
 FINAL_EVAL_MEAN = f"{PREFIX}final_eval_mean_reward"
+JOB_ID = f"{PREFIX}job_id"  # the job service's experiment that started the run
 
 # Sweeps: the parent run and its members
 KIND = f"{PREFIX}kind"

@@ -1,0 +1,56 @@
+"""The FastAPI application: `create_app(settings)`; `ppo-platform serve` runs it with uvicorn.
+
+The app opens the job store (migrating it) and starts the job dispatcher when it starts, and
+stops dispatching when it stops. It imports no torch, SB3 or MLflow: jobs run in their own
+processes, and MLflow is loaded only by the metrics route, on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from api.errors import install_error_handlers
+from api.limits import BodyLimitMiddleware
+from api.routes import artifacts, events, experiments, health, specs
+from ppo_platform.jobs import Dispatcher, JobStore, ServiceSettings, get_service_settings
+from ppo_platform.settings import Settings, get_settings
+
+VERSION = "1"
+
+
+def create_app(settings: Settings | None = None, service: ServiceSettings | None = None) -> FastAPI:
+    """The REST API over the job service (settings from the environment by default)."""
+    settings = settings or get_settings()
+    service = service or get_service_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        home = settings.ensure_home()
+        store = JobStore(service.database_url(settings), home)
+        dispatcher = Dispatcher(
+            store, service, home / "dispatcher.lock", torch_threads=settings.torch_threads
+        )
+        app.state.store, app.state.dispatcher = store, dispatcher
+        dispatcher.start()
+        try:
+            yield
+        finally:
+            dispatcher.stop()
+            store.close()
+
+    app = FastAPI(
+        title="ppo-platform",
+        version=VERSION,
+        description="Validate, plan, submit and follow PPO experiments. Every route but the "
+        "health checks needs an API key (`Authorization: Bearer <key>`).",
+        lifespan=lifespan,
+    )
+    app.state.settings, app.state.service = settings, service
+    install_error_handlers(app)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=service.max_body_bytes)
+    for module in (health, specs, experiments, events, artifacts):
+        app.include_router(module.router)
+    return app

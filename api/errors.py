@@ -1,0 +1,102 @@
+"""Errors at the edge: typed platform errors -> their HTTP status (errors.http_status, the one
+mapping) and every error -> the one JSON shape `ErrorPublic` {type, message, issues}.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from api.schemas import ErrorPublic, IssuePublic
+from ppo_platform.errors import IssueError, PlatformError, http_status
+
+log = logging.getLogger("api")
+HTTP_TYPES = {
+    401: "Unauthorized",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    406: "NotAcceptable",
+    413: "PayloadTooLarge",
+    415: "UnsupportedMediaType",
+}
+
+# Documented on every route (schemathesis checks responses against them).
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorPublic, "description": text}
+    for status, text in {
+        401: "Missing or unknown API key.",
+        404: "No such experiment (or it belongs to another key).",
+        409: "Conflicts with the current state (e.g. cancel a finished experiment).",
+        413: "Request body too large.",
+        415: "Unsupported content type.",
+        422: "Invalid input: every issue listed.",
+        429: "Over a per-key limit.",
+        500: "Internal error.",
+        503: "A store does not answer.",
+    }.items()
+}
+
+
+class AsciiJSONResponse(JSONResponse):
+    """JSON with non-ASCII escaped: an error may echo input holding lone surrogates, which
+    cannot be encoded as UTF-8."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def error_response(
+    status: int, kind: str, message: str, issues: list[dict[str, Any]] | None = None
+) -> JSONResponse:
+    body = ErrorPublic(type=kind, message=message, issues=[IssuePublic(**i) for i in issues or []])
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return AsciiJSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
+
+
+async def _platform_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, PlatformError)
+    if isinstance(error, IssueError):
+        count = len(error.issues)
+        message = f"{count} issue(s): " + "; ".join(i.format(error.source) for i in error.issues)
+        return error_response(http_status(error), type(error).__name__, message, error.to_dict())
+    return error_response(http_status(error), type(error).__name__, str(error))
+
+
+async def _http_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, HTTPException)
+    kind = HTTP_TYPES.get(error.status_code, "HTTPError")
+    return error_response(error.status_code, kind, str(error.detail))
+
+
+async def _request_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)
+    issues = [
+        {
+            "path": ".".join(str(part) for part in e.get("loc", ())),
+            "message": str(e.get("msg", "")),
+            "value": e.get("input") if isinstance(e.get("input"), (int, float, str)) else None,
+        }
+        for e in error.errors()
+    ]
+    message = f"{len(issues)} issue(s) in the request: " + "; ".join(
+        f"{i['path']}: {i['message']}" for i in issues
+    )
+    return error_response(422, "RequestValidationError", message, issues)
+
+
+async def _unexpected(_request: Request, error: Exception) -> JSONResponse:
+    log.exception("unexpected error", exc_info=error)
+    return error_response(500, "InternalError", "an unexpected error; see the server log.")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(PlatformError, _platform_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _request_error)
+    app.add_exception_handler(Exception, _unexpected)

@@ -1,0 +1,41 @@
+"""Rows of the job store -> public bodies."""
+
+from __future__ import annotations
+
+from api.schemas import EventPublic, ExperimentLinks, ExperimentPublic
+from ppo_platform.jobs import Event, Experiment
+
+
+def experiment_public(job: Experiment) -> ExperimentPublic:
+    base = f"/v1/experiments/{job.id}"
+    return ExperimentPublic(
+        id=job.id,
+        kind=job.kind,  # type: ignore[arg-type]
+        status=job.status,  # type: ignore[arg-type]
+        name=job.name,
+        spec_hash=job.spec_hash,
+        total_timesteps=job.total_timesteps,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        progress=job.progress or {},
+        diagnostics=job.diagnostics or {},
+        alerts=job.alerts,
+        mlflow_run_id=job.mlflow_run_id,
+        mlflow_run_ids=list(job.mlflow_run_ids or []),
+        result=job.result or {},
+        error=job.error,
+        cancel_requested=job.cancel_requested,
+        attempts=job.attempts,
+        links=ExperimentLinks(
+            experiment=base,
+            events=f"{base}/events",
+            alerts=f"{base}/alerts",
+            artifacts=f"{base}/artifacts",
+            cancel=f"{base}/cancel",
+        ),
+    )
+
+
+def event_public(event: Event) -> EventPublic:
+    return EventPublic(id=event.id, kind=event.kind, data=event.data, created_at=event.created_at)

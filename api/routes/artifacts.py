@@ -1,0 +1,80 @@
+"""An experiment's files: the resolved spec, plots, reports, best_spec.yaml.
+
+Files are found by listing folders the platform made for the experiment; a download names one
+of the listed files, so nothing from the request becomes a path.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from fastapi import APIRouter
+from fastapi.responses import FileResponse, PlainTextResponse, Response
+
+from api.deps import OwnerDep, SettingsDep, StoreDep
+from api.errors import ERROR_RESPONSES
+from api.schemas import ArtifactList, ArtifactPublic
+from ppo_platform.errors import NotFoundError
+from ppo_platform.jobs import Experiment
+from ppo_platform.jobs.worker import job_folder
+from ppo_platform.settings import Settings
+from ppo_platform.spec.loader import dump_spec, validate_data
+
+router = APIRouter(prefix="/v1/experiments", tags=["artifacts"], responses=ERROR_RESPONSES)
+RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+RESOLVED_SPEC = "resolved_spec.yaml"
+SUFFIXES = {".yaml", ".yml", ".json", ".md", ".png", ".csv", ".txt"}
+
+
+def _folders(job: Experiment, settings: Settings) -> list[Path]:
+    folders = [job_folder(settings, job.id)]
+    if job.mlflow_run_id and RUN_ID.fullmatch(job.mlflow_run_id):
+        run_dir = settings.runs_dir / job.mlflow_run_id
+        folders += [run_dir, run_dir / "report"]
+    return folders
+
+
+def _files(job: Experiment, settings: Settings) -> dict[str, Path]:
+    """Name -> file, for the files an experiment's folders hold (first name wins)."""
+    found: dict[str, Path] = {}
+    for folder in _folders(job, settings):
+        if folder.is_dir():
+            for path in sorted(folder.iterdir()):
+                if path.is_file() and path.suffix in SUFFIXES:
+                    found.setdefault(path.name, path)
+    return found
+
+
+@router.get("/{experiment_id}/artifacts", response_model=ArtifactList)
+def list_artifacts(
+    experiment_id: str, owner: OwnerDep, store: StoreDep, settings: SettingsDep
+) -> ArtifactList:
+    """The files you can download, with their sizes."""
+    job = store.get(experiment_id, owner)
+    base = f"/v1/experiments/{job.id}/artifacts"
+    items = [ArtifactPublic(name=RESOLVED_SPEC, size=-1, url=f"{base}/{RESOLVED_SPEC}")]
+    items += [
+        ArtifactPublic(name=name, size=path.stat().st_size, url=f"{base}/{name}")
+        for name, path in _files(job, settings).items()
+    ]
+    return ArtifactList(items=items)
+
+
+@router.get(
+    "/{experiment_id}/artifacts/{name}",
+    response_class=Response,
+    responses={200: {"content": {"application/octet-stream": {"schema": {"type": "string"}}}}},
+)
+def download_artifact(
+    experiment_id: str, name: str, owner: OwnerDep, store: StoreDep, settings: SettingsDep
+) -> Response:
+    """One listed file."""
+    job = store.get(experiment_id, owner)
+    if name == RESOLVED_SPEC:
+        text = dump_spec(validate_data(job.spec))
+        return PlainTextResponse(text, media_type="application/yaml")
+    path = _files(job, settings).get(name)
+    if path is None:
+        raise NotFoundError(f"experiment {experiment_id} has no artifact {name!r}.")
+    return FileResponse(path, filename=name)

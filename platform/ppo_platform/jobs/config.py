@@ -1,0 +1,57 @@
+"""Settings of the job service and the API in front of it: the store, concurrency, limits, keys.
+
+Every field can be set as PPO_PLATFORM_<FIELD> in the environment, like `Settings`; the
+platform home (and so the default SQLite file) comes from `Settings`.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ppo_platform.execution.local import default_workers
+from ppo_platform.settings import Settings, get_settings
+
+
+class ServiceSettings(BaseSettings):
+    """The job service's knobs; limits apply per API key."""
+
+    model_config = SettingsConfigDict(env_prefix="PPO_PLATFORM_", extra="ignore")
+
+    jobs_database_url: str | None = Field(
+        None,
+        description="SQLAlchemy URL of the job store (e.g. postgresql+psycopg://...); "
+        "default sqlite:///<home>/jobs.db.",
+    )
+    jobs_concurrency: int = Field(
+        default_factory=default_workers, ge=1, description="Jobs running at once (one per core)."
+    )
+    api_keys: dict[str, str] = Field(
+        default_factory=dict,
+        description='Extra API keys from settings, as JSON {"owner name": "key"}.',
+    )
+    max_body_bytes: int = Field(1_000_000, ge=1024, description="Largest request body accepted.")
+    max_env_steps: int = Field(
+        5_000_000, ge=1, description="Most env steps one experiment may train (all its runs)."
+    )
+    max_queued: int = Field(100, ge=1, description="Most queued experiments per key.")
+    max_running: int = Field(4, ge=1, description="Most running experiments per key.")
+    cancel_grace_seconds: float = Field(
+        20.0, gt=0, description="A cancelled job still running after this long is killed."
+    )
+
+    def database_url(self, settings: Settings) -> str:
+        return self.jobs_database_url or f"sqlite:///{settings.home / 'jobs.db'}"
+
+
+@lru_cache
+def get_service_settings() -> ServiceSettings:
+    """The process's service settings, read once (tests call cache_clear)."""
+    return ServiceSettings()
+
+
+def database_url() -> str:
+    """The job store URL for this process's settings."""
+    return get_service_settings().database_url(get_settings())

@@ -1,0 +1,101 @@
+"""Engines for the job store and its migrations (Alembic, applied on start).
+
+SQLite is shared by the API process and every job process: WAL journal (readers never wait
+for the writer), a busy timeout, and `BEGIN IMMEDIATE` on write sessions, so a transaction
+that reads and then writes waits for the lock instead of failing with "database is locked".
+"""
+
+from __future__ import annotations
+
+import fcntl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from ppo_platform.errors import BadInputError, SpecIssue, UnavailableError
+
+MIGRATIONS = Path(__file__).resolve().parent / "migrations"
+BUSY_TIMEOUT_SECONDS = 30
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.isolation_level = None  # SQLAlchemy's "begin" event issues BEGIN
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_begin(connection: Any) -> None:
+    mode = connection.get_execution_options().get("sqlite_begin", "DEFERRED")
+    connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for `url`; SQLite files get their folder, WAL and a busy timeout."""
+    try:
+        parsed = make_url(url)
+    except ArgumentError as error:
+        issue = SpecIssue(
+            "PPO_PLATFORM_JOBS_DATABASE_URL",
+            f"is not a SQLAlchemy URL ({error}).",
+            url,
+            fix="use sqlite:///PATH or postgresql+psycopg://user:password@host/db.",
+        )
+        raise BadInputError([issue]) from None
+    if parsed.get_backend_name() != "sqlite":
+        return create_engine(url, pool_pre_ping=True)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_SECONDS})
+    event.listen(engine, "connect", _sqlite_pragmas)
+    event.listen(engine, "begin", _sqlite_begin)
+    return engine
+
+
+def sessions(engine: Engine) -> tuple[sessionmaker[Session], sessionmaker[Session]]:
+    """(read sessions, write sessions); on SQLite a write session takes the lock up front."""
+    writer = engine.execution_options(sqlite_begin="IMMEDIATE")
+    return (
+        sessionmaker(engine, expire_on_commit=False),
+        sessionmaker(writer, expire_on_commit=False),
+    )
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    """One migrating process at a time on this machine (uvicorn --workers start together)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def migrate(engine: Engine, lock_path: Path) -> None:
+    """Bring the store's schema to the newest migration (a no-op when it is there already)."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with _file_lock(lock_path):
+        try:
+            with engine.begin() as connection:
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+        except OperationalError as error:
+            raise UnavailableError(
+                f"the job store at {engine.url.render_as_string(hide_password=True)} "
+                f"does not answer: {error.orig}"
+            ) from error

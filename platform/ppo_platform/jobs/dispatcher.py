@@ -1,0 +1,169 @@
+"""The dispatcher: a thread that starts queued jobs through an Executor and records how they end.
+
+One dispatcher per job store on a machine (a lock file under the home decides which, so
+`serve --workers N` runs one). On start it recovers: jobs left `running` by a dead service are
+re-queued once their old process is gone, and resume from their checkpoints when dispatched.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+from ppo_platform.execution.base import Executor, Task, TaskResult
+from ppo_platform.execution.isolated import IsolatedExecutor
+from ppo_platform.jobs.config import ServiceSettings
+from ppo_platform.jobs.store import JobStore
+from ppo_platform.jobs.worker import run_job
+
+log = logging.getLogger(__name__)
+TICK_SECONDS = 0.25
+LOCK_RETRY_SECONDS = 2.0
+RECOVERY_WAIT_SECONDS = 30.0
+REQUEUE_REASON = "the service stopped while it ran; it resumes from its last checkpoint"
+
+
+def process_alive(pid: int | None) -> bool:
+    """True if `pid` runs (a zombie, dead but not reaped by its new parent, counts as gone)."""
+    if not pid:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    return "\nState:\tZ" not in state
+
+
+class Dispatcher:
+    """Runs queued jobs, at most `concurrency` at once and `max_running` per owner."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        service: ServiceSettings,
+        lock_path: Path,
+        executor: Executor | None = None,
+        torch_threads: int = 1,
+    ) -> None:
+        self.store, self.service, self.lock_path = store, service, lock_path
+        self.concurrency = service.jobs_concurrency
+        self.executor = executor or IsolatedExecutor(self.concurrency, torch_threads)
+        self.running: dict[str, str] = {}  # job id -> owner
+        self.cancel_seen: dict[str, float] = {}  # job id -> monotonic time cancel was seen
+        self.active = threading.Event()  # holds the lock and dispatches
+        self._stop = threading.Event()
+        self._lock_file: IO[str] | None = None
+        self._thread = threading.Thread(target=self._main, name="job-dispatcher", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop dispatching. Running jobs are left to notice (they stop and stay re-queueable)."""
+        self._stop.set()
+        self._thread.join(timeout)
+        self.executor.shutdown(wait=False)
+        if self._lock_file is not None:
+            self._lock_file.close()
+
+    def _main(self) -> None:
+        while not self._stop.is_set() and not self._acquire():
+            self._stop.wait(LOCK_RETRY_SECONDS)
+        if self._stop.is_set():
+            return
+        try:
+            self.recover()
+            self.active.set()
+            while not self._stop.wait(TICK_SECONDS):
+                self.step()
+        except Exception:  # never silently: the service keeps answering, jobs wait
+            log.exception("the job dispatcher stopped")
+            self.active.clear()
+
+    def _acquire(self) -> bool:
+        self.lock_path.parent.mkdir(parents=True, exist_ok=True)
+        handle = self.lock_path.open("a")
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            return False
+        self._lock_file = handle
+        return True
+
+    def recover(self) -> None:
+        """Re-queue every job a dead service left running, once its process is gone."""
+        for job in self.store.with_status("running"):
+            deadline = time.monotonic() + RECOVERY_WAIT_SECONDS
+            while process_alive(job.pid) and time.monotonic() < deadline:
+                time.sleep(0.2)  # an orphaned job saves a checkpoint and exits by itself
+            if process_alive(job.pid):
+                assert job.pid is not None
+                os.killpg(job.pid, signal.SIGKILL)
+            self.store.requeue(job.id, REQUEUE_REASON)
+
+    def step(self) -> None:
+        """One round: collect finished jobs, enforce cancels, start queued ones."""
+        self._collect()
+        self._enforce_cancels()
+        self._dispatch()
+
+    def _collect(self) -> None:
+        try:
+            for result in self.executor.as_completed(timeout=0):
+                self._record(result)
+        except TimeoutError:
+            pass
+
+    def _record(self, result: TaskResult) -> None:
+        """A job process ended; if it could not write its status (it died), write it here."""
+        self.running.pop(result.key, None)
+        self.cancel_seen.pop(result.key, None)
+        job = self.store.get(result.key)
+        if job.status != "running":
+            return
+        if job.cancel_requested:
+            self.store.finish(job.id, "cancelled")
+        else:
+            reason = result.error or "the job process ended without reporting a status"
+            self.store.finish(job.id, "failed", error=reason)
+
+    def _enforce_cancels(self) -> None:
+        """Jobs stop by themselves on cancel; one still running after the grace is killed."""
+        if not self.running:
+            return
+        now = time.monotonic()
+        for job in self.store.with_status("running"):
+            if job.id not in self.running or not job.cancel_requested:
+                continue
+            seen = self.cancel_seen.setdefault(job.id, now)
+            if now - seen > self.service.cancel_grace_seconds and isinstance(
+                self.executor, IsolatedExecutor
+            ):
+                self.executor.signal(job.id, signal.SIGKILL)
+
+    def _dispatch(self) -> None:
+        free = self.concurrency - len(self.running)
+        if free <= 0:
+            return
+        for job in self.store.with_status("queued"):
+            if free <= 0:
+                return
+            per_owner = sum(owner == job.owner for owner in self.running.values())
+            if per_owner >= self.service.max_running or not self.store.mark_running(job.id):
+                continue
+            self.running[job.id] = job.owner
+            self.executor.submit(Task(job.id, run_job, (job.id, self.store.url)))
+            free -= 1

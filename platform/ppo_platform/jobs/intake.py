@@ -1,0 +1,77 @@
+"""Everything a spec must pass before it is queued: schema, refusals, a registered env id,
+its sweep members or search space, and the per-key env-step limit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.jobs.store import Submission
+from ppo_platform.spec.env_ids import check_env_id
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import load_spec_text
+
+
+def kind_of(spec: ExperimentSpec) -> str:
+    """run, sweep or tune: what the spec asks for follows from its sections."""
+    if spec.tune is not None:
+        return "tune"
+    if spec.sweep is not None:
+        return "sweep"
+    return "run"
+
+
+def parse_spec(text: str, source: str = "request") -> ExperimentSpec:
+    """A validated spec whose env id is a registered gymnasium id (nothing imported by name)."""
+    spec = load_spec_text(text, source)
+    check_env_id(spec.env.id, source)
+    return spec
+
+
+def total_env_steps(spec: ExperimentSpec, source: str) -> int:
+    """Env steps of every run the spec starts; sweeps and studies are checked in full."""
+    kind = kind_of(spec)
+    if kind == "sweep":
+        from ppo_platform.sweeps.expand import expand_sweep
+
+        return sum(m.spec.budget.total_timesteps for m in expand_sweep(spec, source))
+    if kind == "tune":
+        from ppo_platform.tuning import check_space
+        from ppo_platform.tuning.study import study_budget
+
+        check_space(spec)
+        return spec.budget.total_timesteps * study_budget(spec)
+    return spec.budget.total_timesteps
+
+
+def prepare_submission(text: str, max_env_steps: int, source: str = "request") -> Submission:
+    """Validate `text` in full and describe the job to queue; SpecError names every issue."""
+    spec = parse_spec(text, source)
+    steps = total_env_steps(spec, source)
+    if steps > max_env_steps:
+        issue = SpecIssue(
+            "budget.total_timesteps",
+            f"the experiment would train {steps} env steps in all, over the limit "
+            f"max_env_steps = {max_env_steps} per experiment.",
+            spec.budget.total_timesteps,
+            fix="lower the budget (or the number of runs or trials), or ask for a higher "
+            "PPO_PLATFORM_MAX_ENV_STEPS.",
+            rule="max_env_steps",
+        )
+        raise SpecError([issue], source)
+    return Submission(
+        kind=kind_of(spec),
+        name=spec.name,
+        spec=spec.resolved(),
+        spec_hash=spec.spec_hash(),
+        total_timesteps=steps,
+    )
+
+
+def plan_for_service(env_id: str, budget: int, use_case: str, overrides: list[str]) -> Any:
+    """The planner's Plan for a request: the env id must be registered (nothing imported)."""
+    from ppo_platform.planner import plan_experiment
+
+    check_env_id(env_id, "request")
+    return plan_experiment(env_id, budget, use_case, overrides)

@@ -1,0 +1,1 @@
+"""Alembic migrations of the job store (applied by `ppo_platform.jobs.database.migrate`)."""

@@ -1,0 +1,301 @@
+"""The job store: experiments and their events as rows (no HTTP here).
+
+Statuses move queued -> running -> succeeded | failed | cancelled; every change is also an
+event, so the event stream alone tells a client what happened. Reads take `owner` so another
+key's experiment is simply not found.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select, text, update
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import Session
+
+from ppo_platform.errors import (
+    ConflictError,
+    LimitError,
+    NotFoundError,
+    SpecIssue,
+    UnavailableError,
+)
+from ppo_platform.jobs.database import make_engine, migrate, sessions
+from ppo_platform.jobs.models import TERMINAL, Event, Experiment, utcnow
+
+MAX_PAGE = 100
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What to queue: a validated spec's resolved form and what the service needs to know."""
+
+    kind: str
+    name: str
+    spec: dict[str, Any]
+    spec_hash: str
+    total_timesteps: int  # env steps of all its runs together
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class JobStore:
+    """Experiments and events in one SQLAlchemy database (migrated when opened)."""
+
+    def __init__(self, url: str, lock_dir: Path, *, migrate_schema: bool = True) -> None:
+        self.url = url
+        self.engine = make_engine(url)
+        if migrate_schema:
+            migrate(self.engine, lock_dir / "jobs-migrate.lock")
+        self._read, self._write = sessions(self.engine)
+
+    def read(self) -> Session:
+        return self._read()
+
+    def writing(self) -> AbstractContextManager[Session]:
+        """A write transaction (on SQLite it holds the write lock from its first statement)."""
+        return self._write.begin()
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def ping(self) -> None:
+        """Raise UnavailableError unless the store answers a query."""
+        try:
+            with self.read() as session:
+                session.execute(text("SELECT 1"))
+        except OperationalError as error:
+            raise UnavailableError(f"the job store does not answer: {error.orig}") from error
+
+    # -- submit, read, list -------------------------------------------------------------
+
+    def submit(
+        self, owner: str, job: Submission, idempotency_key: str | None, max_queued: int
+    ) -> tuple[Experiment, bool]:
+        """Queue `job` for `owner`; (experiment, created). A known idempotency key returns the
+        experiment it first created instead of a second one."""
+        try:
+            with self._write.begin() as session:
+                if idempotency_key and (found := self._by_key(session, owner, idempotency_key)):
+                    return found, False
+                self._check_queue(session, owner, max_queued)
+                row = Experiment(
+                    id=new_id(),
+                    owner=owner,
+                    kind=job.kind,
+                    status="queued",
+                    name=job.name,
+                    spec=job.spec,
+                    spec_hash=job.spec_hash,
+                    total_timesteps=job.total_timesteps,
+                    idempotency_key=idempotency_key,
+                    created_at=utcnow(),
+                    mlflow_run_ids=[],
+                    progress={"timesteps": 0, "total_timesteps": job.total_timesteps},
+                    diagnostics={},
+                    alerts=0,
+                    result={},
+                    cancel_requested=False,
+                    attempts=0,
+                )
+                session.add(row)
+                session.flush()
+                session.add(_event(row.id, "status", {"status": "queued"}))
+                return row, True
+        except IntegrityError:  # another request with the same key won the race
+            with self.read() as session:
+                found = self._by_key(session, owner, idempotency_key or "")
+            if found is None:
+                raise
+            return found, False
+
+    @staticmethod
+    def _by_key(session: Session, owner: str, key: str) -> Experiment | None:
+        query = select(Experiment).where(
+            Experiment.owner == owner, Experiment.idempotency_key == key
+        )
+        return session.scalars(query).first()
+
+    @staticmethod
+    def _check_queue(session: Session, owner: str, max_queued: int) -> None:
+        query = select(func.count()).where(Experiment.owner == owner, Experiment.status == "queued")
+        queued = session.scalar(query) or 0
+        if queued >= max_queued:
+            raise LimitError(
+                f"limit max_queued reached: {queued} experiments of this key are queued "
+                f"(at most {max_queued}, PPO_PLATFORM_MAX_QUEUED). Wait for some to start "
+                "or cancel them."
+            )
+
+    def get(self, experiment_id: str, owner: str | None = None) -> Experiment:
+        """The experiment, or NotFoundError (also when it belongs to another owner)."""
+        with self.read() as session:
+            row = session.scalars(select(Experiment).where(Experiment.id == experiment_id)).first()
+        if row is None or (owner is not None and row.owner != owner):
+            raise NotFoundError(f"no experiment {experiment_id!r}.")
+        return row
+
+    def page(
+        self,
+        owner: str,
+        *,
+        status: str | None = None,
+        kind: str | None = None,
+        limit: int = 20,
+        cursor: int | None = None,
+    ) -> tuple[list[Experiment], int | None]:
+        """Newest first; (page, cursor of the next page or None)."""
+        limit = max(1, min(limit, MAX_PAGE))
+        query = select(Experiment).where(Experiment.owner == owner)
+        if status:
+            query = query.where(Experiment.status == status)
+        if kind:
+            query = query.where(Experiment.kind == kind)
+        if cursor is not None:
+            query = query.where(Experiment.pk < cursor)
+        with self.read() as session:
+            rows = list(session.scalars(query.order_by(Experiment.pk.desc()).limit(limit + 1)))
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return rows, (rows[-1].pk if more else None)
+
+    # -- cancel -------------------------------------------------------------------------
+
+    def cancel(self, experiment_id: str, owner: str | None = None) -> Experiment:
+        """A queued experiment is cancelled at once (it never starts); a running one is asked
+        to stop (the dispatcher stops it). Cancelling a finished one is a ConflictError."""
+        row = self.get(experiment_id, owner)
+        with self._write.begin() as session:
+            done = session.execute(
+                update(Experiment)
+                .where(Experiment.id == row.id, Experiment.status == "queued")
+                .values(status="cancelled", finished_at=utcnow(), cancel_requested=True)
+            )
+            if done.rowcount:  # type: ignore[attr-defined]
+                session.add(_event(row.id, "status", {"status": "cancelled"}))
+            else:
+                session.execute(
+                    update(Experiment)
+                    .where(Experiment.id == row.id, Experiment.status == "running")
+                    .values(cancel_requested=True)
+                )
+        row = self.get(experiment_id, owner)
+        if row.status in TERMINAL and row.status != "cancelled":
+            raise ConflictError(
+                [
+                    SpecIssue(
+                        "status",
+                        "the experiment already finished; there is nothing to cancel.",
+                        row.status,
+                    )
+                ]
+            )
+        return row
+
+    # -- events -------------------------------------------------------------------------
+
+    def append_event(
+        self, experiment_id: str, kind: str, data: dict[str, Any], **changes: Any
+    ) -> int:
+        """Add one event and apply `changes` to the experiment row in the same transaction."""
+        with self._write.begin() as session:
+            row = _event(experiment_id, kind, data)
+            session.add(row)
+            if kind == "alert":
+                changes["alerts"] = Experiment.alerts + 1
+            if changes:
+                session.execute(
+                    update(Experiment).where(Experiment.id == experiment_id).values(**changes)
+                )
+            session.flush()
+            return row.id
+
+    def events_after(
+        self, experiment_id: str, after: int = 0, kinds: Sequence[str] = (), limit: int = 500
+    ) -> list[Event]:
+        query = select(Event).where(Event.experiment_id == experiment_id, Event.id > after)
+        if kinds:
+            query = query.where(Event.kind.in_(kinds))
+        with self.read() as session:
+            return list(session.scalars(query.order_by(Event.id).limit(limit)))
+
+    # -- the dispatcher's side ------------------------------------------------------------
+
+    def with_status(self, status: str) -> list[Experiment]:
+        """Every experiment in `status`, oldest first."""
+        query = select(Experiment).where(Experiment.status == status).order_by(Experiment.pk)
+        with self.read() as session:
+            return list(session.scalars(query))
+
+    def mark_running(self, experiment_id: str) -> bool:
+        """queued -> running; False if it is no longer queued (cancelled meanwhile)."""
+        with self._write.begin() as session:
+            done = session.execute(
+                update(Experiment)
+                .where(Experiment.id == experiment_id, Experiment.status == "queued")
+                .values(status="running", started_at=utcnow(), attempts=Experiment.attempts + 1)
+            )
+            if not done.rowcount:  # type: ignore[attr-defined]
+                return False
+            session.add(_event(experiment_id, "status", {"status": "running"}))
+        return True
+
+    def finish(
+        self,
+        experiment_id: str,
+        status: str,
+        *,
+        error: str | None = None,
+        result: dict[str, Any] | None = None,
+    ) -> bool:
+        """running -> a final status with its error or result; False if it was not running."""
+        values: dict[str, Any] = {"status": status, "finished_at": utcnow(), "error": error}
+        if result is not None:
+            values["result"] = result
+        with self._write.begin() as session:
+            done = session.execute(
+                update(Experiment)
+                .where(Experiment.id == experiment_id, Experiment.status == "running")
+                .values(**values)
+            )
+            if not done.rowcount:  # type: ignore[attr-defined]
+                return False
+            data = {"status": status, **({"error": error} if error else {})}
+            session.add(_event(experiment_id, "status", data))
+        return True
+
+    def requeue(self, experiment_id: str, reason: str) -> None:
+        """running -> queued (its process is gone); it resumes when it is dispatched again."""
+        with self._write.begin() as session:
+            session.execute(
+                update(Experiment)
+                .where(Experiment.id == experiment_id, Experiment.status == "running")
+                .values(status="queued", pid=None)
+            )
+            session.add(_event(experiment_id, "status", {"status": "queued", "reason": reason}))
+
+    def update(self, experiment_id: str, **changes: Any) -> None:
+        with self._write.begin() as session:
+            session.execute(
+                update(Experiment).where(Experiment.id == experiment_id).values(**changes)
+            )
+
+
+def _event(experiment_id: str, kind: str, data: dict[str, Any]) -> Event:
+    return Event(experiment_id=experiment_id, kind=kind, data=data, created_at=utcnow())
+
+
+def age_seconds(moment: dt.datetime | None) -> float:
+    if moment is None:
+        return 0.0
+    if moment.tzinfo is None:  # SQLite hands naive datetimes back
+        moment = moment.replace(tzinfo=dt.timezone.utc)
+    return (utcnow() - moment).total_seconds()

@@ -1,0 +1,186 @@
+"""The body of one job process: load the experiment, run it by kind, write its final status.
+
+This module is imported by the dispatcher (to name `run_job` in a Task) and must stay light:
+the runner, sweeps and tuning are imported inside the job process only.
+
+A job whose service died (orphaned) stops and leaves its status `running`: the next start of
+the service re-queues it and it resumes from its checkpoint.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from typing import Any
+
+from ppo_platform.errors import RunNotFoundError
+from ppo_platform.execution.base import describe_error
+from ppo_platform.jobs.reporting import EventWriter, Watcher
+from ppo_platform.jobs.store import JobStore
+from ppo_platform.settings import Settings, get_settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import validate_data
+
+
+def job_folder(settings: Settings, job_id: str) -> Path:
+    """Files a job writes besides its MLflow runs (tuning outputs); `job_id` is 32 hex."""
+    return settings.home / "jobs" / job_id
+
+
+def run_job(job_id: str, database_url: str) -> str:
+    """Run experiment `job_id` to its end; its final status ("orphaned": left running)."""
+    store = JobStore(database_url, Path("."), migrate_schema=False)
+    try:
+        job = store.get(job_id)
+        store.update(job_id, pid=os.getpid())
+        spec = validate_data(job.spec, source=f"experiment {job_id}")
+        with Watcher(store, job_id, interrupt=job.kind != "run") as watcher:
+            status, error, result = _run_kind(store, job, spec, watcher)
+        if watcher.orphaned:
+            return "orphaned"
+        if watcher.cancelled and status != "succeeded":
+            status, error = "cancelled", None
+        store.finish(job_id, status, error=error, result=result)
+        return status
+    finally:
+        store.close()
+
+
+def _ensure_tracking_store() -> None:
+    """Create the MLflow store before training: several job processes starting together must
+    not all create a fresh SQLite MLflow database at once (they collide)."""
+    from ppo_platform.tracking.gateway import tracking_client
+
+    settings = get_settings()
+    lock_path = settings.ensure_home() / "tracking-init.lock"
+    with lock_path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            tracking_client(settings.tracking_uri).search_experiments(max_results=1)
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_kind(
+    store: JobStore, job: Any, spec: ExperimentSpec, watcher: Watcher
+) -> tuple[str, str | None, dict[str, Any] | None]:
+    """(status, error, result) of the job's kind; errors become a failed status."""
+    writer = EventWriter(store, job.id, on_first=lambda: _record_run_id(store, job.id, spec))
+    try:
+        _ensure_tracking_store()
+        if watcher.stopping:
+            return "cancelled", None, None
+        if job.kind == "sweep":
+            return _sweep(spec, writer)
+        if job.kind == "tune":
+            return _tune(store, job.id, spec)
+        return _run(job, spec, writer, watcher)
+    except KeyboardInterrupt:
+        return "cancelled", None, None
+    except Exception as error:
+        return "failed", describe_error(error), None
+
+
+def _record_run_id(store: JobStore, job_id: str, spec: ExperimentSpec) -> None:
+    """Find the MLflow run this job started (tagged with the job id) and keep its id."""
+    from ppo_platform.tracking.gateway import tracking_client
+    from ppo_platform.tracking.queries import search_all
+    from ppo_platform.tracking.tags import JOB_ID
+
+    client = tracking_client(get_settings().tracking_uri)
+    experiment = client.get_experiment_by_name(spec.experiment_name)
+    if experiment is None:
+        return
+    runs = search_all(client, experiment.experiment_id, f"tags.`{JOB_ID}` = '{job_id}'")
+    if runs:
+        newest = max(runs, key=lambda run: run.info.start_time)
+        store.update(job_id, mlflow_run_id=newest.info.run_id, mlflow_run_ids=[newest.info.run_id])
+
+
+def _run(
+    job: Any, spec: ExperimentSpec, writer: EventWriter, watcher: Watcher
+) -> tuple[str, str | None, dict[str, Any] | None]:
+    from ppo_platform.tracking.tags import JOB_ID
+    from ppo_platform.training.runner import resume_run, run_spec
+
+    result = None
+    if job.mlflow_run_id:  # interrupted earlier: continue the same MLflow run
+        try:
+            result = resume_run(job.mlflow_run_id, on_progress=writer, cancel=watcher.cancel)
+        except RunNotFoundError as error:
+            writer.store.append_event(job.id, "log", {"message": f"starting over: {error}"})
+    if result is None:
+        result = run_spec(spec, on_progress=writer, cancel=watcher.cancel, tags={JOB_ID: job.id})
+    summary = {
+        "outcome": result.outcome,
+        "run_id": result.run_id,
+        "timesteps": result.timesteps,
+        "final_eval_mean": result.final_eval_mean,
+        "final_eval_std": result.final_eval_std,
+        "alerts": result.alerts,
+        "seconds": round(result.seconds, 3),
+    }
+    writer.store.update(
+        job.id,
+        mlflow_run_id=result.run_id,
+        mlflow_run_ids=[result.run_id],
+        progress={"timesteps": result.timesteps, "total_timesteps": spec.budget.total_timesteps},
+    )
+    if result.outcome == "completed":
+        return "succeeded", None, summary
+    if result.outcome == "cancelled":
+        return "cancelled", None, summary
+    return "failed", result.message, summary
+
+
+def _sweep(spec: ExperimentSpec, writer: EventWriter) -> tuple[str, str | None, dict[str, Any]]:
+    from ppo_platform.sweeps import run_sweep
+
+    result = run_sweep(spec, on_event=writer.sweep_line, report=True)
+    runs = [
+        {
+            "name": o.member.spec.name,
+            "status": o.status,
+            "run_id": o.run_id,
+            "final_eval_mean": o.final_eval_mean,
+            "error": o.error,
+        }
+        for o in result.outcomes
+    ]
+    writer.store.update(
+        writer.job_id,
+        mlflow_run_id=result.parent_run_id,
+        mlflow_run_ids=[r["run_id"] for r in runs if r["run_id"]],
+        progress={"runs_done": len(runs), "runs_total": len(runs)},
+    )
+    summary = {"parent_run_id": result.parent_run_id, "runs": runs, "failed": len(result.failed)}
+    if result.failed:
+        return "failed", f"{len(result.failed)} of {len(runs)} sweep runs failed", summary
+    return "succeeded", None, summary
+
+
+def _tune(
+    store: JobStore, job_id: str, spec: ExperimentSpec
+) -> tuple[str, str | None, dict[str, Any]]:
+    from ppo_platform.tuning import run_study
+
+    settings = get_settings()
+    # One study per job, named after it: a re-queued job continues its own study.
+    result = run_study(
+        spec,
+        workers=1,
+        study_name=f"{spec.name}-{job_id[:8]}",
+        out_dir=job_folder(settings, job_id),
+        live=False,
+    )
+    outputs = result.outputs
+    store.update(job_id, mlflow_run_id=result.parent_run_id)
+    summary = {
+        "parent_run_id": result.parent_run_id,
+        "study_name": result.study_name,
+        "best_trial": outputs.best_trial,
+        "best_value": outputs.best_value,
+        "best_spec": outputs.best_spec.read_text(),
+    }
+    return "succeeded", None, summary

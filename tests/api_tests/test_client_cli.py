@@ -1,0 +1,52 @@
+"""`ppo-platform submit | status | cancel` through ppo_platform.client, against the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def _cli(server, key: str, *args: str) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root / "platform"), str(root)]),
+        "PPO_PLATFORM_API_KEY": key,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "ppo_platform.cli", *args, "--server", server.url],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_submit_follows_to_the_end_and_status_cancel_work(server, tiny, tmp_path, keys) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(tiny(512, name="via-cli"))
+    followed = _cli(server, keys["bob"], "submit", str(spec))
+    assert followed.returncode == 0, followed.stderr
+    lines = followed.stdout.splitlines()
+    assert len(lines[0]) == 32 and lines[-1].startswith("succeeded: run ")
+    assert any(line.startswith("eval: ") for line in lines)
+
+    spec.write_text(tiny(400_000, name="via-cli-long"))
+    detached = _cli(server, keys["bob"], "submit", str(spec), "--detach")
+    job_id = detached.stdout.strip()
+    assert detached.returncode == 0 and len(job_id) == 32
+    status = _cli(server, keys["bob"], "status", job_id)
+    assert json.loads(status.stdout)["name"] == "via-cli-long"
+    cancelled = _cli(server, keys["bob"], "cancel", job_id)
+    assert cancelled.returncode == 0 and "cancel" in cancelled.stdout
+    other = _cli(server, keys["alice"], "status", job_id)
+    assert other.returncode == 2 and "HTTP 404" in other.stderr
+    wrong = _cli(server, "not-a-key", "status", job_id)
+    assert wrong.returncode == 2 and "HTTP 401" in wrong.stderr

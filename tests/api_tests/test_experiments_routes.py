@@ -1,0 +1,125 @@
+"""Submit, list, read, cancel; a finished run's result, alerts, metrics, artifacts and events.
+
+The module's server runs at most one experiment per key at a time (max_running 1), so a
+second submission of the same key is reliably queued.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_submit_is_202_with_links_and_idempotent(alice, post_spec, tiny) -> None:
+    first = post_spec(alice, tiny(name="idem"), **{"Idempotency-Key": "retry-1"})
+    assert first.status_code == 202, first.text
+    body = first.json()
+    assert body["status"] in ("queued", "running") and body["kind"] == "run"
+    assert first.headers["Location"] == body["links"]["experiment"]
+    again = post_spec(alice, tiny(name="idem"), **{"Idempotency-Key": "retry-1"})
+    assert again.status_code == 200 and again.json()["id"] == body["id"]
+    listed = alice.get("/v1/experiments", params={"limit": 100}).json()["items"]
+    assert [j["name"] for j in listed].count("idem") == 1
+
+
+def test_invalid_specs_are_refused_before_queueing(alice, post_spec) -> None:
+    refused = post_spec(alice, "name: x\nenv: CartPole-v1\nupdate: {epochs: 31}\n")
+    assert refused.status_code == 422 and refused.json()["issues"][0]["rule"]
+    too_big = post_spec(alice, "name: x\nenv: CartPole-v1\nbudget: {total_timesteps: 900000000}\n")
+    assert too_big.status_code == 422
+    assert "max_env_steps" in too_big.json()["message"]
+
+
+def test_a_finished_run_reports_result_alerts_metrics_artifacts(alice, post_spec, tiny, wait):
+    job_id = post_spec(alice, tiny(1024, name="finished")).json()["id"]
+    job = wait(alice, job_id)
+    assert job["status"] == "succeeded", job["error"]
+    assert job["result"]["timesteps"] == 1024 and job["result"]["final_eval_mean"] is not None
+    assert job["mlflow_run_id"] == job["result"]["run_id"] and len(job["mlflow_run_id"]) == 32
+    assert job["progress"]["timesteps"] == 1024 and job["diagnostics"]["approx_kl"] is not None
+    alerts = alice.get(f"/v1/experiments/{job_id}/alerts").json()["items"]
+    assert len(alerts) == job["alerts"] and all(a["kind"] == "alert" for a in alerts)
+    metrics = alice.get(f"/v1/experiments/{job_id}/metrics", params={"key": "eval/mean_reward"})
+    assert metrics.status_code == 200, metrics.text
+    assert [p["step"] for p in metrics.json()["points"]][-1] == 1024
+    names = {a["name"] for a in alice.get(f"/v1/experiments/{job_id}/artifacts").json()["items"]}
+    assert {"resolved_spec.yaml", "spec.yaml", "training_curves.png", "alerts.json"} <= names
+    spec = alice.get(f"/v1/experiments/{job_id}/artifacts/resolved_spec.yaml")
+    assert "total_timesteps: 1024" in spec.text
+    png = alice.get(f"/v1/experiments/{job_id}/artifacts/training_curves.png")
+    assert png.content.startswith(b"\x89PNG")
+    for name in ("nope.yaml", "..%2Fjobs.db", "%2Fetc%2Fpasswd"):
+        assert alice.get(f"/v1/experiments/{job_id}/artifacts/{name}").status_code == 404
+
+
+def _sse(client: httpx.Client, job_id: str, last: int | None = None, count: int | None = None):
+    headers = {"Last-Event-ID": str(last)} if last is not None else {}
+    events = []
+    with client.stream("GET", f"/v1/experiments/{job_id}/events", headers=headers) as stream:
+        assert stream.headers["content-type"].startswith("text/event-stream")
+        current: dict[str, str] = {}
+        for line in stream.iter_lines():
+            if line.startswith(("id:", "event:", "data:")):
+                name, _, value = line.partition(": ")
+                current[name.rstrip(":")] = value
+            elif not line and current:
+                events.append(current)
+                current = {}
+                if count is not None and len(events) == count:
+                    break  # disconnect mid-stream
+    return events
+
+
+def test_sse_reconnect_with_last_event_id_misses_nothing(alice, post_spec, tiny, wait) -> None:
+    job_id = post_spec(alice, tiny(2048, name="stream")).json()["id"]
+    first = _sse(alice, job_id, count=3)  # while it runs (or is queued), then hang up
+    rest = _sse(alice, job_id, last=int(first[-1]["id"]))
+    events = first + rest
+    ids = [int(e["id"]) for e in events]
+    assert ids == sorted(set(ids))  # strictly increasing, nothing twice
+    assert json.loads(events[-1]["data"])["data"]["status"] == "succeeded"
+    assert ids == [int(e["id"]) for e in _sse(alice, job_id)]  # the same as one full read
+    assert {"status", "progress", "eval"} <= {e["event"] for e in events}
+    assert wait(alice, job_id)["status"] == "succeeded"
+
+
+def test_cancel_a_queued_one_never_starts_and_a_running_one_stops(alice, post_spec, tiny, wait):
+    running = post_spec(alice, tiny(400_000, name="long")).json()["id"]
+    queued = post_spec(alice, tiny(name="waiting")).json()["id"]
+    wait(alice, running, lambda j: j["progress"].get("timesteps", 0) > 0, timeout=90)
+    assert alice.get(f"/v1/experiments/{queued}").json()["status"] == "queued"
+    cancelled = alice.post(f"/v1/experiments/{queued}/cancel")
+    assert cancelled.status_code == 202 and cancelled.json()["status"] == "cancelled"
+    asked = time.monotonic()
+    assert alice.post(f"/v1/experiments/{running}/cancel").json()["cancel_requested"]
+    stopped = wait(alice, running, timeout=30)
+    assert stopped["status"] == "cancelled" and time.monotonic() - asked < 10
+    time.sleep(1.0)
+    never = alice.get(f"/v1/experiments/{queued}").json()
+    assert never["status"] == "cancelled" and never["started_at"] is None
+    assert never["attempts"] == 0
+    assert alice.post(f"/v1/experiments/{running}/cancel").status_code == 202  # no-op
+    listed = alice.get("/v1/experiments", params={"status": "cancelled"}).json()["items"]
+    assert {j["status"] for j in listed} == {"cancelled"}
+
+
+def test_list_filters_and_pages_with_a_cursor(bob, post_spec, tiny) -> None:
+    ids = [post_spec(bob, tiny(name=f"page{i}")).json()["id"] for i in range(3)]
+    for job_id in ids:
+        bob.post(f"/v1/experiments/{job_id}/cancel")
+    seen, cursor = [], None
+    while True:
+        params = {"limit": 2, "kind": "run", **({"cursor": cursor} if cursor else {})}
+        page = bob.get("/v1/experiments", params=params).json()
+        seen += [j["id"] for j in page["items"]]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen[:3] == ids[::-1]
+    assert bob.get("/v1/experiments", params={"status": "bogus"}).status_code == 422
+    assert bob.get("/v1/experiments", params={"kind": "tune"}).json()["items"] == []

@@ -1,0 +1,110 @@
+"""Health checks, API keys (401, ownership as 404), and an API process without torch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import httpx
+
+from ppo_platform.jobs import JobStore
+
+
+def test_health_checks_need_no_key(server) -> None:
+    with server.client(None) as anonymous:
+        assert anonymous.get("/healthz").json() == {"status": "ok"}
+        ready = anonymous.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json() == {
+        "status": "ready",
+        "job_store": True,
+        "tracking_store": True,
+        "dispatcher": True,
+    }
+
+
+def test_every_other_route_needs_a_known_key(server) -> None:
+    with server.client(None) as anonymous:
+        missing = anonymous.get("/v1/experiments")
+        wrong = anonymous.get("/v1/experiments", headers={"Authorization": "Bearer nope"})
+    assert missing.status_code == wrong.status_code == 401
+    assert missing.headers["WWW-Authenticate"] == "Bearer"
+    assert missing.json()["type"] == "Unauthorized"
+    assert wrong.json()["message"] == "unknown or revoked API key."
+
+
+def test_another_keys_experiment_is_not_found_for_every_route(alice, bob, tiny, post_spec):
+    job_id = post_spec(alice, tiny(name="private")).json()["id"]
+    for method, path in [
+        ("GET", ""),
+        ("GET", "/events"),
+        ("GET", "/alerts"),
+        ("GET", "/artifacts"),
+        ("GET", "/artifacts/resolved_spec.yaml"),
+        ("GET", "/metrics?key=eval/mean_reward"),
+        ("POST", "/cancel"),
+    ]:
+        response = bob.request(method, f"/v1/experiments/{job_id}{path}")
+        assert response.status_code == 404, (path, response.text)
+        assert response.json()["type"] == "NotFoundError"
+    assert job_id not in bob.get("/v1/experiments").text
+    assert alice.get(f"/v1/experiments/{job_id}").status_code == 200
+
+
+def test_keys_made_by_the_cli_work_until_revoked(server) -> None:
+    env = {**os.environ, "PPO_PLATFORM_HOME": str(server.home)}
+    cli = [sys.executable, "-m", "ppo_platform.cli", "keys"]
+    made = subprocess.run([*cli, "create", "carol"], env=env, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    key = made.stdout.strip()
+    headers = {"Authorization": f"Bearer {key}"}
+    assert httpx.get(f"{server.url}/v1/experiments", headers=headers).status_code == 200
+    listed = subprocess.run([*cli, "list"], env=env, capture_output=True, text=True)
+    assert "carol" in listed.stdout and key not in listed.stdout
+    again = subprocess.run([*cli, "create", "carol"], env=env, capture_output=True, text=True)
+    assert again.returncode == 2 and "exists already" in again.stderr
+    subprocess.run([*cli, "revoke", "carol"], env=env, check=True, capture_output=True)
+    assert httpx.get(f"{server.url}/v1/experiments", headers=headers).status_code == 401
+    store = JobStore(f"sqlite:///{server.home / 'jobs.db'}", server.home)
+    with store.read() as session:
+        from sqlalchemy import text
+
+        hashes = session.execute(text("SELECT key_hash FROM api_keys")).scalars().all()
+    store.close()
+    assert key not in hashes
+
+
+def test_the_api_process_imports_no_torch_or_sb3(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        from fastapi.testclient import TestClient
+        from api.app import create_app
+
+        with TestClient(create_app()) as client:
+            assert client.get("/healthz").status_code == 200
+            ok = client.post(
+                "/v1/specs/validate",
+                content="name: x\\nenv: CartPole-v1\\n",
+                headers={"Authorization": "Bearer k", "Content-Type": "application/yaml"},
+            )
+            assert ok.status_code == 200, ok.text
+        heavy = [m for m in ("torch", "stable_baselines3", "mlflow", "optuna") if m in sys.modules]
+        print(heavy)
+        """
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(root / "platform"), str(root)]),
+        "PPO_PLATFORM_HOME": str(tmp_path),
+        "PPO_PLATFORM_API_KEYS": '{"a": "k"}',
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "[]"

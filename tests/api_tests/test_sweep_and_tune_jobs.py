@@ -1,0 +1,64 @@
+"""Sweeps and studies submitted over HTTP run in the job service like runs do."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SWEEP = """name: tiny-sweep
+env: {id: ppo_platform/GridWorld-v0, n_envs: 1}
+rollout: {n_steps: 64}
+update: {epochs: 2, minibatch_size: 64}
+budget: {total_timesteps: 256}
+evaluation: {every_timesteps: 256, episodes: 2}
+sweep: {grid: {update.epochs: [1, 2]}, seeds: [0]}
+"""
+
+
+def test_a_sweep_job_trains_every_member_under_one_parent_run(alice, post_spec, wait) -> None:
+    submitted = post_spec(alice, SWEEP)
+    assert submitted.status_code == 202, submitted.text
+    assert submitted.json()["kind"] == "sweep" and submitted.json()["total_timesteps"] == 512
+    job = wait(alice, submitted.json()["id"], timeout=240)
+    assert job["status"] == "succeeded", job["error"]
+    result = job["result"]
+    assert len(result["runs"]) == 2 and result["failed"] == 0
+    assert job["mlflow_run_id"] == result["parent_run_id"]
+    assert sorted(job["mlflow_run_ids"]) == sorted(r["run_id"] for r in result["runs"])
+    assert job["progress"] == {"runs_done": 2, "runs_total": 2}
+    logs = alice.get(f"/v1/experiments/{job['id']}/artifacts").json()["items"]
+    assert any(a["name"].endswith(".md") for a in logs)
+
+
+TUNE = """name: tiny-tune
+env: {id: ppo_platform/GridWorld-v0, n_envs: 1}
+rollout: {n_steps: 64}
+update: {epochs: 2, minibatch_size: 64}
+budget: {total_timesteps: 256}
+evaluation: {every_timesteps: 256, episodes: 2}
+tune:
+  n_trials: 2
+  seeds_per_trial: 1
+  sampler: {type: random, seed: 0}
+  space:
+    update.epochs: {type: int, low: 1, high: 3}
+"""
+
+
+def test_a_tune_job_reports_the_best_value_and_spec(alice, post_spec, wait) -> None:
+    submitted = post_spec(alice, TUNE)
+    assert submitted.status_code == 202, submitted.text
+    assert submitted.json()["kind"] == "tune"
+    job = wait(alice, submitted.json()["id"], timeout=300)
+    assert job["status"] == "succeeded", job["error"]
+    result = job["result"]
+    assert job["mlflow_run_id"] == result["parent_run_id"]
+    assert isinstance(result["best_value"], float) and result["best_trial"] in (0, 1)
+    assert "tune:" not in result["best_spec"] and "epochs:" in result["best_spec"]
+    names = {a["name"] for a in alice.get(f"/v1/experiments/{job['id']}/artifacts").json()["items"]}
+    assert "best_spec.yaml" in names
+    assert (
+        alice.get(f"/v1/experiments/{job['id']}/artifacts/best_spec.yaml").text
+        == (result["best_spec"])
+    )

@@ -1,0 +1,84 @@
+"""The dispatcher with real job processes: success, crashes, cancel, restart recovery."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ppo_platform.jobs import Dispatcher, JobStore, ServiceSettings, prepare_submission
+from ppo_platform.jobs.models import TERMINAL
+
+pytestmark = pytest.mark.slow
+TINY_RUN = """name: tiny
+env: {id: ppo_platform/GridWorld-v0, n_envs: 1}
+rollout: {n_steps: 64}
+update: {epochs: 2, minibatch_size: 64}
+budget: {total_timesteps: %d}
+evaluation: {every_timesteps: 256, episodes: 2}
+checkpoints: {every_timesteps: 128}
+"""
+CRASH_RUN = """name: crash-%s
+env: {id: ppo_platform/CrashTest-v0, kwargs: {mode: %s}}
+rollout: {n_steps: 64}
+update: {minibatch_size: 64}
+budget: {total_timesteps: 512}
+"""
+
+
+@pytest.fixture
+def dispatcher(store: JobStore, platform_home: Path) -> Iterator[Dispatcher]:
+    service = ServiceSettings(jobs_concurrency=3, cancel_grace_seconds=10)
+    running = Dispatcher(store, service, platform_home / "dispatcher.lock")
+    running.start()
+    yield running
+    running.stop()
+
+
+def _submit(store: JobStore, text: str) -> str:
+    return store.submit("alice", prepare_submission(text, 10**7), None, 100)[0].id
+
+
+def _wait(store: JobStore, job_id: str, until: frozenset[str] = TERMINAL, timeout: float = 120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = store.get(job_id)
+        if job.status in until:
+            return job
+        time.sleep(0.2)
+    raise AssertionError(f"{job_id} still {store.get(job_id).status} after {timeout} s")
+
+
+def test_crashing_jobs_fail_with_their_reason_while_another_succeeds(
+    store: JobStore, dispatcher: Dispatcher
+) -> None:
+    good = _submit(store, TINY_RUN % 512)
+    raised = _submit(store, CRASH_RUN % ("raise", "raise"))
+    killed = _submit(store, CRASH_RUN % ("kill", "kill"))
+    assert "CrashTest env crashed on purpose" in (_wait(store, raised).error or "")
+    assert "killed by SIGKILL" in (_wait(store, killed).error or "")
+    job = _wait(store, good)
+    assert job.status == "succeeded", job.error
+    assert job.result["timesteps"] == 512 and job.result["final_eval_mean"] is not None
+    assert job.mlflow_run_id == job.result["run_id"]
+    kinds = [e.kind for e in store.events_after(good)]
+    assert kinds[:2] == ["status", "status"] and kinds[-1] == "status"
+    assert "eval" in kinds and "progress" in kinds
+
+
+def test_cancel_stops_a_running_job_within_seconds_and_keeps_a_checkpoint(
+    store: JobStore, dispatcher: Dispatcher, platform_home: Path
+) -> None:
+    job_id = _submit(store, TINY_RUN % 500_000)
+    deadline = time.monotonic() + 60
+    while not any(e.kind == "progress" for e in store.events_after(job_id)):
+        assert time.monotonic() < deadline, "no progress within 60 s"
+        time.sleep(0.2)
+    asked = time.monotonic()
+    store.cancel(job_id, "alice")
+    job = _wait(store, job_id, timeout=30)
+    assert job.status == "cancelled"
+    assert time.monotonic() - asked < 10
+    assert list((platform_home / "runs" / job.mlflow_run_id / "checkpoints").glob("*.zip"))
