@@ -28,6 +28,7 @@ from ppo_platform.errors import (
 )
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec
+from ppo_platform.spec.names import check_run_id, path_inside
 
 app = typer.Typer(
     name="ppo-platform",
@@ -47,6 +48,8 @@ Overrides = Annotated[
         "--set", help="Override a field: dotted.path=value (repeatable); validated as usual."
     ),
 ]
+
+Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files in --out.")]
 
 
 def fail(error: PlatformError) -> NoReturn:
@@ -104,7 +107,7 @@ def run(
         raise typer.Exit(EXIT_BAD_INPUT)
     reporter = make_reporter(quiet=quiet)
     try:
-        if resume:
+        if resume is not None:
             result = resume_run(resume, on_progress=reporter)
         else:
             assert spec is not None
@@ -170,7 +173,10 @@ def report(
     settings = get_settings()
     client = tracking_client(settings.tracking_uri)
     try:
-        result = build_report(client, parent_run_id, settings.runs_dir / parent_run_id / "report")
+        folder = path_inside(
+            settings.runs_dir, [check_run_id(parent_run_id, "PARENT_RUN_ID")], "PARENT_RUN_ID"
+        )
+        result = build_report(client, parent_run_id, folder / "report")
     except PlatformError as error:
         fail(error)
     publish_report(client, result)
@@ -199,13 +205,14 @@ def plan(
         Path, typer.Option("--out", help="Folder for spec.yaml and skill-ppo-trainer.md.")
     ] = Path("outputs"),
     overrides: Overrides = None,
+    force: Force = False,
 ) -> None:
     """Plan a PPO run for an env and budget: write a runnable spec and the skill-ppo-trainer md."""
     from ppo_platform.planner import plan_experiment, write_plan
 
     try:
         planned = plan_experiment(env, budget, use_case, overrides or [])
-        spec_path, markdown_path = write_plan(planned, out)
+        spec_path, markdown_path = write_plan(planned, out, force)
     except PlatformError as error:
         fail(error)
     typer.echo(planned.summary())
@@ -269,6 +276,7 @@ def tune(
     study: TuneStudy = None,
     space: TuneSpace = None,
     out: TuneOut = None,
+    force: Force = False,
 ) -> None:
     """Tune a spec with Optuna: parallel workers, pruning, multi-seed trials -> best_spec.yaml."""
     from ppo_platform.tuning import run_study
@@ -279,7 +287,12 @@ def tune(
     try:
         experiment = _spec_to_tune(spec, overrides or [], space)
         result = run_study(
-            experiment, workers=workers, storage=storage, study_name=study, out_dir=out
+            experiment,
+            workers=workers,
+            storage=storage,
+            study_name=study,
+            out_dir=out,
+            force=force,
         )
     except PlatformError as error:
         fail(error)

@@ -17,6 +17,7 @@ ALGORITHM = f"{PREFIX}algorithm"
 ENV_ID = f"{PREFIX}env_id"
 OUTCOME = f"{PREFIX}outcome"
 FINAL_EVAL_MEAN = f"{PREFIX}final_eval_mean_reward"
+RUN_DIR = f"{PREFIX}run_dir"  # the run's folder, recorded when the platform creates it
 
 # Sweeps: the parent run and its members
 KIND = f"{PREFIX}kind"

@@ -18,6 +18,7 @@ from mlflow.entities import Param, RunTag
 from mlflow.exceptions import MlflowException
 
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
+from ppo_platform.spec.names import path_inside
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
 from ppo_platform.tracking.queries import metric_history
@@ -40,7 +41,8 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_root: Path | Non
     found = retry(lambda: client.get_experiment_by_name(name))
     if found is not None:
         return str(found.experiment_id)
-    location = (artifact_root / name).resolve().as_uri() if artifact_root else None
+    folder = path_inside(artifact_root, [name], "tracking.experiment") if artifact_root else None
+    location = folder.as_uri() if folder else None
     try:
         return str(retry(lambda: client.create_experiment(name, artifact_location=location)))
     except MlflowException:

@@ -9,9 +9,10 @@ from typing import TextIO
 
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.names import check_name, path_inside, refuse_overwrite
 from ppo_platform.tracking.tracker import RunTracker
 from ppo_platform.tuning.board import StudyBoard
-from ppo_platform.tuning.outputs import StudyOutputs, write_outputs
+from ppo_platform.tuning.outputs import OUTPUT_FILES, StudyOutputs, write_outputs
 from ppo_platform.tuning.runs import open_study_run
 from ppo_platform.tuning.space import check_space
 from ppo_platform.tuning.study import (
@@ -36,7 +37,18 @@ class TuneResult:
 
 
 def default_out_dir(settings: Settings, study_name: str) -> Path:
-    return settings.outputs_dir / f"tune-{study_name}"
+    """outputs/tune-<study>: the study name is checked like a spec name and kept inside."""
+    check_name(study_name, "--study")
+    return path_inside(settings.outputs_dir, [f"tune-{study_name}"], "--study")
+
+
+def output_folder(settings: Settings, study_name: str, out_dir: Path | None, force: bool) -> Path:
+    """Where the outputs go. The default folder is the study's own and is refreshed on every
+    run; a folder given with --out keeps existing files unless `force`."""
+    if out_dir is None:
+        return default_out_dir(settings, study_name)
+    refuse_overwrite([out_dir / name for name in OUTPUT_FILES], "--out", force)
+    return out_dir
 
 
 def run_study(
@@ -46,6 +58,7 @@ def run_study(
     storage: str | None = None,
     study_name: str | None = None,
     out_dir: Path | None = None,
+    force: bool = True,
     settings: Settings | None = None,
     progress: TextIO | None = None,
     live: bool | None = None,
@@ -54,13 +67,15 @@ def run_study(
 ) -> TuneResult:
     """Run (or continue) the spec's study to its n_trials and write its outputs.
 
-    Raises SpecError for a bad spec or space, TuningError if no trial completed.
+    Raises SpecError for a bad spec or space, ConflictError for existing files in `out_dir`
+    when not `force`, TuningError if no trial completed.
     """
     check_space(spec)
     assert spec.tune is not None
     quiet_logs()
     settings = settings or get_settings()
     study_name = study_name or spec.name
+    folder = output_folder(settings, study_name, out_dir, force)
     storage_url = storage or default_storage_url(settings)
     label = redact(storage_url)
     study = prepare_study(
@@ -100,9 +115,7 @@ def run_study(
     stop.set()
     thread.join()
     try:
-        outputs = write_outputs(
-            spec, study, out_dir or default_out_dir(settings, study_name), label, tracker
-        )
+        outputs = write_outputs(spec, study, folder, label, tracker)
     except BaseException:
         tracker.finish("FAILED")
         raise
