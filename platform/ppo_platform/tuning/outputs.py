@@ -150,7 +150,7 @@ def summary_markdown(
     return "\n".join(lines) + "\n"
 
 
-OUTPUT_FILES = ("best_spec.yaml", "summary.md", "summary.json") + PLOT_FILES
+OUTPUT_FILES = ("best_spec.yaml", "summary.md", "summary.json", *PLOT_FILES)
 
 
 def save_plots(study: optuna.Study, folder: Path) -> list[Path]:

@@ -39,8 +39,19 @@ def _plant(folder: Path, marker: Path) -> None:
 
 @pytest.mark.parametrize(
     "run_id",
-    ["../../somewhere", "/etc", "", ".", "..", HEX_ID.upper(), HEX_ID[:-1], HEX_ID + "0",
-     f"{HEX_ID}/..", "0123abcd-0123-abcd-0123-0123abcd0123", " " + HEX_ID],
+    [
+        "../../somewhere",
+        "/etc",
+        "",
+        ".",
+        "..",
+        HEX_ID.upper(),
+        HEX_ID[:-1],
+        HEX_ID + "0",
+        f"{HEX_ID}/..",
+        "0123abcd-0123-abcd-0123-0123abcd0123",
+        " " + HEX_ID,
+    ],
 )
 def test_resume_refuses_anything_but_an_mlflow_run_id(platform_home: Path, run_id: str) -> None:
     assert_bad_input(cli("run", "--resume", run_id), "--resume", "32 lowercase hex digits")
@@ -87,7 +98,9 @@ def test_resume_refuses_checkpoints_that_link_out_of_the_run_folder(
 
 
 @pytest.mark.parametrize("parts", [["..", "x"], ["/etc/passwd"], ["a", "..", "..", "b"]])
-def test_path_inside_refuses_paths_that_leave_their_folder(tmp_path: Path, parts: list[str]) -> None:
+def test_path_inside_refuses_paths_that_leave_their_folder(
+    tmp_path: Path, parts: list[str]
+) -> None:
     with pytest.raises(BadInputError, match="leads outside its folder"):
         path_inside(tmp_path / "root", parts, "name")
 
