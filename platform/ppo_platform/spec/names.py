@@ -69,13 +69,11 @@ def refuse_overwrite(paths: Iterable[Path], field: str, force: bool) -> None:
     """ConflictError naming the existing files among `paths`, unless `force`."""
     existing = [path for path in paths if path.exists() or path.is_symlink()]
     if existing and not force:
-        issues = [
-            SpecIssue(
-                field,
-                "exists already; refusing to overwrite it.",
-                str(path),
-                fix="pass --force to overwrite, or choose another folder.",
-            )
-            for path in existing
-        ]
-        raise ConflictError(issues, field)
+        names = ", ".join(path.name for path in existing)
+        issue = SpecIssue(
+            field,
+            f"{names} exist(s) already in this folder; refusing to overwrite.",
+            str(existing[0].parent),
+            fix="pass --force to overwrite, or choose another folder.",
+        )
+        raise ConflictError([issue], field)

@@ -74,7 +74,7 @@ def run_study(
     assert spec.tune is not None
     quiet_logs()
     settings = settings or get_settings()
-    study_name = study_name or spec.name
+    study_name = spec.name if study_name is None else study_name
     folder = output_folder(settings, study_name, out_dir, force)
     storage_url = storage or default_storage_url(settings)
     label = redact(storage_url)
