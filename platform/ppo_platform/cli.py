@@ -69,8 +69,11 @@ def validate(
     ),
 ) -> None:
     """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
+    from ppo_platform.spec.env_ids import check_env_usable
+
     try:
         experiment = load_spec(spec, overrides or [])
+        check_env_usable(experiment.env.id, experiment.env.kwargs, str(spec))
     except PlatformError as error:
         fail(error)
     typer.echo(

@@ -20,6 +20,7 @@ MAX_NODES = 10_000
 # Specs nest 4 levels deep; a recursive alias (`a: &a [*a]`) or 3000 '[' must not reach Python's
 # recursion limit.
 MAX_DEPTH = 32
+MAX_INT_BITS = 256
 Position = tuple[int, int] | tuple[None, None]  # (None, None): set by --set, not on a file line
 PathKey = tuple[str | int, ...]
 
@@ -92,7 +93,19 @@ class _Converter:
             return self._mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
             return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
-        return self._scalars.construct_object(node)
+        try:
+            value = self._scalars.construct_object(node)
+        except ValueError:  # e.g. an integer of more digits than Python converts (4300)
+            value = None
+        if (value is None and node.tag.endswith(":int")) or _huge_int(value):
+            raise self.fail(
+                node,
+                path,
+                f"the number {node.value[:20]}... ({len(node.value)} characters) is far too "
+                "large to be a setting.",
+                "use a number of ordinary size.",
+            )
+        return value
 
     def _mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
         result: dict[str, Any] = {}
@@ -126,6 +139,11 @@ class _Converter:
             )
             result[key] = self.convert(value_node, (*path, key))
         return result
+
+
+def _huge_int(value: Any) -> bool:
+    """Integers beyond 2**256 are no setting; printing one (in an error) can itself fail."""
+    return isinstance(value, int) and value.bit_length() > MAX_INT_BITS
 
 
 def dotted(path: Iterable[str | int]) -> str:

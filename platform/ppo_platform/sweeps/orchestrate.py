@@ -7,6 +7,7 @@ reuses the unfinished parent and trains only the members that did not finish.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ppo_platform.execution import Task, TaskResult, default_workers, run_tasks
 from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
+from ppo_platform.spec.env_ids import check_env_usable
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.sweeps.expand import SweepMember, expand_sweep, grid_points
 from ppo_platform.sweeps.runs import experiment_id_of, finished_runs, open_parent_run, run_member
@@ -90,6 +92,9 @@ def run_sweep(
 ) -> SweepResult:
     """Validate every member, then train the unfinished ones in parallel under one parent run."""
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
+    envs = {(m.spec.env.id, json.dumps(m.spec.env.kwargs, sort_keys=True)) for m in members}
+    for env_id, kwargs in sorted(envs):
+        check_env_usable(env_id, json.loads(kwargs), source)
 
     assert spec.sweep is not None
     settings = settings or get_settings()
