@@ -52,6 +52,29 @@ Overrides = Annotated[
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files in --out.")]
 
 
+def start_guard() -> None:
+    """Before training: SIGTERM handled like Ctrl-C, and runs of this home left RUNNING by a
+    process that is gone (SIGKILL, OOM) marked KILLED; they stay resumable."""
+    from ppo_platform.execution.signals import terminate_as_interrupt
+    from ppo_platform.settings import get_settings
+    from ppo_platform.tracking.liveness import reap_orphans_in
+
+    terminate_as_interrupt()
+    for run_id in reap_orphans_in(get_settings().tracking_uri):
+        typer.echo(
+            f"note: run {run_id} was left RUNNING by a process that is gone; marked KILLED "
+            f"(continue it with: ppo-platform run --resume {run_id}).",
+            err=True,
+        )
+
+
+def interrupted(error: KeyboardInterrupt, what: str) -> NoReturn:
+    """Ctrl-C (exit 130) or SIGTERM (exit 143): say what happened, exit with its code."""
+    label = "terminated" if exit_code(error) != EXIT_INTERRUPTED else "interrupted"
+    typer.echo(f"{label}: {what}", err=True)
+    raise typer.Exit(exit_code(error)) from None
+
+
 def fail(error: PlatformError) -> NoReturn:
     """Print a platform error for a person and exit with its code."""
     label = "refused" if isinstance(error, IssueError) and error.refused else "error"
@@ -109,6 +132,7 @@ def run(
         typer.echo("error: give a SPEC to train or --resume RUN_ID (exactly one).", err=True)
         raise typer.Exit(EXIT_BAD_INPUT)
     reporter = make_reporter(quiet=quiet)
+    start_guard()
     try:
         if resume is not None:
             result = resume_run(resume, on_progress=reporter)
@@ -118,10 +142,9 @@ def run(
     except PlatformError as error:
         reporter.close()
         fail(error)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:
         reporter.close()
-        typer.echo("interrupted: checkpoint saved, run marked KILLED.", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        interrupted(error, "checkpoint saved, run marked KILLED.")
     reporter.close()
     typer.echo(result.summary())
     if result.status != "FINISHED":
@@ -140,6 +163,7 @@ def sweep(
     """Run a spec's sweep: grid x seeds in parallel processes, then print the comparison report."""
     from ppo_platform.sweeps import run_sweep
 
+    start_guard()
     try:
         experiment = load_spec(spec, overrides or [])
         result = run_sweep(
@@ -147,13 +171,10 @@ def sweep(
         )
     except PlatformError as error:
         fail(error)
-    except KeyboardInterrupt:
-        typer.echo(
-            "interrupted: run the same command again to finish the sweep "
-            "(finished runs are skipped).",
-            err=True,
+    except KeyboardInterrupt as error:
+        interrupted(
+            error, "run the same command again to finish the sweep (finished runs are skipped)."
         )
-        raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.report is not None:
         typer.echo("\n" + result.report.markdown)
         typer.echo(f"report files: {result.report.files[0].parent}")
@@ -287,6 +308,7 @@ def tune(
     if space not in (None, "auto"):
         typer.echo(f"error: --space {space!r}: the only value is `auto`.", err=True)
         raise typer.Exit(EXIT_BAD_INPUT)
+    start_guard()
     try:
         experiment = _spec_to_tune(spec, overrides or [], space)
         result = run_study(
@@ -299,9 +321,8 @@ def tune(
         )
     except PlatformError as error:
         fail(error)
-    except KeyboardInterrupt:
-        typer.echo("interrupted: run the same command again to continue the study.", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt as error:
+        interrupted(error, "run the same command again to continue the study.")
     outputs = result.outputs
     typer.echo(
         f"best trial {outputs.best_trial}: value {outputs.best_value:.4g} "

@@ -27,6 +27,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from ppo_platform.execution.base import CANCELLED, Executor, Task, TaskResult, describe_error
+from ppo_platform.execution.signals import raise_terminated
 from ppo_platform.execution.threads import pin_threads
 
 
@@ -54,6 +55,7 @@ def _call(
     """Run one task in the worker; turn any exception into text (exceptions may not unpickle)."""
     started = time.time()
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, raise_terminated)  # terminated mid-task: close the run KILLED
     try:
         value = fn(*args, **kwargs)
     except BaseException as error:  # KeyboardInterrupt too: record, re-raise
@@ -70,6 +72,7 @@ def _call(
         return result
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return TaskResult(key, value=value, pid=os.getpid(), started=started, ended=time.time())
 
 

@@ -17,6 +17,7 @@ ALGORITHM = f"{PREFIX}algorithm"
 ENV_ID = f"{PREFIX}env_id"
 OUTCOME = f"{PREFIX}outcome"
 FINAL_EVAL_MEAN = f"{PREFIX}final_eval_mean_reward"
+PROCESS = f"{PREFIX}process"  # host:pid:start of the process that owns a RUNNING run
 RUN_DIR = f"{PREFIX}run_dir"  # the run's folder, recorded when the platform creates it
 
 # Sweeps: the parent run and its members

@@ -21,6 +21,7 @@ from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.spec.names import path_inside
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
+from ppo_platform.tracking.liveness import claim_run, owner_tags
 from ppo_platform.tracking.queries import metric_history
 from ppo_platform.tracking.writer import MetricRow, shared_writer, write_rows
 
@@ -89,6 +90,7 @@ class RunTracker:
             tag.ENV_ID: spec.env.id,
             **spec.tracking.tags,
             **(tags or {}),
+            **owner_tags(),
         }
         if parent_run_id:
             run_tags[tag.PARENT_RUN_ID] = parent_run_id
@@ -139,6 +141,7 @@ class RunTracker:
     def reopen(self) -> None:
         """Mark a resumed run as running again."""
         self._timed(lambda: self._client.update_run(self.run_id, status="RUNNING"))
+        self._timed(partial(claim_run, self._client, self.run_id))
 
     def finish(self, status: str) -> None:
         """Write every metric, then set the run's final status (FINISHED, FAILED or KILLED)."""

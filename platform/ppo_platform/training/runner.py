@@ -6,6 +6,7 @@ A library function first: the CLI and the REST API are thin shells around `run_s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
@@ -20,13 +21,14 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from ppo_platform.errors import TrainingError
+from ppo_platform.errors import Terminated, TrainingError
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.tracker import RunTracker
+from ppo_platform.tracking.writer import MetricsWriteError
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import build_eval_env, build_train_env
@@ -230,9 +232,13 @@ class TrainingSession:
                 f"training diverged at step {model.num_timesteps}: {error} "
                 f"({where}). Lower the learning rate or K."
             ) from error
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             self.save_checkpoint(model.num_timesteps)
-            self._close("KILLED", {"outcome": "cancelled", "failure": "interrupted"})
+            reason = "terminated (SIGTERM)" if isinstance(interrupt, Terminated) else "interrupted"
+            # Metrics the writer could not store must not hide the interrupt: the run is
+            # closed KILLED whatever happens to them.
+            with contextlib.suppress(MetricsWriteError):
+                self._close("KILLED", {"outcome": "cancelled", "failure": reason})
             raise
         except Exception as error:
             self._close(
