@@ -92,11 +92,11 @@ def validate(
     ),
 ) -> None:
     """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
-    from ppo_platform.spec.env_ids import check_env_usable
+    from ppo_platform.spec.env_ids import check_spec_env
 
     try:
         experiment = load_spec(spec, overrides or [])
-        check_env_usable(experiment.env.id, experiment.env.kwargs, str(spec))
+        check_spec_env(experiment, str(spec))
     except PlatformError as error:
         fail(error)
     typer.echo(

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.resources import budget_refusals, observation_size_of
 
 MAX_SUGGESTIONS = 3
 
@@ -124,9 +126,10 @@ def _make_env(env_id: str, kwargs: Mapping[str, Any], source: str | None) -> Any
 
 def check_env_usable(
     env_id: str, kwargs: Mapping[str, Any] | None = None, source: str | None = None
-) -> None:
+) -> tuple[int, int]:
     """SpecError unless `env_id` is registered, can be created with `kwargs` and has spaces PPO
-    can use. Creates the env once and closes it (cheap for every env the platform trains)."""
+    can use. Creates the env once and closes it (cheap for every env the platform trains).
+    Returns the floats an observation and an action take (for the resource estimate)."""
     kwargs = dict(kwargs or {})
     if kwargs.get("render_mode") not in ALLOWED_RENDER_MODES:
         raise _env_issue(
@@ -151,5 +154,14 @@ def check_env_usable(
                     f"{kind}s (or a wrapper that flattens them).",
                     source,
                 )
+        return observation_size_of(env.observation_space), observation_size_of(env.action_space)
     finally:
         env.close()
+
+
+def check_spec_env(spec: ExperimentSpec, source: str | None = None) -> None:
+    """`check_env_usable` for the spec's env, then the resource budget with its real sizes."""
+    observation, action = check_env_usable(spec.env.id, spec.env.kwargs, source)
+    issues = budget_refusals(spec, observation, action)
+    if issues:
+        raise SpecError(issues, source)

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dotted
+from ppo_platform.spec.resources import resource_refusals
 from ppo_platform.spec.rules import inconsistencies, refusals
 from ppo_platform.spec.yaml_source import (
     MAX_SPEC_BYTES,
@@ -136,6 +137,7 @@ def validate_data(
         issues = [_issue_from_pydantic(error, positions) for error in exc.errors()]
         raise SpecError(issues, source) from None
     problems = [*inconsistencies(spec), *refusals(spec)]
+    problems = problems or resource_refusals(spec)
     if problems:
         located = []
         for issue in problems:

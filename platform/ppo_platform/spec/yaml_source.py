@@ -55,6 +55,8 @@ class _Converter:
         self.source = source
         self.positions: dict[PathKey, Position] = {}
         self.nodes_seen = 0
+        self._node_ids: set[int] = set()
+        self.alias_uses = 0  # a node met again is an alias (*name) being expanded
         self._scalars = yaml.constructor.SafeConstructor()
 
     def fail(self, node: yaml.Node | None, path: PathKey, message: str, fix: str) -> SpecError:
@@ -66,13 +68,24 @@ class _Converter:
 
     def convert(self, node: yaml.Node, path: PathKey = ()) -> Any:
         self.nodes_seen += 1
+        if id(node) in self._node_ids:
+            self.alias_uses += 1
+        self._node_ids.add(id(node))
+        if self.nodes_seen > MAX_NODES and self.alias_uses:
+            raise self.fail(
+                node,
+                path,
+                f"the document expands to more than {MAX_NODES} values through its aliases "
+                "(an alias/anchor expansion bomb?).",
+                "write the spec out without nested aliases.",
+            )
         if self.nodes_seen > MAX_NODES:
             raise self.fail(
                 node,
                 path,
-                f"the document expands to more than {MAX_NODES} values "
-                "(an alias/anchor expansion bomb?).",
-                "write the spec out without nested aliases.",
+                f"the document holds more than {MAX_NODES} values; a spec is a short "
+                "configuration.",
+                "remove embedded data (long lists) from the spec.",
             )
         if len(path) > MAX_DEPTH:
             raise self.fail(

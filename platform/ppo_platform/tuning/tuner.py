@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 from ppo_platform.settings import Settings, get_settings
-from ppo_platform.spec.env_ids import check_env_usable
+from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.names import check_name, path_inside, refuse_overwrite
 from ppo_platform.tracking.tracker import RunTracker
@@ -73,7 +73,7 @@ def run_study(
     """
     check_space(spec)
     assert spec.tune is not None
-    check_env_usable(spec.env.id, spec.env.kwargs)  # before any storage or MLflow run
+    check_spec_env(spec)  # before any storage or MLflow run
     quiet_logs()
     settings = settings or get_settings()
     study_name = spec.name if study_name is None else study_name
