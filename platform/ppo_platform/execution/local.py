@@ -39,6 +39,20 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def worker_count(requested: int | None, work: int) -> tuple[int, str | None]:
+    """Workers for `work` tasks: never more than the tasks, and a warning (else None) when
+    more were asked for than this machine has cores."""
+    cores = default_workers()
+    count = max(1, min(requested or cores, work))
+    warning = None
+    if count > cores:
+        warning = (
+            f"{count} workers on {cores} core(s): they will contend for the cores and each "
+            "run slower; fewer workers usually finish sooner."
+        )
+    return count, warning
+
+
 def _init_worker(
     torch_threads: int, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
 ) -> None:

@@ -110,13 +110,16 @@ def budgets(settings: Settings | None = None) -> tuple[int, int]:
 
 
 def frequency_refusals(spec: ExperimentSpec) -> list[SpecIssue]:
-    """Evaluations and checkpoints at most once per rollout, and evaluation episodes that
-    do not outnumber the training steps (either would make a run crawl or hang)."""
+    """Evaluations and checkpoints (when set) at most once per rollout, and evaluation episodes
+    that do not outnumber the training steps (either would make a run crawl or hang)."""
     rollout = spec.env.n_envs * spec.rollout.n_steps
     issues = []
     for section in ("evaluation", "checkpoints"):
         every = getattr(spec, section).every_timesteps
-        if 0 < every < rollout:
+        # Defaults (10000 / 50000 steps) are left alone: with a long rollout they only mean
+        # one extra evaluation per update. A value written down is held to the rollout.
+        chosen = "every_timesteps" in getattr(spec, section).model_fields_set
+        if chosen and 0 < every < rollout:
             issues.append(
                 SpecIssue(
                     f"{section}.every_timesteps",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ppo_platform.execution import Task, TaskResult, default_workers, run_tasks
+from ppo_platform.execution import Task, TaskResult, run_tasks, worker_count
 from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_env_usable
@@ -104,7 +104,9 @@ def run_sweep(
     parent_run_id, resumed, experiment_id = _open_parent(client, spec, members, settings)
     outcomes = _finished_earlier(client, experiment_id, parent_run_id, members) if resumed else {}
     todo = [m for m in members if m.key not in outcomes]
-    n_workers = max(1, min(workers or default_workers(), len(todo) or 1))
+    n_workers, crowded = worker_count(workers, len(todo) or 1)
+    if crowded:
+        say(f"warning: {crowded}")
     say(
         f"sweep {spec.name}: {len(members)} runs ({len(grid_points(spec))} variants x "
         f"{len(spec.sweep.seeds)} seeds), parent run {parent_run_id}"

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from ppo_platform.execution import worker_count
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -27,6 +29,8 @@ from ppo_platform.tuning.study import (
     study_budget,
 )
 from ppo_platform.tuning.workers import WorkerConfig, quiet_logs, run_workers
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -108,7 +112,10 @@ def run_study(
     board = StudyBoard(study, config.n_trials, stream=progress, live=live)
     thread, stop = board.start()
     try:
-        run_workers(config, workers)
+        n_workers, crowded = worker_count(workers, config.n_trials)
+        if crowded:
+            logger.warning("warning: %s", crowded)
+        run_workers(config, n_workers)
     except BaseException:
         stop.set()
         thread.join()
