@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ppo_platform.spec.base import StrictModel
-from ppo_platform.spec.names import SAFE_NAME_PATTERN, SAFE_NAME_RULE
+from ppo_platform.spec.names import RESERVED_TAG_PREFIXES, SAFE_NAME_PATTERN, SAFE_NAME_RULE
 from ppo_platform.spec.search import SweepSpec, TuneSpec
 
 # gymnasium ids such as "CartPole-v1" or "ppo_platform/GridWorld-v0". No ':' on purpose:
@@ -189,7 +189,21 @@ class TrackingSpec(StrictModel):
     experiment: SafeName | None = Field(
         None, description="MLflow experiment name; defaults to the spec's name."
     )
-    tags: dict[str, str] = Field(default_factory=dict, description="Extra MLflow run tags.")
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra MLflow run tags (not mlflow.* or ppo_platform.*: those are reserved).",
+    )
+
+    @field_validator("tags")
+    @classmethod
+    def _no_reserved_tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        reserved = sorted(key for key in tags if key.lower().startswith(RESERVED_TAG_PREFIXES))
+        if reserved:
+            raise ValueError(
+                f"tag(s) {', '.join(reserved)} are reserved (mlflow.* and ppo_platform.* are "
+                "set by MLflow and the platform); rename them"
+            )
+        return tags
 
 
 class ExperimentSpec(StrictModel):

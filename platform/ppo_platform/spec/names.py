@@ -18,6 +18,9 @@ SAFE_NAME_RULE = (
     "Letters, digits, '.', '_' and '-' (first character a letter or digit), "
     "at most 100 characters: it becomes a file and experiment name."
 )
+# Tag prefixes of MLflow and of the platform: a spec's tracking.tags may not set them (a forged
+# ppo_platform.sweep_key would put a run into another sweep's report).
+RESERVED_TAG_PREFIXES = ("mlflow.", "ppo_platform.")
 # MLflow run ids are uuid4 hex: 32 lowercase hex digits, nothing else.
 RUN_ID_PATTERN = r"^[0-9a-f]{32}$"
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
+from ppo_platform.spec.names import RESERVED_TAG_PREFIXES
+
 PREFIX = "ppo_platform."
 RUN_NAME = MLFLOW_RUN_NAME
 PARENT_RUN_ID = MLFLOW_PARENT_RUN_ID
@@ -41,4 +43,4 @@ def platform_tag(name: str) -> str:
 
 def is_reserved(key: str) -> bool:
     """Tags a spec's `tracking.tags` may not set: MLflow's and the platform's own."""
-    return key.startswith(("mlflow.", PREFIX))
+    return key.startswith(RESERVED_TAG_PREFIXES)
