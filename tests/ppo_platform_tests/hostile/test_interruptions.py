@@ -136,7 +136,7 @@ def test_owner_liveness_by_pid_and_process_start_time() -> None:
 
 
 def test_runs_record_their_owner_process(platform_home: Path, tmp_path: Path) -> None:
-    from conftest import TINY_GRID, cli
+    from hostile_cli import TINY_GRID, cli
 
     spec = tmp_path / "tiny.yaml"
     spec.write_text(TINY_GRID)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import assert_bad_input, cli
+from hostile_cli import assert_bad_input, cli
 
 from ppo_platform.settings import get_settings
 

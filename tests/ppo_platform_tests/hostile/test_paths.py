@@ -7,7 +7,7 @@ import pickle
 from pathlib import Path
 
 import pytest
-from conftest import assert_bad_input, cli
+from hostile_cli import assert_bad_input, cli
 from mlflow.tracking import MlflowClient
 
 from ppo_platform.errors import BadInputError

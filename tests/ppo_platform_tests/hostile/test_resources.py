@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import assert_bad_input, cli
+from hostile_cli import assert_bad_input, cli
 
 from ppo_platform.errors import SpecError
 from ppo_platform.execution import default_workers, worker_count

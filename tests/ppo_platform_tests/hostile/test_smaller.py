@@ -10,7 +10,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import TINY_GRID, assert_bad_input, cli
+from hostile_cli import TINY_GRID, assert_bad_input, cli
 
 
 def test_a_fifo_without_a_writer_is_refused_not_waited_on(tmp_path: Path) -> None:
