@@ -6,8 +6,7 @@ A module of its own (not conftest): several test folders have a conftest.py, and
 
 from __future__ import annotations
 
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from ppo_platform.cli import app
 

@@ -55,7 +55,9 @@ def _wait_for_training(process: subprocess.Popen[str], evals: int = 2) -> None:
 
 def _only_run(platform_home: Path) -> object:
     client = MlflowClient(f"sqlite:///{platform_home / 'mlflow.db'}")
-    [run] = client.search_runs([client.get_experiment_by_name("hostile-long").experiment_id])
+    experiment = client.get_experiment_by_name("hostile-long")
+    assert experiment is not None
+    [run] = client.search_runs([experiment.experiment_id])
     return run
 
 
@@ -142,5 +144,7 @@ def test_runs_record_their_owner_process(platform_home: Path, tmp_path: Path) ->
     spec.write_text(TINY_GRID)
     assert cli("run", str(spec)).exit_code == 0
     client = MlflowClient(get_settings().tracking_uri)
-    [run] = client.search_runs([client.get_experiment_by_name("hostile-tiny").experiment_id])
+    experiment = client.get_experiment_by_name("hostile-tiny")
+    assert experiment is not None
+    [run] = client.search_runs([experiment.experiment_id])
     assert run.data.tags[tags.PROCESS] == this_process()
