@@ -27,6 +27,7 @@ FLOAT = 4  # SB3 stores rollouts and parameters as float32
 BUFFER_SCALARS = 6  # reward, return, episode start, value, log-prob, advantage per transition
 PROCESS_BASE = 400 * 2**20  # python + torch + SB3 + MLflow, before any data
 GRIDWORLD = "ppo_platform/GridWorld-v0"
+MAX_PER_ROLLOUT = 8  # evaluations or checkpoints per rollout
 
 
 def known_observation_size(spec: ExperimentSpec) -> int | None:
@@ -110,22 +111,23 @@ def budgets(settings: Settings | None = None) -> tuple[int, int]:
 
 
 def frequency_refusals(spec: ExperimentSpec) -> list[SpecIssue]:
-    """Evaluations and checkpoints (when set) at most once per rollout, and evaluation episodes
-    that do not outnumber the training steps (either would make a run crawl or hang)."""
+    """Evaluations and checkpoints (when set) at most MAX_PER_ROLLOUT times per rollout, and
+    evaluation episodes that do not outnumber the training steps (either would make a run crawl
+    or hang). Some slack below one per rollout: a tuning trial may grow the rollout."""
     rollout = spec.env.n_envs * spec.rollout.n_steps
     issues = []
     for section in ("evaluation", "checkpoints"):
         every = getattr(spec, section).every_timesteps
-        # Defaults (10000 / 50000 steps) are left alone: with a long rollout they only mean
-        # one extra evaluation per update. A value written down is held to the rollout.
+        # Defaults (10000 / 50000 steps) are left alone; a value written down is held to it.
         chosen = "every_timesteps" in getattr(spec, section).model_fields_set
-        if chosen and 0 < every < rollout:
+        if chosen and 0 < every * MAX_PER_ROLLOUT < rollout:
             issues.append(
                 SpecIssue(
                     f"{section}.every_timesteps",
-                    f"refused: more often than once per rollout (N x T = {rollout} env steps).",
+                    f"refused: {rollout // every} times per rollout (N x T = {rollout} env "
+                    f"steps); at most {MAX_PER_ROLLOUT}, and once per rollout is plenty.",
                     every,
-                    fix=f"use 0 (only at the end) or at least {rollout}.",
+                    fix=f"use 0 (only at the end) or at least {rollout} (one rollout).",
                     rule=FREQUENCY_RULE,
                 )
             )

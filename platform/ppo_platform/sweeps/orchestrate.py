@@ -7,7 +7,6 @@ reuses the unfinished parent and trains only the members that did not finish.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -92,9 +91,10 @@ def run_sweep(
 ) -> SweepResult:
     """Validate every member, then train the unfinished ones in parallel under one parent run."""
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
-    envs = {(m.spec.env.id, json.dumps(m.spec.env.kwargs, sort_keys=True)) for m in members}
-    for env_id, kwargs in sorted(envs):
-        check_env_usable(env_id, json.loads(kwargs), source)
+    # The base spec's env, before any parent run: an unusable env id is bad input. Members
+    # whose variants change env.kwargs are checked as they start (a failing member is
+    # recorded FAILED and does not stop the others).
+    check_env_usable(spec.env.id, spec.env.kwargs, source)
 
     assert spec.sweep is not None
     settings = settings or get_settings()

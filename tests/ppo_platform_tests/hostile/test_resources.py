@@ -35,7 +35,7 @@ OVERSIZED = {
         "policy: {net_arch: [4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096]}\n",
         "of memory",
     ),
-    "checkpoint-every-step": (CARTPOLE + "checkpoints: {every_timesteps: 1}\n", "per rollout"),
+    "checkpoint-every-step": (CARTPOLE + "checkpoints: {every_timesteps: 1}\n", "times per rollout"),
     "keep-a-billion-checkpoints": (
         CARTPOLE + "budget: {total_timesteps: 10000000000}\n"
         "policy: {net_arch: [1024, 1024]}\n"
@@ -44,7 +44,7 @@ OVERSIZED = {
     ),
     "evaluate-every-step": (
         CARTPOLE + "evaluation: {every_timesteps: 1, episodes: 10000}\n",
-        "per rollout",
+        "times per rollout",
     ),
     "ten-thousand-episodes-per-eval": (
         CARTPOLE + "evaluation: {every_timesteps: 64, episodes: 10000}\n",
