@@ -29,6 +29,7 @@ from ppo_platform.errors import (
 )
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec
+from ppo_platform.spec.names import check_run_id, path_inside
 
 app = typer.Typer(
     name="ppo-platform",
@@ -49,6 +50,31 @@ Overrides = Annotated[
     ),
 ]
 
+Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files in --out.")]
+
+
+def start_guard() -> None:
+    """Before training: SIGTERM handled like Ctrl-C, and runs of this home left RUNNING by a
+    process that is gone (SIGKILL, OOM) marked KILLED; they stay resumable."""
+    from ppo_platform.execution.signals import terminate_as_interrupt
+    from ppo_platform.settings import get_settings
+    from ppo_platform.tracking.liveness import reap_orphans_in
+
+    terminate_as_interrupt()
+    for run_id in reap_orphans_in(get_settings().tracking_uri):
+        typer.echo(
+            f"note: run {run_id} was left RUNNING by a process that is gone; marked KILLED "
+            f"(continue it with: ppo-platform run --resume {run_id}).",
+            err=True,
+        )
+
+
+def interrupted(error: KeyboardInterrupt, what: str) -> NoReturn:
+    """Ctrl-C (exit 130) or SIGTERM (exit 143): say what happened, exit with its code."""
+    label = "terminated" if exit_code(error) != EXIT_INTERRUPTED else "interrupted"
+    typer.echo(f"{label}: {what}", err=True)
+    raise typer.Exit(exit_code(error)) from None
+
 
 def fail(error: PlatformError) -> NoReturn:
     """Print a platform error for a person and exit with its code."""
@@ -67,8 +93,11 @@ def validate(
     ),
 ) -> None:
     """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
+    from ppo_platform.spec.env_ids import check_spec_env
+
     try:
         experiment = load_spec(spec, overrides or [])
+        check_spec_env(experiment, str(spec))
     except PlatformError as error:
         fail(error)
     typer.echo(
@@ -104,8 +133,9 @@ def run(
         typer.echo("error: give a SPEC to train or --resume RUN_ID (exactly one).", err=True)
         raise typer.Exit(EXIT_BAD_INPUT)
     reporter = make_reporter(quiet=quiet)
+    start_guard()
     try:
-        if resume:
+        if resume is not None:
             result = resume_run(resume, on_progress=reporter)
         else:
             assert spec is not None
@@ -113,10 +143,9 @@ def run(
     except PlatformError as error:
         reporter.close()
         fail(error)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as error:
         reporter.close()
-        typer.echo("interrupted: checkpoint saved, run marked KILLED.", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        interrupted(error, "checkpoint saved, run marked KILLED.")
     reporter.close()
     typer.echo(result.summary())
     if result.status != "FINISHED":
@@ -135,6 +164,7 @@ def sweep(
     """Run a spec's sweep: grid x seeds in parallel processes, then print the comparison report."""
     from ppo_platform.sweeps import run_sweep
 
+    start_guard()
     try:
         experiment = load_spec(spec, overrides or [])
         result = run_sweep(
@@ -142,13 +172,10 @@ def sweep(
         )
     except PlatformError as error:
         fail(error)
-    except KeyboardInterrupt:
-        typer.echo(
-            "interrupted: run the same command again to finish the sweep "
-            "(finished runs are skipped).",
-            err=True,
+    except KeyboardInterrupt as error:
+        interrupted(
+            error, "run the same command again to finish the sweep (finished runs are skipped)."
         )
-        raise typer.Exit(EXIT_INTERRUPTED) from None
     if result.report is not None:
         typer.echo("\n" + result.report.markdown)
         typer.echo(f"report files: {result.report.files[0].parent}")
@@ -171,7 +198,10 @@ def report(
     settings = get_settings()
     client = tracking_client(settings.tracking_uri)
     try:
-        result = build_report(client, parent_run_id, settings.runs_dir / parent_run_id / "report")
+        folder = path_inside(
+            settings.runs_dir, [check_run_id(parent_run_id, "PARENT_RUN_ID")], "PARENT_RUN_ID"
+        )
+        result = build_report(client, parent_run_id, folder / "report")
     except PlatformError as error:
         fail(error)
     publish_report(client, result)
@@ -200,13 +230,14 @@ def plan(
         Path, typer.Option("--out", help="Folder for spec.yaml and skill-ppo-trainer.md.")
     ] = Path("outputs"),
     overrides: Overrides = None,
+    force: Force = False,
 ) -> None:
     """Plan a PPO run for an env and budget: write a runnable spec and the skill-ppo-trainer md."""
     from ppo_platform.planner import plan_experiment, write_plan
 
     try:
         planned = plan_experiment(env, budget, use_case, overrides or [])
-        spec_path, markdown_path = write_plan(planned, out)
+        spec_path, markdown_path = write_plan(planned, out, force)
     except PlatformError as error:
         fail(error)
     typer.echo(planned.summary())
@@ -270,6 +301,7 @@ def tune(
     study: TuneStudy = None,
     space: TuneSpace = None,
     out: TuneOut = None,
+    force: Force = False,
 ) -> None:
     """Tune a spec with Optuna: parallel workers, pruning, multi-seed trials -> best_spec.yaml."""
     from ppo_platform.tuning import run_study
@@ -277,16 +309,21 @@ def tune(
     if space not in (None, "auto"):
         typer.echo(f"error: --space {space!r}: the only value is `auto`.", err=True)
         raise typer.Exit(EXIT_BAD_INPUT)
+    start_guard()
     try:
         experiment = _spec_to_tune(spec, overrides or [], space)
         result = run_study(
-            experiment, workers=workers, storage=storage, study_name=study, out_dir=out
+            experiment,
+            workers=workers,
+            storage=storage,
+            study_name=study,
+            out_dir=out,
+            force=force,
         )
     except PlatformError as error:
         fail(error)
-    except KeyboardInterrupt:
-        typer.echo("interrupted: run the same command again to continue the study.", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except KeyboardInterrupt as error:
+        interrupted(error, "run the same command again to continue the study.")
     outputs = result.outputs
     typer.echo(
         f"best trial {outputs.best_trial}: value {outputs.best_value:.4g} "

@@ -12,7 +12,8 @@ CLI exit code (`exit_code`) and to an HTTP status (`http_status`).
       TrainingError                   training (or a whole study) failed                1 / 500
 
 Exit 3 is apart from 2 and 1 so that a script can retry it: the input was fine, the service
-was not. Ctrl-C (KeyboardInterrupt) exits 130. Nothing is classified by its message text.
+was not. Ctrl-C (KeyboardInterrupt) exits 130, SIGTERM (Terminated) 143. Nothing is
+classified by its message text.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports it
 
 
 class PlatformError(Exception):
@@ -120,6 +122,10 @@ class UnavailableError(PlatformError):
     """A database, store or service that does not answer; the same call may work later."""
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be: every interrupt path (checkpoint, KILLED) runs."""
+
+
 class TrainingError(PlatformError):
     """Training could not continue (non-finite loss or parameters, a broken environment, ...)."""
 
@@ -133,6 +139,7 @@ EXIT_CODES: dict[type[BaseException], int] = {
     UnavailableError: EXIT_UNAVAILABLE,
     TrainingError: EXIT_FAILED,
     PlatformError: EXIT_FAILED,
+    Terminated: EXIT_TERMINATED,
     KeyboardInterrupt: EXIT_INTERRUPTED,
 }
 HTTP_STATUSES: dict[type[BaseException], int] = {

@@ -36,6 +36,18 @@ class Settings(BaseSettings):
     metrics_flush_seconds: float = Field(
         10.0, gt=0, description="How often buffered metrics are written to MLflow in one batch."
     )
+    memory_budget_bytes: int | None = Field(
+        None,
+        ge=1,
+        description="Largest estimated memory one run may need (refused above it at "
+        "validation); default: half of this machine's physical memory.",
+    )
+    disk_budget_bytes: int | None = Field(
+        None,
+        ge=1,
+        description="Largest estimated checkpoint disk one run may need; default: half of "
+        "the free disk under the platform home.",
+    )
     outputs_dir: Path = Field(
         Path("outputs"),
         description="Default folder for generated files (tune writes outputs/tune-<study>).",

@@ -57,9 +57,9 @@ def test_run_needs_exactly_one_of_spec_or_resume(platform_home: Path, tiny_spec:
 
 
 def test_resume_of_unknown_run_is_a_clear_error(platform_home: Path) -> None:
-    result = CliRunner().invoke(app, ["run", "--resume", "0123abcd"])
+    result = CliRunner().invoke(app, ["run", "--resume", "0123abcd" * 4])
     assert result.exit_code == 2
-    assert "no run folder for run '0123abcd'" in result.output
+    assert f"no run folder for run '{'0123abcd' * 4}'" in result.output
 
 
 def _cli(*args: str, env: dict[str, str]) -> list[str]:

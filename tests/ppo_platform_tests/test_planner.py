@@ -354,7 +354,7 @@ def test_env_that_gymnasium_cannot_create_is_an_error_naming_the_cause():
         plan_experiment(BROKEN_ENV_ID, 100_000)
     issue = single_issue(caught)
     assert issue.message == (
-        "gymnasium cannot create this environment: ImportError: needs the 'unobtainium' "
+        "needs a dependency that is not installed: needs the 'unobtainium' "
         "package: pip install unobtainium"
     )
 

@@ -47,7 +47,7 @@ def test_a_repeated_plan_imports_neither_gymnasium_nor_numpy(
     probe = (
         "import sys\nfrom typer.testing import CliRunner\nfrom ppo_platform.cli import app\n"
         f"r = CliRunner().invoke(app, ['plan', '--env', 'CartPole-v1', '--budget', '100000', "
-        f"'--out', {str(tmp_path / 'out')!r}])\n"
+        f"'--out', {str(tmp_path / 'out')!r}, '--force'])\n"
         "print(r.exit_code, sorted(m for m in ('gymnasium', 'numpy') if m in sys.modules))\n"
     )
     outputs = [

@@ -27,6 +27,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from ppo_platform.execution.base import CANCELLED, Executor, Task, TaskResult, describe_error
+from ppo_platform.execution.signals import raise_terminated
 from ppo_platform.execution.threads import pin_threads
 
 
@@ -36,6 +37,20 @@ def default_workers() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
+
+
+def worker_count(requested: int | None, work: int) -> tuple[int, str | None]:
+    """Workers for `work` tasks: never more than the tasks, and a warning (else None) when
+    more were asked for than this machine has cores."""
+    cores = default_workers()
+    count = max(1, min(requested or cores, work))
+    warning = None
+    if count > cores:
+        warning = (
+            f"{count} workers on {cores} core(s): they will contend for the cores and each "
+            "run slower; fewer workers usually finish sooner."
+        )
+    return count, warning
 
 
 def _init_worker(
@@ -54,6 +69,7 @@ def _call(
     """Run one task in the worker; turn any exception into text (exceptions may not unpickle)."""
     started = time.time()
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, raise_terminated)  # terminated mid-task: close the run KILLED
     try:
         value = fn(*args, **kwargs)
     except BaseException as error:  # KeyboardInterrupt too: record, re-raise
@@ -70,6 +86,7 @@ def _call(
         return result
     finally:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
     return TaskResult(key, value=value, pid=os.getpid(), started=started, ended=time.time())
 
 

@@ -14,7 +14,7 @@ from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.planner.env_cache import cached_env_info, remember_env_info
 from ppo_platform.planner.env_model import ActionKind, EnvInfo
 from ppo_platform.settings import Settings
-from ppo_platform.spec.env_ids import check_env_id
+from ppo_platform.spec.env_ids import check_env_usable
 from ppo_platform.spec.experiment import ENV_ID_PATTERN
 
 PLAN_SOURCE = "plan"  # how planner errors name their origin ("plan: env.id = ...: ...")
@@ -99,7 +99,7 @@ def inspect_env(env_id: str, settings: Settings | None = None) -> EnvInfo:
     cached = cached_env_info(env_id, settings)
     if cached is not None:
         return cached
-    check_env_id(env_id, PLAN_SOURCE)
+    check_env_usable(env_id, None, PLAN_SOURCE)  # the same check as validate and run
     import gymnasium
 
     entry = gymnasium.spec(env_id)

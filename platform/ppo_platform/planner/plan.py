@@ -21,6 +21,7 @@ from ppo_platform.planner.render import num, render_markdown
 from ppo_platform.planner.use_cases import RLHF, USE_CASES, UseCase, resolve_use_case
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, parse_override, set_dotted, validate_data
+from ppo_platform.spec.names import refuse_overwrite
 from ppo_platform.spec.rules import PPO_ALGORITHMS
 
 SPEC_FILE = "spec.yaml"
@@ -201,12 +202,16 @@ def plan_experiment(
     )
 
 
-def write_plan(plan: Plan, out_dir: str | Path = "outputs") -> tuple[Path, Path]:
+def write_plan(
+    plan: Plan, out_dir: str | Path = "outputs", force: bool = False
+) -> tuple[Path, Path]:
     """Write `spec.yaml` and `skill-ppo-trainer.md` into `out_dir` (created if missing).
 
-    BadInputError (path `out`) naming the folder if it cannot be written.
+    BadInputError (path `out`) naming the folder if it cannot be written; ConflictError if
+    either file exists already and `force` is off.
     """
     folder = Path(out_dir)
+    refuse_overwrite([folder / SPEC_FILE, folder / MARKDOWN_FILE], "--out", force)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         spec_path, markdown_path = folder / SPEC_FILE, folder / MARKDOWN_FILE

@@ -1,15 +1,19 @@
 """The one check that an env id names a registered gymnasium environment, and its suggestions.
 
-`run` and `plan` both call `check_env_id`, so the same typo gets the same answer from both.
+`run`, `validate` and `plan` all call `check_env_id` (run and validate through
+`check_env_usable`, which also creates the env once), so the same typo gets the same answer.
 gymnasium is imported inside the functions: `validate` imports spec/ and must stay fast.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.resources import budget_refusals, observation_size_of
 
 MAX_SUGGESTIONS = 3
 
@@ -58,3 +62,106 @@ def check_env_id(env_id: str, source: str | None = None) -> None:
     known = registered_env_ids()
     if env_id not in known:
         raise unknown_env_error(env_id, known, source)
+
+
+# Training renders nothing; `human` would open a window per env (and block on a server).
+ALLOWED_RENDER_MODES = (None, "rgb_array")
+
+
+def _env_issue(path: str, message: str, value: object, fix: str, source: str | None) -> SpecError:
+    return SpecError([SpecIssue(path, message, value, fix=fix)], source)
+
+
+def _unsupported_space(space: Any, observation: bool) -> str | None:
+    """The name of a space SB3's PPO cannot use, or None if it can."""
+    from gymnasium import spaces
+
+    leaves = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+    if isinstance(space, leaves):
+        return None
+    if observation and isinstance(space, spaces.Dict):  # MultiInputPolicy: flat dicts only
+        inner = [_unsupported_space(s, False) for s in space.spaces.values()]
+        nested = [s for s in space.spaces.values() if not isinstance(s, leaves)]
+        return f"Dict containing {type(nested[0]).__name__}" if nested or any(inner) else None
+    return type(space).__name__
+
+
+def _make_env(env_id: str, kwargs: Mapping[str, Any], source: str | None) -> Any:
+    import warnings
+
+    import gymnasium
+
+    try:
+        with warnings.catch_warnings():  # "out of date" notices: the error says what matters
+            warnings.simplefilter("ignore")
+            return gymnasium.make(
+                env_id, disable_env_checker=True, **{**kwargs, "render_mode": None}
+            )
+    except TypeError as exc:  # an unknown or mistyped keyword argument
+        raise _env_issue(
+            "env.kwargs",
+            f"gymnasium cannot create {env_id} with these arguments: {exc}.",
+            dict(kwargs) or None,
+            "remove or correct the keyword arguments (see the environment's documentation).",
+            source,
+        ) from None
+    except (ImportError, gymnasium.error.DependencyNotInstalled) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise _env_issue(
+            "env.id",
+            f"needs a dependency that is not installed: {first_line}",
+            env_id,
+            "install what the message names (e.g. gymnasium[box2d]) or pick another env.",
+            source,
+        ) from None
+    except Exception as exc:  # deprecated versions, bad argument values, broken envs
+        raise _env_issue(
+            "env.id",
+            f"gymnasium cannot create this environment: {type(exc).__name__}: {exc}",
+            env_id,
+            "pick a current version of the environment or correct env.kwargs.",
+            source,
+        ) from None
+
+
+def check_env_usable(
+    env_id: str, kwargs: Mapping[str, Any] | None = None, source: str | None = None
+) -> tuple[int, int]:
+    """SpecError unless `env_id` is registered, can be created with `kwargs` and has spaces PPO
+    can use. Creates the env once and closes it (cheap for every env the platform trains).
+    Returns the floats an observation and an action take (for the resource estimate)."""
+    kwargs = dict(kwargs or {})
+    if kwargs.get("render_mode") not in ALLOWED_RENDER_MODES:
+        raise _env_issue(
+            "env.kwargs.render_mode",
+            "is not allowed: training renders nothing.",
+            kwargs["render_mode"],
+            "remove render_mode (or use rgb_array).",
+            source,
+        )
+    check_env_id(env_id, source)
+    env = _make_env(env_id, kwargs, source)
+    try:
+        for observation, space in ((True, env.observation_space), (False, env.action_space)):
+            unsupported = _unsupported_space(space, observation)
+            if unsupported:
+                kind = "observation" if observation else "action"
+                raise _env_issue(
+                    "env.id",
+                    f"has a {unsupported} {kind} space, which PPO's policies cannot use.",
+                    env_id,
+                    "pick an environment with Box, Discrete, MultiDiscrete or MultiBinary "
+                    f"{kind}s (or a wrapper that flattens them).",
+                    source,
+                )
+        return observation_size_of(env.observation_space), observation_size_of(env.action_space)
+    finally:
+        env.close()
+
+
+def check_spec_env(spec: ExperimentSpec, source: str | None = None) -> None:
+    """`check_env_usable` for the spec's env, then the resource budget with its real sizes."""
+    observation, action = check_env_usable(spec.env.id, spec.env.kwargs, source)
+    issues = budget_refusals(spec, observation, action)
+    if issues:
+        raise SpecError(issues, source)

@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ppo_platform.spec.base import StrictModel
+from ppo_platform.spec.names import RESERVED_TAG_PREFIXES, SAFE_NAME_PATTERN, SAFE_NAME_RULE
 from ppo_platform.spec.search import SweepSpec, TuneSpec
 
-SAFE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 # gymnasium ids such as "CartPole-v1" or "ppo_platform/GridWorld-v0". No ':' on purpose:
 # gymnasium imports the module named before a ':', and nothing in a spec is imported by name.
 ENV_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"
@@ -24,8 +24,7 @@ SafeName = Annotated[
     str,
     Field(
         pattern=SAFE_NAME_PATTERN,
-        description="Letters, digits, '.', '_' and '-' (first character a letter or digit), "
-        "at most 100 characters: it becomes a file and experiment name.",
+        description=SAFE_NAME_RULE,
     ),
 ]
 Scalar = str | int | float | bool | None
@@ -212,7 +211,21 @@ class TrackingSpec(StrictModel):
     experiment: SafeName | None = Field(
         None, description="MLflow experiment name; defaults to the spec's name."
     )
-    tags: dict[str, str] = Field(default_factory=dict, description="Extra MLflow run tags.")
+    tags: dict[str, str] = Field(
+        default_factory=dict,
+        description="Extra MLflow run tags (not mlflow.* or ppo_platform.*: those are reserved).",
+    )
+
+    @field_validator("tags")
+    @classmethod
+    def _no_reserved_tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        reserved = sorted(key for key in tags if key.lower().startswith(RESERVED_TAG_PREFIXES))
+        if reserved:
+            raise ValueError(
+                f"tag(s) {', '.join(reserved)} are reserved (mlflow.* and ppo_platform.* are "
+                "set by MLflow and the platform); rename them"
+            )
+        return tags
 
 
 class ExperimentSpec(StrictModel):

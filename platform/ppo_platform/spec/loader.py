@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import errno
+import os
+import stat
 import types
 import typing
 from collections.abc import Iterable
@@ -20,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dotted
+from ppo_platform.spec.resources import resource_refusals
 from ppo_platform.spec.rules import inconsistencies, refusals
 from ppo_platform.spec.yaml_source import (
     MAX_SPEC_BYTES,
@@ -31,6 +35,8 @@ from ppo_platform.spec.yaml_source import (
     dotted,
     parse_yaml,
 )
+
+MAX_ISSUES = 10
 
 __all__ = [
     "MAX_SPEC_BYTES",
@@ -123,6 +129,18 @@ def _issue_from_pydantic(error: Any, positions: dict[PathKey, Position]) -> Spec
     return SpecIssue(dotted(loc), message, value, line, column, fix)
 
 
+def _capped(issues: list[SpecIssue]) -> list[SpecIssue]:
+    """At most MAX_ISSUES issues: a file that is no spec at all must not be echoed back."""
+    if len(issues) <= MAX_ISSUES:
+        return issues
+    more = SpecIssue(
+        "",
+        f"... and {len(issues) - MAX_ISSUES} more problems (is this file a spec?).",
+        fix="start from specs/cartpole.yaml.",
+    )
+    return [*issues[:MAX_ISSUES], more]
+
+
 def validate_data(
     data: Any, positions: dict[PathKey, Position] | None = None, source: str | None = None
 ) -> ExperimentSpec:
@@ -134,8 +152,9 @@ def validate_data(
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as exc:
         issues = [_issue_from_pydantic(error, positions) for error in exc.errors()]
-        raise SpecError(issues, source) from None
+        raise SpecError(_capped(issues), source) from None
     problems = [*inconsistencies(spec), *refusals(spec)]
+    problems = problems or resource_refusals(spec)
     if problems:
         located = []
         for issue in problems:
@@ -165,6 +184,11 @@ def _forget_overridden(
     paths = [tuple(assignment.partition("=")[0].strip().split(".")) for assignment in overrides]
     kept = {k: pos for k, pos in positions.items() if not any(k[: len(p)] == p for p in paths)}
     kept.update({path: (None, None) for path in paths})
+    # Mappings that --set created (absent from the file) have no line either: an error in
+    # them must not fall back to the document's line 1.
+    for path in paths:
+        for end in range(1, len(path)):
+            kept.setdefault(path[:end], (None, None))
     return kept
 
 
@@ -172,14 +196,24 @@ def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentSpec
     """Read, validate and refusal-check a spec file."""
     path = Path(path)
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_SPEC_BYTES + 1)
+        raw = read_regular_file(path, MAX_SPEC_BYTES + 1)
     except OSError as exc:
         raise SpecError(
             [SpecIssue("", f"cannot read the spec file: {exc.strerror}.", fix="check the path.")],
             str(path),
         ) from None
     return load_spec_text(decode_spec_bytes(raw, str(path)), str(path), overrides)
+
+
+def read_regular_file(path: Path, limit: int) -> bytes:
+    """Up to `limit` bytes of a regular file. Opened non-blocking, so a FIFO with no writer
+    cannot hang the reader; FIFOs, devices and sockets are refused (OSError)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            kind = "a folder" if path.is_dir() else "not a regular file (a FIFO or device?)"
+            raise OSError(errno.EINVAL, f"it is {kind}")
+        return handle.read(limit)
 
 
 def dump_spec(spec: ExperimentSpec) -> str:

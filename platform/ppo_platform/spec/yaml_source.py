@@ -20,6 +20,7 @@ MAX_NODES = 10_000
 # Specs nest 4 levels deep; a recursive alias (`a: &a [*a]`) or 3000 '[' must not reach Python's
 # recursion limit.
 MAX_DEPTH = 32
+MAX_INT_BITS = 256
 Position = tuple[int, int] | tuple[None, None]  # (None, None): set by --set, not on a file line
 PathKey = tuple[str | int, ...]
 
@@ -54,6 +55,8 @@ class _Converter:
         self.source = source
         self.positions: dict[PathKey, Position] = {}
         self.nodes_seen = 0
+        self._node_ids: set[int] = set()
+        self.alias_uses = 0  # a node met again is an alias (*name) being expanded
         self._scalars = yaml.constructor.SafeConstructor()
 
     def fail(self, node: yaml.Node | None, path: PathKey, message: str, fix: str) -> SpecError:
@@ -65,13 +68,24 @@ class _Converter:
 
     def convert(self, node: yaml.Node, path: PathKey = ()) -> Any:
         self.nodes_seen += 1
+        if id(node) in self._node_ids:
+            self.alias_uses += 1
+        self._node_ids.add(id(node))
+        if self.nodes_seen > MAX_NODES and self.alias_uses:
+            raise self.fail(
+                node,
+                path,
+                f"the document expands to more than {MAX_NODES} values through its aliases "
+                "(an alias/anchor expansion bomb?).",
+                "write the spec out without nested aliases.",
+            )
         if self.nodes_seen > MAX_NODES:
             raise self.fail(
                 node,
                 path,
-                f"the document expands to more than {MAX_NODES} values "
-                "(an alias/anchor expansion bomb?).",
-                "write the spec out without nested aliases.",
+                f"the document holds more than {MAX_NODES} values; a spec is a short "
+                "configuration.",
+                "remove embedded data (long lists) from the spec.",
             )
         if len(path) > MAX_DEPTH:
             raise self.fail(
@@ -92,7 +106,19 @@ class _Converter:
             return self._mapping(node, path)
         if isinstance(node, yaml.SequenceNode):
             return [self.convert(item, (*path, i)) for i, item in enumerate(node.value)]
-        return self._scalars.construct_object(node)
+        try:
+            value = self._scalars.construct_object(node)
+        except ValueError:  # e.g. an integer of more digits than Python converts (4300)
+            value = None
+        if (value is None and node.tag.endswith(":int")) or _huge_int(value):
+            raise self.fail(
+                node,
+                path,
+                f"the number {node.value[:20]}... ({len(node.value)} characters) is far too "
+                "large to be a setting.",
+                "use a number of ordinary size.",
+            )
+        return value
 
     def _mapping(self, node: yaml.MappingNode, path: PathKey) -> dict[str, Any]:
         result: dict[str, Any] = {}
@@ -126,6 +152,11 @@ class _Converter:
             )
             result[key] = self.convert(value_node, (*path, key))
         return result
+
+
+def _huge_int(value: Any) -> bool:
+    """Integers beyond 2**256 are no setting; printing one (in an error) can itself fail."""
+    return isinstance(value, int) and value.bit_length() > MAX_INT_BITS
 
 
 def dotted(path: Iterable[str | int]) -> str:

@@ -20,6 +20,7 @@ from ppo_platform.tracking import tags as tag
 # Set by the sweep itself for every member: a grid over them would be overwritten or nonsense.
 RESERVED_PATHS = ("name", "budget.seed", "tracking.experiment", "sweep", "tune")
 MAX_NAME = 100
+MAX_SWEEP_RUNS = 1000  # a sweep is started without a prompt: larger ones are a mistake
 
 
 @dataclass(frozen=True)
@@ -182,6 +183,30 @@ def _member_name(base: str, point: GridPoint, seed: int) -> str:
     return name
 
 
+def sweep_size(spec: ExperimentSpec) -> int:
+    """Runs in the sweep (variants x grid x seeds), counted before anything is built."""
+    assert spec.sweep is not None
+    size = max(1, len(spec.sweep.variants)) * len(spec.sweep.seeds)
+    for values in spec.sweep.grid.values():
+        size *= len(values)
+    return size
+
+
+def _size_issues(spec: ExperimentSpec) -> list[SpecIssue]:
+    size = sweep_size(spec)
+    if size <= MAX_SWEEP_RUNS:
+        return []
+    return [
+        SpecIssue(
+            "sweep",
+            f"expands to {size} runs, over the limit of {MAX_SWEEP_RUNS}.",
+            size,
+            fix="sweep fewer values or seeds, or split it; for a large search use "
+            "`ppo-platform tune` (it samples the space).",
+        )
+    ]
+
+
 def expand_sweep(spec: ExperimentSpec, source: str | None = None) -> list[SweepMember]:
     """Grid x seeds -> validated member specs. Raises SpecError naming every bad grid point."""
     if spec.sweep is None:
@@ -195,7 +220,7 @@ def expand_sweep(spec: ExperimentSpec, source: str | None = None) -> list[SweepM
             ],
             source,
         )
-    issues = _grid_issues(spec)
+    issues = _grid_issues(spec) or _size_issues(spec)
     if issues:
         raise SpecError(issues, source)
     # What the user wrote (not every default): rules that look at set fields see the same spec.

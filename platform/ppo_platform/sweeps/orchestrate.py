@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ppo_platform.execution import Task, TaskResult, default_workers, run_tasks
+from ppo_platform.execution import Task, TaskResult, run_tasks, worker_count
 from ppo_platform.reports import SweepReport, build_report, publish_report
 from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
+from ppo_platform.spec.env_ids import check_env_usable
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.sweeps.expand import SweepMember, expand_sweep, grid_points
 from ppo_platform.sweeps.runs import experiment_id_of, finished_runs, open_parent_run, run_member
@@ -90,6 +91,10 @@ def run_sweep(
 ) -> SweepResult:
     """Validate every member, then train the unfinished ones in parallel under one parent run."""
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
+    # The base spec's env, before any parent run: an unusable env id is bad input. Members
+    # whose variants change env.kwargs are checked as they start (a failing member is
+    # recorded FAILED and does not stop the others).
+    check_env_usable(spec.env.id, spec.env.kwargs, source)
 
     assert spec.sweep is not None
     settings = settings or get_settings()
@@ -99,7 +104,9 @@ def run_sweep(
     parent_run_id, resumed, experiment_id = _open_parent(client, spec, members, settings)
     outcomes = _finished_earlier(client, experiment_id, parent_run_id, members) if resumed else {}
     todo = [m for m in members if m.key not in outcomes]
-    n_workers = max(1, min(workers or default_workers(), len(todo) or 1))
+    n_workers, crowded = worker_count(workers, len(todo) or 1)
+    if crowded:
+        say(f"warning: {crowded}")
     say(
         f"sweep {spec.name}: {len(members)} runs ({len(grid_points(spec))} variants x "
         f"{len(spec.sweep.seeds)} seeds), parent run {parent_run_id}"

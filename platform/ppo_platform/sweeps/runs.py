@@ -14,6 +14,7 @@ from ppo_platform.spec.loader import dump_spec
 from ppo_platform.sweeps.expand import SweepMember, sweep_hash
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
+from ppo_platform.tracking.liveness import claim_run, owner_tags
 from ppo_platform.tracking.queries import child_runs, search_all
 from ppo_platform.tracking.tracker import RunTracker, ensure_experiment
 
@@ -50,6 +51,7 @@ def open_parent_run(
     if unfinished:
         run_id = unfinished[0].info.run_id
         retry(lambda: client.update_run(run_id, status="RUNNING"))
+        claim_run(client, run_id)
         for key, value in threshold_tag.items():
             retry(partial(client.set_tag, run_id, key, value))
         return run_id, True
@@ -65,6 +67,7 @@ def open_parent_run(
         tag.ALGORITHM: spec.algorithm,
         tag.SPEC_HASH: spec.spec_hash(),
         **threshold_tag,
+        **owner_tags(),
     }
     run = retry(lambda: client.create_run(experiment_id, tags=tags))
     retry(lambda: client.log_text(run.info.run_id, dump_spec(spec), "sweep/spec.yaml"))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
+from ppo_platform.spec.names import RESERVED_TAG_PREFIXES
+
 PREFIX = "ppo_platform."
 RUN_NAME = MLFLOW_RUN_NAME
 PARENT_RUN_ID = MLFLOW_PARENT_RUN_ID
@@ -18,6 +20,8 @@ ENV_ID = f"{PREFIX}env_id"
 OUTCOME = f"{PREFIX}outcome"
 FINAL_EVAL_MEAN = f"{PREFIX}final_eval_mean_reward"
 JOB_ID = f"{PREFIX}job_id"  # the job service's experiment that started the run
+PROCESS = f"{PREFIX}process"  # host:pid:start of the process that owns a RUNNING run
+RUN_DIR = f"{PREFIX}run_dir"  # the run's folder, recorded when the platform creates it
 
 # Sweeps: the parent run and its members
 KIND = f"{PREFIX}kind"
@@ -40,4 +44,4 @@ def platform_tag(name: str) -> str:
 
 def is_reserved(key: str) -> bool:
     """Tags a spec's `tracking.tags` may not set: MLflow's and the platform's own."""
-    return key.startswith(("mlflow.", PREFIX))
+    return key.startswith(RESERVED_TAG_PREFIXES)

@@ -18,8 +18,10 @@ from mlflow.entities import Param, RunTag
 from mlflow.exceptions import MlflowException
 
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
+from ppo_platform.spec.names import path_inside
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
+from ppo_platform.tracking.liveness import claim_run, owner_tags
 from ppo_platform.tracking.queries import metric_history
 from ppo_platform.tracking.writer import MetricRow, shared_writer, write_rows
 
@@ -40,7 +42,8 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_root: Path | Non
     found = retry(lambda: client.get_experiment_by_name(name))
     if found is not None:
         return str(found.experiment_id)
-    location = (artifact_root / name).resolve().as_uri() if artifact_root else None
+    folder = path_inside(artifact_root, [name], "tracking.experiment") if artifact_root else None
+    location = folder.as_uri() if folder else None
     try:
         return str(retry(lambda: client.create_experiment(name, artifact_location=location)))
     except MlflowException:
@@ -87,6 +90,7 @@ class RunTracker:
             tag.ENV_ID: spec.env.id,
             **spec.tracking.tags,
             **(tags or {}),
+            **owner_tags(),
         }
         if parent_run_id:
             run_tags[tag.PARENT_RUN_ID] = parent_run_id
@@ -137,6 +141,7 @@ class RunTracker:
     def reopen(self) -> None:
         """Mark a resumed run as running again."""
         self._timed(lambda: self._client.update_run(self.run_id, status="RUNNING"))
+        self._timed(partial(claim_run, self._client, self.run_id))
 
     def finish(self, status: str) -> None:
         """Write every metric, then set the run's final status (FINISHED, FAILED or KILLED)."""

@@ -68,6 +68,9 @@ class WriterProcess:
             stdout=subprocess.PIPE,
             text=True,
             bufsize=1,
+            # Its own session: a terminal's Ctrl-C (SIGINT to the foreground group) reaches
+            # only the trainer, which then drains this writer. On EOF (trainer gone) it exits.
+            start_new_session=True,
         )
         self.lock = threading.Lock()
 

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.preprocessing import is_image_space
 from stable_baselines3.common.vec_env import VecEnv
 
@@ -137,9 +138,17 @@ def model_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
 def build_model(spec: ExperimentSpec, env: VecEnv) -> BaseAlgorithm:
     """A fresh, seeded model of the spec's algorithm on `env` (CPU)."""
     cls = model_class(spec)
-    return cls(
+    model = cls(
         policy_name(env.observation_space), env, device="cpu", verbose=0, **model_kwargs(spec)
     )
+    return _quiet(model)
+
+
+def _quiet(model: BaseAlgorithm) -> BaseAlgorithm:
+    """A logger with no outputs: metrics flow through the update listeners, and SB3's default
+    logger would leave an empty SB3-<timestamp> folder in $TMPDIR for every run."""
+    model.set_logger(Logger(folder=None, output_formats=[]))
+    return model
 
 
 def load_model(spec: ExperimentSpec, path: str, env: VecEnv) -> BaseAlgorithm:
@@ -148,4 +157,4 @@ def load_model(spec: ExperimentSpec, path: str, env: VecEnv) -> BaseAlgorithm:
     `force_reset`: `env` is freshly built, so the first rollout starts from its reset, not
     from the observation stored in the checkpoint.
     """
-    return model_class(spec).load(path, env=env, device="cpu", force_reset=True)
+    return _quiet(model_class(spec).load(path, env=env, device="cpu", force_reset=True))

@@ -8,7 +8,7 @@ from typing import Any
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 
-from ppo_platform.spec.env_ids import check_env_id
+from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
 
 EVAL_SEED_OFFSET = 10_000
@@ -25,7 +25,7 @@ def _vec_env(spec: ExperimentSpec, n_envs: int, seed: int) -> VecEnv:
 
 def build_train_env(spec: ExperimentSpec, normalize_stats: Path | None = None) -> VecEnv:
     """N envs of the spec, wrapped in VecNormalize when asked (statistics restored if given)."""
-    check_env_id(spec.env.id)
+    check_spec_env(spec)
     env = _vec_env(spec, spec.env.n_envs, spec.budget.seed)
     norm = spec.env.normalize
     if normalize_stats is not None:

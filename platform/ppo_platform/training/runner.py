@@ -6,6 +6,7 @@ A library function first: the CLI and the REST API are thin shells around `run_s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import threading
@@ -20,19 +21,21 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from ppo_platform.errors import RunNotFoundError, SpecError, TrainingError
+from ppo_platform.errors import Terminated, TrainingError
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.loader import dump_spec, load_spec
+from ppo_platform.spec.loader import dump_spec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.tracker import RunTracker
+from ppo_platform.tracking.writer import MetricsWriteError
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import build_eval_env, build_train_env
 from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
 from ppo_platform.training.plots import plot_training_curves
 from ppo_platform.training.progress import EventKind, ProgressEvent
+from ppo_platform.training.resume import resumable, run_folder
 from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
 from trainers.diagnostics import Alert, DiagnosticsMonitor
 from trainers.errors import NonFiniteError
@@ -85,10 +88,6 @@ class RunResult:
         if self.message:
             lines.append(self.message)
         return "\n".join(lines)
-
-
-def run_folder(settings: Settings, run_id: str) -> Path:
-    return settings.runs_dir / run_id
 
 
 class TrainingSession:
@@ -217,9 +216,13 @@ class TrainingSession:
                 f"training diverged at step {model.num_timesteps}: {error} "
                 f"({where}). Lower the learning rate or K."
             ) from error
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             self.save_checkpoint(model.num_timesteps)
-            self._close("KILLED", {"outcome": "cancelled", "failure": "interrupted"})
+            reason = "terminated (SIGTERM)" if isinstance(interrupt, Terminated) else "interrupted"
+            # Metrics the writer could not store must not hide the interrupt: the run is
+            # closed KILLED whatever happens to them.
+            with contextlib.suppress(MetricsWriteError):
+                self._close("KILLED", {"outcome": "cancelled", "failure": reason})
             raise
         except Exception as error:
             self._close(
@@ -321,7 +324,7 @@ def run_spec(
     resolved = dump_spec(spec)
     (run_dir / "spec.yaml").write_text(resolved)
     tracker.log_text(resolved, "spec/resolved_spec.yaml")
-    tracker.set_tags({tag.platform_tag("run_dir"): str(run_dir.resolve())})
+    tracker.set_tags({tag.RUN_DIR: str(run_dir)})
     session = TrainingSession(spec, tracker, run_dir, on_progress, cancel)
     return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
 
@@ -335,26 +338,8 @@ def resume_run(
 ) -> RunResult:
     """Continue `run_id` from its last checkpoint, into the same MLflow run."""
     settings = _prepare(settings)
-    run_dir = run_folder(settings, run_id)
-    if not (run_dir / "spec.yaml").exists():
-        raise RunNotFoundError(
-            f"no run folder for run {run_id!r} under {settings.runs_dir}: "
-            "resume works on the machine (PPO_PLATFORM_HOME) that started it."
-        )
-    try:
-        spec = load_spec(run_dir / "spec.yaml")
-    except SpecError as error:
-        raise RunNotFoundError(
-            f"the stored spec of run {run_id} no longer validates:\n{error}"
-        ) from error
-    last = ckpt.latest_checkpoint(run_dir / "checkpoints")
-    if last is None:
-        raise RunNotFoundError(f"run {run_id} has no checkpoint to resume from.")
-    if last.timesteps >= spec.budget.total_timesteps:
-        raise RunNotFoundError(
-            f"run {run_id} already trained {last.timesteps} of "
-            f"{spec.budget.total_timesteps} env steps: nothing to resume."
-        )
+    found = resumable(settings, run_id)
+    spec, last, run_dir = found.spec, found.checkpoint, found.run_dir
     env = build_train_env(spec, normalize_stats=last.normalize)
     model = load_model(spec, str(last.model), env)  # on fresh envs, reset before the first step
     tracker = RunTracker(settings.tracking_uri, run_id, settings.metrics_flush_seconds)

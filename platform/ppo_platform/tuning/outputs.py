@@ -20,6 +20,8 @@ from ppo_platform.tuning.board import failure_reason
 from ppo_platform.tuning.errors import TuningError
 from ppo_platform.tuning.space import base_data, build_trial_spec, decode
 
+PLOT_FILES = ("optimization_history.png", "param_importances.png")
+
 if TYPE_CHECKING:
     import optuna
 
@@ -146,6 +148,9 @@ def summary_markdown(
     return "\n".join(lines) + "\n"
 
 
+OUTPUT_FILES = ("best_spec.yaml", "summary.md", "summary.json", *PLOT_FILES)
+
+
 def save_plots(study: optuna.Study, folder: Path) -> list[Path]:
     """Optimization history and parameter importances (skipped if too few trials)."""
     import matplotlib
@@ -161,8 +166,8 @@ def save_plots(study: optuna.Study, folder: Path) -> list[Path]:
     written = []
     complete = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
     plots: list[tuple[str, Callable[[optuna.Study], Any], int]] = [
-        ("optimization_history.png", ovm.plot_optimization_history, 1),
-        ("param_importances.png", ovm.plot_param_importances, 2),
+        (PLOT_FILES[0], ovm.plot_optimization_history, 1),
+        (PLOT_FILES[1], ovm.plot_param_importances, 2),
     ]
     for name, plot, needed in plots:
         if len(complete) < needed:

@@ -18,6 +18,7 @@ from mlflow.exceptions import MlflowException
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
+from ppo_platform.tracking.liveness import claim_run, owner_tags
 from ppo_platform.tracking.tracker import RunTracker, ensure_experiment
 
 TRIAL_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
@@ -36,6 +37,7 @@ def open_study_run(
     if existing_run_id:
         try:
             retry(lambda: client.update_run(existing_run_id, status="RUNNING"))
+            claim_run(client, existing_run_id)
             return existing_run_id
         except MlflowException:
             pass  # another tracking store than the one that started the study: start afresh
@@ -47,6 +49,7 @@ def open_study_run(
         tag.platform_tag("storage"): storage_label,
         tag.SPEC_HASH: spec.spec_hash(),
         tag.ENV_ID: spec.env.id,
+        **owner_tags(),
     }
     experiment = ensure_experiment(client, spec.experiment_name, artifact_root)
     run = retry(lambda: client.create_run(experiment, tags=tags))

@@ -95,6 +95,15 @@ def reachable_values(dist: Distribution) -> list[tuple[str, Any]]:
     return [("low", dist.low), ("high", dist.high)]
 
 
+def grid_count(dist: Distribution) -> int | None:
+    """How many values a finite distribution has, without listing them (None: a float range)."""
+    if isinstance(dist, CategoricalDistribution):
+        return len(dist.choices)
+    if isinstance(dist, IntDistribution):
+        return (dist.high - dist.low) // dist.step + 1
+    return None
+
+
 def grid_values(dist: Distribution) -> list[Any] | None:
     """Every value of a finite distribution (Optuna-encoded), or None for a float range."""
     if isinstance(dist, CategoricalDistribution):
@@ -178,8 +187,8 @@ def _sampler_issues(tune: TuneSpec) -> list[SpecIssue]:
         return []
     size = 1
     for path, dist in tune.space.items():
-        values = grid_values(dist)
-        if values is None:
+        count = grid_count(dist)  # counted, not listed: an int range may span billions
+        if count is None:
             return [
                 SpecIssue(
                     f"tune.space.{path}",
@@ -188,7 +197,7 @@ def _sampler_issues(tune: TuneSpec) -> list[SpecIssue]:
                     "an int range, or another sampler (tpe, random).",
                 )
             ]
-        size *= len(values)
+        size *= count
     if size > MAX_GRID_POINTS:
         return [
             SpecIssue(
@@ -223,6 +232,6 @@ def grid_search_space(tune: TuneSpec) -> dict[str, list[Any]]:
 
 def grid_size(tune: TuneSpec) -> int:
     size = 1
-    for values in grid_search_space(tune).values():
-        size *= len(values)
+    for dist in tune.space.values():
+        size *= grid_count(dist) or 0
     return size

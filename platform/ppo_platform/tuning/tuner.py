@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from ppo_platform.execution import worker_count
 from ppo_platform.settings import Settings, get_settings
+from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.names import check_name, path_inside, refuse_overwrite
 from ppo_platform.tracking.tracker import RunTracker
 from ppo_platform.tuning.board import StudyBoard
-from ppo_platform.tuning.outputs import StudyOutputs, write_outputs
+from ppo_platform.tuning.outputs import OUTPUT_FILES, StudyOutputs, write_outputs
 from ppo_platform.tuning.runs import open_study_run
 from ppo_platform.tuning.space import check_space
 from ppo_platform.tuning.study import (
@@ -27,6 +31,8 @@ from ppo_platform.tuning.study import (
 )
 from ppo_platform.tuning.workers import WorkerConfig, quiet_logs, run_workers
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class TuneResult:
@@ -37,7 +43,18 @@ class TuneResult:
 
 
 def default_out_dir(settings: Settings, study_name: str) -> Path:
-    return settings.outputs_dir / f"tune-{study_name}"
+    """outputs/tune-<study>: the study name is checked like a spec name and kept inside."""
+    check_name(study_name, "--study")
+    return path_inside(settings.outputs_dir, [f"tune-{study_name}"], "--study")
+
+
+def output_folder(settings: Settings, study_name: str, out_dir: Path | None, force: bool) -> Path:
+    """Where the outputs go. The default folder is the study's own and is refreshed on every
+    run; a folder given with --out keeps existing files unless `force`."""
+    if out_dir is None:
+        return default_out_dir(settings, study_name)
+    refuse_overwrite([out_dir / name for name in OUTPUT_FILES], "--out", force)
+    return out_dir
 
 
 def run_study(
@@ -47,6 +64,7 @@ def run_study(
     storage: str | None = None,
     study_name: str | None = None,
     out_dir: Path | None = None,
+    force: bool = True,
     settings: Settings | None = None,
     progress: TextIO | None = None,
     live: bool | None = None,
@@ -55,12 +73,16 @@ def run_study(
 ) -> TuneResult:
     """Run (or continue) the spec's study to its n_trials and write its outputs.
 
-    Raises SpecError for a bad spec or space, TuningError if no trial completed.
+    Raises SpecError for a bad spec or space, ConflictError for existing files in `out_dir`
+    when not `force`, TuningError if no trial completed.
     """
     check_space(spec)
+    assert spec.tune is not None
+    check_spec_env(spec)  # before any storage or MLflow run
     quiet_logs()
     settings = settings or get_settings()
-    study_name = study_name or spec.name
+    study_name = spec.name if study_name is None else study_name
+    folder = output_folder(settings, study_name, out_dir, force)
     storage_url = storage or default_storage_url(settings)
     label = redact(storage_url)
     study = prepare_study(
@@ -83,9 +105,7 @@ def run_study(
     board = StudyBoard(study, config.n_trials, stream=progress, live=live)
     _run_with_board(config, workers, board, tracker)
     try:
-        outputs = write_outputs(
-            spec, study, out_dir or default_out_dir(settings, study_name), label, tracker
-        )
+        outputs = write_outputs(spec, study, folder, label, tracker)
     except BaseException:
         tracker.finish("FAILED")
         raise
@@ -121,7 +141,10 @@ def _run_with_board(
     """Run the workers while the board shows progress; an interrupted study's run is KILLED."""
     thread, stop = board.start()
     try:
-        run_workers(config, workers)
+        n_workers, crowded = worker_count(workers, config.n_trials)
+        if crowded:
+            logger.warning("warning: %s", crowded)
+        run_workers(config, n_workers)
     except BaseException:
         stop.set()
         thread.join()

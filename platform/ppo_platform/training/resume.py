@@ -1,0 +1,81 @@
+"""What `--resume RUN_ID` may load, checked before anything is unpickled or unzipped.
+
+The id must be an MLflow run id, its folder must lie inside this home's runs folder, the
+MLflow run must record that folder as its own (`ppo_platform.run_dir`, set when the platform
+created it), and the checkpoint files must lie inside it (no symlinks out).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from ppo_platform.errors import RunNotFoundError, SpecError
+from ppo_platform.settings import Settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import load_spec
+from ppo_platform.spec.names import check_run_id, is_inside, path_inside
+from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.gateway import retry, tracking_client
+from ppo_platform.training import checkpoints as ckpt
+
+
+@dataclass(frozen=True)
+class Resumable:
+    run_dir: Path
+    spec: ExperimentSpec
+    checkpoint: ckpt.Checkpoint
+
+
+def run_folder(settings: Settings, run_id: str) -> Path:
+    """The folder of run `run_id` under the runs folder (id checked, path kept inside)."""
+    return path_inside(settings.runs_dir, [check_run_id(run_id)], "run id")
+
+
+def _recorded_folder(settings: Settings, run_id: str) -> str | None:
+    from mlflow.exceptions import MlflowException
+
+    client = tracking_client(settings.tracking_uri)
+    try:
+        run = retry(partial(client.get_run, run_id))
+    except MlflowException:
+        return None
+    return run.data.tags.get(tag.RUN_DIR)
+
+
+def resumable(settings: Settings, run_id: str) -> Resumable:
+    """The run's folder, stored spec and last checkpoint; RunNotFoundError if any is missing
+    or not the platform's own."""
+    run_dir = run_folder(settings, run_id)
+    if not (run_dir / "spec.yaml").is_file():
+        raise RunNotFoundError(
+            f"no run folder for run {run_id!r} under {settings.runs_dir}: "
+            "resume works on the machine (PPO_PLATFORM_HOME) that started it."
+        )
+    if _recorded_folder(settings, run_id) != str(run_dir):
+        raise RunNotFoundError(
+            f"run {run_id} is not a run this platform home created (its MLflow run does not "
+            f"record the folder {run_dir}); nothing is loaded from it."
+        )
+    try:
+        spec = load_spec(run_dir / "spec.yaml")
+    except SpecError as error:
+        raise RunNotFoundError(
+            f"the stored spec of run {run_id} no longer validates:\n{error}"
+        ) from error
+    last = ckpt.latest_checkpoint(run_dir / "checkpoints")
+    if last is None:
+        raise RunNotFoundError(f"run {run_id} has no checkpoint to resume from.")
+    files = [last.model] + ([last.normalize] if last.normalize else [])
+    if not all(is_inside(run_dir, path) and not path.is_symlink() for path in files):
+        raise RunNotFoundError(
+            f"run {run_id}'s checkpoint {last.model.name} is a link out of its folder; "
+            "nothing is loaded from it."
+        )
+    if last.timesteps >= spec.budget.total_timesteps:
+        raise RunNotFoundError(
+            f"run {run_id} already trained {last.timesteps} of "
+            f"{spec.budget.total_timesteps} env steps: nothing to resume."
+        )
+    return Resumable(run_dir, spec, last)
