@@ -6,12 +6,11 @@ import copy
 import math
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 from stable_baselines3 import A2C
 from stable_baselines3.common.env_util import make_vec_env
-from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from trainer_rollouts import train_seeded, with_rollout
 
 from trainers.a2c import MonitoredA2C
 from trainers.diagnostics import DiagnosticsMonitor, Thresholds
@@ -20,16 +19,8 @@ from trainers.errors import NonFiniteError
 SEED = 5
 
 
-def with_rollout(cls: type[OnPolicyAlgorithm], env_id: str, **kwargs: Any) -> OnPolicyAlgorithm:
-    env = make_vec_env(env_id, n_envs=4, seed=SEED)
-    model = cls("MlpPolicy", env, seed=SEED, device="cpu", n_steps=8, **kwargs)
-    _, callback = model._setup_learn(total_timesteps=10_000, callback=None)
-    model.collect_rollouts(model.env, callback, model.rollout_buffer, model.n_steps)  # type: ignore[arg-type]
-    return model
-
-
 def stock_and_ours(env_id: str = "CartPole-v1", **kwargs: Any) -> tuple[A2C, MonitoredA2C]:
-    stock = with_rollout(A2C, env_id, **kwargs)
+    stock = with_rollout(A2C, env_id, seed=SEED, n_envs=4, n_steps=8, **kwargs)
     ours = MonitoredA2C(
         "MlpPolicy",
         make_vec_env(env_id, n_envs=4, seed=SEED),
@@ -44,14 +35,6 @@ def stock_and_ours(env_id: str = "CartPole-v1", **kwargs: Any) -> tuple[A2C, Mon
     assert ours.policy.optimizer.param_groups[0]["foreach"] is True
     ours.rollout_buffer = copy.deepcopy(stock.rollout_buffer)
     return stock, ours  # type: ignore[return-value]
-
-
-def train_seeded(model: OnPolicyAlgorithm) -> dict[str, float]:
-    np.random.seed(11)
-    torch.manual_seed(11)
-    model.logger.name_to_value.clear()
-    model.train()
-    return dict(model.logger.name_to_value)
 
 
 @pytest.mark.parametrize("env_id", ["CartPole-v1", "Pendulum-v1"])

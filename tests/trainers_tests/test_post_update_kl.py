@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 from stable_baselines3 import PPO
-from stable_baselines3.common.env_util import make_vec_env
+from trainer_rollouts import collect_one_rollout, train_seeded, with_rollout
 
 from trainers.losses import k3_kl
 from trainers.ppo import MonitoredPPO
@@ -19,31 +19,19 @@ SEED = 5
 
 def collected(cls: type[PPO], **kwargs: Any) -> PPO:
     """A seeded CartPole model (2 envs x 64 steps) that has collected one rollout."""
-    env = make_vec_env("CartPole-v1", n_envs=2, seed=SEED)
     params: dict[str, Any] = {"n_steps": 64, "batch_size": 128, "learning_rate": 3e-3}
-    model = cls("MlpPolicy", env, seed=SEED, device="cpu", **{**params, **kwargs})
-    _, callback = model._setup_learn(total_timesteps=10_000, callback=None)
-    model.collect_rollouts(model.env, callback, model.rollout_buffer, model.n_steps)
-    return model
-
-
-def update(model: PPO) -> dict[str, float]:
-    np.random.seed(11)
-    torch.manual_seed(11)
-    model.logger.name_to_value.clear()
-    model.train()
-    return dict(model.logger.name_to_value)
+    return with_rollout(cls, "CartPole-v1", seed=SEED, **{**params, **kwargs})
 
 
 def test_one_epoch_one_minibatch_reads_zero_minibatch_kl_but_a_positive_post_update_kl() -> None:
-    metrics = update(collected(MonitoredPPO, n_epochs=1))
+    metrics = train_seeded(collected(MonitoredPPO, n_epochs=1))
     assert metrics["train/approx_kl"] == 0.0  # measured before the only step: SB3's blind spot
     assert metrics["train/approx_kl_post"] > 1e-6
 
 
 def test_post_update_kl_is_the_k3_kl_of_the_updated_policy_on_the_rollout() -> None:
     model = collected(MonitoredPPO, n_epochs=3)
-    metrics = update(model)
+    metrics = train_seeded(model)
     buffer = model.rollout_buffer
     observations = torch.as_tensor(buffer.observations)
     actions = torch.as_tensor(buffer.actions).long().flatten()
@@ -55,9 +43,9 @@ def test_post_update_kl_is_the_k3_kl_of_the_updated_policy_on_the_rollout() -> N
 
 def test_post_update_kl_draws_no_random_numbers_and_changes_no_parameter() -> None:
     stock, ours = collected(PPO, n_epochs=2), collected(MonitoredPPO, n_epochs=2)
-    update(stock)
+    train_seeded(stock)
     stock_rng = np.random.get_state()[1].copy(), torch.get_rng_state().clone()
-    update(ours)
+    train_seeded(ours)
     assert np.array_equal(np.random.get_state()[1], stock_rng[0])
     assert torch.equal(torch.get_rng_state(), stock_rng[1])
     for name, value in stock.policy.state_dict().items():
@@ -66,7 +54,7 @@ def test_post_update_kl_draws_no_random_numbers_and_changes_no_parameter() -> No
 
 def test_target_kl_on_the_post_update_kl_stops_after_the_epoch_that_crossed_it() -> None:
     model = collected(MonitoredPPO, n_epochs=10, target_kl=1e-4, kl_source="post_update")
-    metrics = update(model)
+    metrics = train_seeded(model)
     assert metrics["train/early_stop_epoch"] == 1.0
     assert metrics["train/approx_kl_post"] > 1.5e-4
     assert "train/approx_kl_epoch_02" not in metrics
@@ -74,13 +62,13 @@ def test_target_kl_on_the_post_update_kl_stops_after_the_epoch_that_crossed_it()
 
 def test_target_kl_on_the_post_update_kl_lets_a_calm_update_run_every_epoch() -> None:
     model = collected(MonitoredPPO, n_epochs=3, target_kl=10.0, kl_source="post_update")
-    metrics = update(model)
+    metrics = train_seeded(model)
     assert "train/early_stop_epoch" not in metrics
     assert "train/approx_kl_epoch_03" in metrics
 
 
 def test_kl_penalty_trainer_reports_the_post_update_kl_too() -> None:
-    metrics = update(collected(MonitoredKLPPO, n_epochs=1))
+    metrics = train_seeded(collected(MonitoredKLPPO, n_epochs=1))
     assert metrics["train/approx_kl_post"] > 0.0
 
 
@@ -101,7 +89,5 @@ def test_post_update_kl_works_on_dict_observations() -> None:
     model = MonitoredPPO(
         "MultiInputPolicy", SimpleMultiObsEnv(), n_steps=32, batch_size=32, n_epochs=1, seed=0
     )
-    _, callback = model._setup_learn(total_timesteps=1_000, callback=None)
-    model.collect_rollouts(model.env, callback, model.rollout_buffer, model.n_steps)
-    metrics = update(model)
+    metrics = train_seeded(collect_one_rollout(model, total_timesteps=1_000))
     assert metrics["train/approx_kl"] == 0.0 and metrics["train/approx_kl_post"] > 0.0

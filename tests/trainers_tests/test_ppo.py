@@ -7,12 +7,12 @@ import itertools
 import math
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from trainer_rollouts import train_seeded, with_rollout
 
 from trainers.errors import NonFiniteError
 from trainers.losses import LossError
@@ -40,15 +40,6 @@ CASES: dict[str, tuple[str, dict[str, Any], float]] = {
 }
 
 
-def with_rollout(cls: type[OnPolicyAlgorithm], env_id: str, **kwargs: Any) -> OnPolicyAlgorithm:
-    """A seeded model that has collected one rollout (buffer full, GAE computed)."""
-    env = make_vec_env(env_id, n_envs=2, seed=SEED)
-    model = cls("MlpPolicy", env, seed=SEED, device="cpu", **kwargs)
-    _, callback = model._setup_learn(total_timesteps=10_000, callback=None)
-    model.collect_rollouts(model.env, callback, model.rollout_buffer, model.n_steps)  # type: ignore[arg-type]
-    return model
-
-
 def same_start(
     reference: OnPolicyAlgorithm, cls: type[OnPolicyAlgorithm], env_id: str, **kwargs: Any
 ) -> OnPolicyAlgorithm:
@@ -64,19 +55,10 @@ def same_start(
     return model
 
 
-def train_seeded(model: OnPolicyAlgorithm) -> dict[str, float]:
-    """Run one update with the global RNGs SB3 shuffles with seeded identically; its metrics."""
-    np.random.seed(11)
-    torch.manual_seed(11)
-    model.logger.name_to_value.clear()
-    model.train()
-    return dict(model.logger.name_to_value)
-
-
 def stock_and_ours(case: str) -> tuple[dict[str, Any], OnPolicyAlgorithm, OnPolicyAlgorithm]:
     env_id, extra, progress = CASES[case]
     kwargs = {**BASE, **extra}
-    stock = with_rollout(PPO, env_id, **kwargs)
+    stock = with_rollout(PPO, env_id, seed=SEED, **kwargs)
     stock._current_progress_remaining = progress
     ours = same_start(stock, MonitoredPPO, env_id, **kwargs)
     return kwargs, stock, ours
@@ -262,7 +244,7 @@ def test_paper_rule_is_used_when_asked() -> None:
 def test_kl_penalty_update_does_not_clip() -> None:
     # With eps tiny, clipping would freeze the policy term; the KL objective must still move it.
     kwargs = {**BASE, "clip_range": 1e-6, "n_epochs": 1}
-    stock = with_rollout(PPO, "CartPole-v1", **kwargs)
+    stock = with_rollout(PPO, "CartPole-v1", seed=SEED, **kwargs)
     clipped = same_start(stock, MonitoredPPO, "CartPole-v1", **kwargs)
     penalized = same_start(stock, MonitoredKLPPO, "CartPole-v1", kl_beta_init=1e-8, **kwargs)
     assert train_seeded(penalized)["train/policy_gradient_loss"] != pytest.approx(
