@@ -241,7 +241,6 @@ class DiagnosticsMonitor:
     thresholds: Thresholds = field(default_factory=Thresholds)
     total_timesteps: int = 0
     alerts: list[Alert] = field(default_factory=list)
-    counts: Counter[str] = field(default_factory=Counter)
     summaries: dict[str, SignalSummary] = field(default_factory=dict)
     _states: dict[str, SignalState] = field(default_factory=dict)
 
@@ -251,7 +250,6 @@ class DiagnosticsMonitor:
         signals = (rule(reading) for rule in RULES)
         found = [s.alert for s in signals if s is not None and self._fires(s)]
         self.alerts.extend(found)
-        self.counts.update(alert.signal for alert in found)
         return found
 
     def _fires(self, signal: Signal) -> bool:
@@ -290,9 +288,9 @@ class DiagnosticsMonitor:
             )
             self.summaries[alert.signal] = summary
         summary.episodes += 1
-        summary.observe(alert.timestep, alert.value)
-        if state.streak_worst is not None:
-            summary.observe(alert.timestep, state.streak_worst)
+        # The streak that fired holds this update's value too: its worst is the episode's so far.
+        assert state.streak_worst is not None
+        summary.observe(alert.timestep, state.streak_worst)
 
     def summary(self) -> list[dict[str, object]]:
         """Per signal, in order of first alert: episodes, first/last env step, worst, advice."""
@@ -300,6 +298,11 @@ class DiagnosticsMonitor:
 
     def summary_lines(self) -> list[str]:
         return [s.format() for s in self.summaries.values()]
+
+    @property
+    def counts(self) -> Counter[str]:
+        """Alerts per signal (one per episode)."""
+        return Counter(alert.signal for alert in self.alerts)
 
     @property
     def critical_count(self) -> int:
