@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any
 
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -9,22 +10,9 @@ from trainers.diagnostics import DiagnosticsMonitor, Thresholds, explained_varia
 
 
 def thresholds_for(spec: ExperimentSpec) -> Thresholds:
+    """The monitor's thresholds: every `Thresholds` field read from the spec's namesake."""
     d = spec.diagnostics
-    return Thresholds(
-        kl_healthy_max=d.kl_healthy_max,
-        kl_alert=d.kl_alert,
-        clip_fraction_low=d.clip_fraction_low,
-        clip_fraction_high=d.clip_fraction_high,
-        drift_clip_fraction=d.drift_clip_fraction,
-        window=d.window,
-        explained_variance_min=d.explained_variance_min,
-        late_fraction=d.late_fraction,
-        monitor_kl=d.monitor_kl,
-        monitor_clip_fraction=d.monitor_clip_fraction,
-        kl_source=d.kl_source,
-        return_variance_floor=d.return_variance_floor,
-        value_scale=d.value_scale,
-    )
+    return Thresholds(**{f.name: getattr(d, f.name) for f in fields(Thresholds)})
 
 
 def diagnostics_row(monitor: DiagnosticsMonitor, metrics: dict[str, float]) -> dict[str, float]:
