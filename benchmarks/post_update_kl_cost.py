@@ -11,6 +11,7 @@ the difference, and the median time of collecting one rollout for scale.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import platform
 import statistics
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from gymnasium import spaces
 from torch import Tensor
 
 from ppo_platform.spec.loader import load_spec
@@ -58,8 +60,18 @@ def time_pass(model: MonitoredPPO) -> float:
     """The post-update KL pass alone, on the model's rollout."""
     rollout = _RolloutTensors(model.rollout_buffer)
     start = time.perf_counter()
-    model._post_update_kl(rollout, discrete=True)
+    model._post_update_kl(rollout, discrete=isinstance(model.action_space, spaces.Discrete))
     return time.perf_counter() - start
+
+
+def _update_shape(model: MonitoredPPO) -> str:
+    """'8 envs x 32 steps = 256 transitions, K = 20, minibatch 256: 20 gradient steps ...'."""
+    batch = model.n_envs * model.n_steps
+    steps = model.n_epochs * math.ceil(batch / model.batch_size)
+    return (
+        f"{model.n_envs} envs x {model.n_steps} steps = {batch} transitions, K = "
+        f"{model.n_epochs}, minibatch {model.batch_size}: {steps} gradient steps per update"
+    )
 
 
 def main() -> None:
@@ -84,8 +96,7 @@ def main() -> None:
         "# Cost of the post-update KL (one extra forward pass per update)",
         "",
         f"`python benchmarks/post_update_kl_cost.py --repeats {args.repeats}` on "
-        f"{args.spec.relative_to(REPO)} (8 envs x 32 steps = 256 transitions, K = 20, "
-        f"minibatch 256: 20 gradient steps per update), one torch thread, torch "
+        f"{args.spec.relative_to(REPO)} ({_update_shape(with_kl)}), one torch thread, torch "
         f"{torch.__version__}, {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} cores (shared machine).",
         "",
