@@ -11,6 +11,15 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 Series = Sequence[tuple[int, float]]
+# The 2 x 2 panels, row by row: title and (metric, legend) pairs.
+PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
+    ("Return", (("rollout/ep_rew_mean", "train episodes"), ("eval/mean_reward", "evaluation"))),
+    ("Approx KL", (("train/approx_kl", "approx KL"), ("train/approx_kl_post", "post-update KL"))),
+    ("Clip fraction", (("train/clip_fraction", "clip fraction"),)),
+    ("Explained variance", (("train/explained_variance", "explained variance"),)),
+)
+# What a resumed run reads back from MLflow so its plot covers the whole run.
+PLOTTED_METRICS = tuple(key for _, series in PANELS for key, _ in series)
 
 
 def plot_training_curves(
@@ -22,21 +31,7 @@ def plot_training_curves(
 ) -> Path:
     """Return, approx KL, clip fraction and explained variance against env steps."""
     fig, axes = plt.subplots(2, 2, figsize=(11, 7), sharex=True)
-    panels = [
-        (
-            axes[0][0],
-            "Return",
-            [("rollout/ep_rew_mean", "train episodes"), ("eval/mean_reward", "evaluation")],
-        ),
-        (
-            axes[0][1],
-            "Approx KL",
-            [("train/approx_kl", "approx KL"), ("train/approx_kl_post", "post-update KL")],
-        ),
-        (axes[1][0], "Clip fraction", [("train/clip_fraction", "clip fraction")]),
-        (axes[1][1], "Explained variance", [("train/explained_variance", "explained variance")]),
-    ]
-    for axis, label, series in panels:
+    for axis, (label, series) in zip(axes.flat, PANELS, strict=True):
         for key, legend in series:
             points = history.get(key, [])
             if points:

@@ -33,7 +33,7 @@ from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import build_eval_env, build_train_env
 from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
-from ppo_platform.training.plots import plot_training_curves
+from ppo_platform.training.plots import PLOTTED_METRICS, plot_training_curves
 from ppo_platform.training.progress import EventKind, ProgressEvent
 from ppo_platform.training.resume import resumable, run_folder
 from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
@@ -44,14 +44,6 @@ from trainers.reporting import UpdateReportingMixin
 Outcome = Literal["completed", "stopped_by_alert", "cancelled"]
 MLFLOW_STATUS = {"completed": "FINISHED", "stopped_by_alert": "FAILED", "cancelled": "KILLED"}
 ProgressCallback = Callable[[ProgressEvent], None]
-PLOTTED_METRICS = (
-    "rollout/ep_rew_mean",
-    "eval/mean_reward",
-    "train/approx_kl",
-    "train/approx_kl_post",
-    "train/clip_fraction",
-    "train/explained_variance",
-)
 
 
 @dataclass(frozen=True)
