@@ -12,8 +12,7 @@ from gymnasium import spaces
 from stable_baselines3 import A2C
 from torch.nn import functional as F
 
-from .losses import explained_variance, return_spread
-from .ppo import LeanUpdateMixin
+from .ppo import LeanUpdateMixin, rollout_statistics
 from .reporting import UpdateReportingMixin
 
 
@@ -43,22 +42,14 @@ class InstrumentedA2C(LeanUpdateMixin, A2C):
             self.policy.optimizer.step()
 
         self._n_updates += 1
-        returns = torch.from_numpy(self.rollout_buffer.returns.flatten())
-        returns_std, returns_rms = return_spread(returns)
         named = {
             "train/policy_gradient_loss": policy_loss.detach(),
             "train/value_loss": value_loss.detach(),
             "train/entropy_loss": entropy_loss.detach(),
             "train/loss": loss.detach(),
             "train/grad_norm": grad_norm,
-            "train/explained_variance": explained_variance(
-                torch.from_numpy(self.rollout_buffer.values.flatten()), returns
-            ),
-            "train/returns_std": returns_std,
-            "train/returns_rms": returns_rms,
+            **rollout_statistics(self.rollout_buffer, self.policy),
         }
-        if hasattr(self.policy, "log_std"):
-            named["train/std"] = torch.exp(self.policy.log_std.detach()).mean()
         values_read = torch.stack([v.to(torch.float64) for v in named.values()]).tolist()
         for key, value in zip(named, values_read, strict=True):
             self.logger.record(key, value)

@@ -134,6 +134,24 @@ def _rows(observations: Observations, start: int, stop: int) -> Observations:
     return observations[start:stop]
 
 
+def rollout_statistics(buffer: RolloutBuffer, policy: torch.nn.Module) -> dict[str, Tensor]:
+    """The update's rollout-level metrics as 0-d tensors: explained variance, the spread of the
+    returns (std and RMS) and, for a Gaussian policy, its std."""
+    returns = torch.from_numpy(buffer.returns.flatten())
+    returns_std, returns_rms = return_spread(returns)
+    named = {
+        "train/explained_variance": explained_variance(
+            torch.from_numpy(buffer.values.flatten()), returns
+        ),
+        "train/returns_std": returns_std,
+        "train/returns_rms": returns_rms,
+    }
+    log_std = getattr(policy, "log_std", None)
+    if log_std is not None:
+        named["train/std"] = torch.exp(log_std.detach()).mean()
+    return named
+
+
 class _UpdateRecord:
     """Per-minibatch statistics of one update, kept as device tensors until `read()`."""
 
@@ -304,18 +322,10 @@ class ClipPPO(LeanUpdateMixin, PPO):
 
         if post_kl is None:  # not measured after the last epoch yet
             post_kl = self._post_update_kl(rollout, discrete)
-        returns = torch.from_numpy(self.rollout_buffer.returns.flatten())
-        returns_std, returns_rms = return_spread(returns)
         extra = {
             "train/approx_kl_post": post_kl,
-            "train/explained_variance": explained_variance(
-                torch.from_numpy(self.rollout_buffer.values.flatten()), returns
-            ),
-            "train/returns_std": returns_std,
-            "train/returns_rms": returns_rms,
+            **rollout_statistics(self.rollout_buffer, self.policy),
         }
-        if hasattr(self.policy, "log_std"):
-            extra["train/std"] = torch.exp(self.policy.log_std.detach()).mean()
         metrics = record.read(extra)
         metrics["train/clip_range"] = clip_range
         if clip_range_vf is not None:
