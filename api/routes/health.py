@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sqlite3
+from pathlib import Path
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
@@ -26,7 +31,7 @@ def readyz(request: Request, store: StoreDep, settings: SettingsDep) -> JSONResp
         job_store = True
     except PlatformError:
         job_store = False
-    tracking = _tracking_reachable(settings.tracking_uri, settings.home)
+    tracking = tracking_store_answers(settings.tracking_uri)
     dispatcher = request.app.state.dispatcher.active.is_set()
     ready = job_store and tracking
     body = ReadyPublic(
@@ -38,11 +43,20 @@ def readyz(request: Request, store: StoreDep, settings: SettingsDep) -> JSONResp
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
 
 
-def _tracking_reachable(uri: str, home: object) -> bool:
-    """Without importing MLflow: a SQLite store's folder exists (the file is created on first
-    use); a server or database URL is trusted to the first run (MLflow retries by itself)."""
-    from pathlib import Path
-
-    if uri.startswith("sqlite:///"):
-        return Path(uri.removeprefix("sqlite:///")).parent.is_dir() or Path(str(home)).is_dir()
+def tracking_store_answers(uri: str) -> bool:
+    """Without importing MLflow: a SQLite store answers a read-only query, or, before the first
+    run creates it, its folder is writable. A server or other database is trusted to the first
+    run (MLflow retries by itself)."""
+    if not uri.startswith("sqlite:///"):
+        return True
+    path = Path(uri.removeprefix("sqlite:///")).resolve()
+    if not path.exists():
+        return os.access(path.parent, os.W_OK)
+    try:
+        with contextlib.closing(
+            sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1.0)
+        ) as database:
+            database.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        return False
     return True

@@ -7,6 +7,9 @@ process pool is the default implementation; others (a Ray cluster) plug in besid
 
 from __future__ import annotations
 
+import queue
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -91,3 +94,34 @@ class Executor(ABC):
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         # On an error or Ctrl-C, queued tasks are dropped; running ones finish or stop themselves.
         self.shutdown(cancel_pending=exc_type is not None)
+
+
+class QueuedExecutor(Executor):
+    """An Executor whose finished tasks land on one queue, in the order they end.
+
+    Subclasses put exactly one TaskResult per claimed key on `_done`; `as_completed` hands
+    them out. `_lock` guards `_outstanding` and whatever state the subclass adds.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._outstanding: set[str] = set()  # submitted, result not collected yet
+        self._done: queue.SimpleQueue[TaskResult] = queue.SimpleQueue()
+
+    def _claim(self, key: str) -> None:
+        """Count `key` as outstanding; the caller holds `_lock`."""
+        if key in self._outstanding:
+            raise ValueError(f"a task with key {key!r} is already outstanding")
+        self._outstanding.add(key)
+
+    def as_completed(self, timeout: float | None = None) -> Iterator[TaskResult]:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self._outstanding:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                result = self._done.get(timeout=left)
+            except queue.Empty:
+                raise TimeoutError(f"{len(self._outstanding)} task(s) still running") from None
+            with self._lock:
+                self._outstanding.discard(result.key)
+            yield result

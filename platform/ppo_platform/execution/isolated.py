@@ -12,17 +12,15 @@ import contextlib
 import dataclasses
 import multiprocessing
 import os
-import queue
 import signal
 import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
-from ppo_platform.execution.base import CANCELLED, Executor, Task, TaskResult, describe_error
+from ppo_platform.execution.base import CANCELLED, QueuedExecutor, Task, TaskResult, describe_error
 from ppo_platform.execution.local import default_workers
 from ppo_platform.execution.threads import pin_threads
 
@@ -58,29 +56,25 @@ def death_reason(exitcode: int | None) -> str:
     return f"ProcessDied: the task's process exited with code {exitcode} before reporting"
 
 
-class IsolatedExecutor(Executor):
+class IsolatedExecutor(QueuedExecutor):
     """Runs at most `workers` tasks at once, each in a new process; the rest wait in order."""
 
     def __init__(self, workers: int | None = None, torch_threads: int = 1) -> None:
         if workers is not None and workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
+        super().__init__()
         self.workers = workers or default_workers()
         self.torch_threads = torch_threads
         self._context = multiprocessing.get_context("spawn")
-        self._lock = threading.Lock()
         self._pending: deque[Task] = deque()
         self._processes: dict[str, Any] = {}  # key -> running process
-        self._outstanding: set[str] = set()
-        self._done: queue.SimpleQueue[TaskResult] = queue.SimpleQueue()
         self._closed = False
 
     def submit(self, task: Task) -> None:
         with self._lock:
             if self._closed:
                 raise RuntimeError("the executor is shut down")
-            if task.key in self._outstanding:
-                raise ValueError(f"a task with key {task.key!r} is already outstanding")
-            self._outstanding.add(task.key)
+            self._claim(task.key)
             self._pending.append(task)
         self._start_pending()
 
@@ -134,18 +128,6 @@ class IsolatedExecutor(Executor):
         except (ProcessLookupError, PermissionError):
             return False
         return True
-
-    def as_completed(self, timeout: float | None = None) -> Iterator[TaskResult]:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self._outstanding:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                result = self._done.get(timeout=left)
-            except queue.Empty:
-                raise TimeoutError(f"{len(self._outstanding)} task(s) still running") from None
-            with self._lock:
-                self._outstanding.discard(result.key)
-            yield result
 
     def cancel(self, key: str) -> bool:
         with self._lock:

@@ -15,18 +15,16 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
-import queue
 import signal
-import threading
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_for
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from ppo_platform.execution.base import CANCELLED, Executor, Task, TaskResult, describe_error
+from ppo_platform.execution.base import CANCELLED, QueuedExecutor, Task, TaskResult, describe_error
 from ppo_platform.execution.signals import raise_terminated
 from ppo_platform.execution.threads import pin_threads
 
@@ -90,7 +88,7 @@ def _call(
     return TaskResult(key, value=value, pid=os.getpid(), started=started, ended=time.time())
 
 
-class LocalExecutor(Executor):
+class LocalExecutor(QueuedExecutor):
     """A bounded pool of spawned worker processes. Use as a context manager.
 
     `initializer(*initargs)` runs once in each worker; objects that may only be inherited,
@@ -109,6 +107,7 @@ class LocalExecutor(Executor):
             raise ValueError(f"workers must be at least 1, got {workers}")
         if torch_threads < 1:
             raise ValueError(f"torch_threads must be at least 1, got {torch_threads}")
+        super().__init__()
         self.workers = workers or default_workers()
         self._pool = ProcessPoolExecutor(
             max_workers=self.workers,
@@ -116,16 +115,11 @@ class LocalExecutor(Executor):
             initializer=_init_worker,
             initargs=(torch_threads, initializer, initargs),
         )
-        self._lock = threading.Lock()
         self._running: dict[str, Future[TaskResult]] = {}  # submitted, not finished
-        self._outstanding: set[str] = set()  # submitted, result not collected yet
-        self._done: queue.SimpleQueue[TaskResult] = queue.SimpleQueue()
 
     def submit(self, task: Task) -> None:
         with self._lock:
-            if task.key in self._outstanding:
-                raise ValueError(f"a task with key {task.key!r} is already outstanding")
-            self._outstanding.add(task.key)
+            self._claim(task.key)
         # Not under self._lock: the pool calls _relay while holding its own lock.
         try:
             future = self._pool.submit(_call, task.key, task.fn, task.args, task.kwargs)
@@ -152,18 +146,6 @@ class LocalExecutor(Executor):
         else:
             result = future.result()
         self._done.put(result)
-
-    def as_completed(self, timeout: float | None = None) -> Iterator[TaskResult]:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self._outstanding:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            try:
-                result = self._done.get(timeout=left)
-            except queue.Empty:
-                raise TimeoutError(f"{len(self._outstanding)} task(s) still running") from None
-            with self._lock:
-                self._outstanding.discard(result.key)
-            yield result
 
     def cancel(self, key: str) -> bool:
         with self._lock:

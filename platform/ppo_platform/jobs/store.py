@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import Select, func, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -138,7 +138,14 @@ class JobStore:
     def get(self, experiment_id: str, owner: str | None = None) -> Experiment:
         """The experiment, or NotFoundError (also when it belongs to another owner)."""
         with self.read() as session:
-            row = session.scalars(select(Experiment).where(Experiment.id == experiment_id)).first()
+            return self._owned(session, select(Experiment), experiment_id, owner)
+
+    @staticmethod
+    def _owned(
+        session: Session, query: Select[Experiment], experiment_id: str, owner: str | None
+    ) -> Experiment:
+        """The row `query` finds for `experiment_id`, or NotFoundError (also another owner's)."""
+        row = session.scalars(query.where(Experiment.id == experiment_id)).first()
         if row is None or (owner is not None and row.owner != owner):
             raise NotFoundError(f"no experiment {experiment_id!r}.")
         return row
@@ -172,32 +179,24 @@ class JobStore:
     def cancel(self, experiment_id: str, owner: str | None = None) -> Experiment:
         """A queued experiment is cancelled at once (it never starts); a running one is asked
         to stop (the dispatcher stops it). Cancelling a finished one is a ConflictError."""
-        row = self.get(experiment_id, owner)
         with self._write.begin() as session:
-            done = session.execute(
-                update(Experiment)
-                .where(Experiment.id == row.id, Experiment.status == "queued")
-                .values(status="cancelled", finished_at=utcnow(), cancel_requested=True)
-            )
-            if done.rowcount:  # type: ignore[attr-defined]
+            # Row-locked (SQLite: the write lock), so the dispatcher cannot start it meanwhile.
+            query = select(Experiment).with_for_update()
+            row = self._owned(session, query, experiment_id, owner)
+            if row.status == "queued":
+                row.status, row.finished_at = "cancelled", utcnow()
                 session.add(_event(row.id, "status", {"status": "cancelled"}))
-            else:
-                session.execute(
-                    update(Experiment)
-                    .where(Experiment.id == row.id, Experiment.status == "running")
-                    .values(cancel_requested=True)
+            elif row.status in TERMINAL and row.status != "cancelled":
+                raise ConflictError(
+                    [
+                        SpecIssue(
+                            "status",
+                            "the experiment already finished; there is nothing to cancel.",
+                            row.status,
+                        )
+                    ]
                 )
-        row = self.get(experiment_id, owner)
-        if row.status in TERMINAL and row.status != "cancelled":
-            raise ConflictError(
-                [
-                    SpecIssue(
-                        "status",
-                        "the experiment already finished; there is nothing to cancel.",
-                        row.status,
-                    )
-                ]
-            )
+            row.cancel_requested = True
         return row
 
     # -- events -------------------------------------------------------------------------
