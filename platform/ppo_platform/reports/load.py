@@ -89,13 +89,11 @@ def load_runs(client: MlflowClient, parent_run_id: str) -> tuple[Any, list[SeedR
                 variant_index=int(tags.get(tag.GRID_INDEX, "0")),
                 seed=int(tags.get(tag.SEED, "0")),
                 status=run.info.status,
-                error=tags.get(tag.FAILURE) or tags.get(tag.platform_tag("stop_reason")),
+                error=tags.get(tag.FAILURE) or tags.get(tag.STOP_REASON),
                 evals=_history(client, run_id, EVAL_KEY),
                 approx_kl=_history(client, run_id, KL_KEY),
                 clip_fraction=_history(client, run_id, CLIP_KEY),
-                alerts=int(alerts[-1][1])
-                if alerts
-                else int(tags.get(tag.platform_tag("alerts_total"), "0")),
+                alerts=int(alerts[-1][1]) if alerts else int(tags.get(tag.ALERTS_TOTAL, "0")),
             )
         )
     runs.sort(key=lambda r: (r.variant_index, r.seed))

@@ -45,8 +45,8 @@ def open_study_run(
     tags = {
         tag.RUN_NAME: f"tune-{study_name}",
         tag.KIND: "study",
-        tag.platform_tag("study"): study_name,
-        tag.platform_tag("storage"): storage_label,
+        tag.STUDY: study_name,
+        tag.STORAGE: storage_label,
         tag.SPEC_HASH: spec.spec_hash(),
         tag.ENV_ID: spec.env.id,
         **owner_tags(),
@@ -83,9 +83,9 @@ class TrialRun:
             tag.RUN_NAME: f"trial-{number}",
             tag.PARENT_RUN_ID: parent_run_id,
             tag.KIND: "trial",
-            tag.platform_tag("study"): study_name,
-            tag.platform_tag("trial_number"): str(number),
-            tag.platform_tag("tuned_params"): json.dumps(params)[:5000],
+            tag.STUDY: study_name,
+            tag.TRIAL_NUMBER: str(number),
+            tag.TUNED_PARAMS: json.dumps(params)[:5000],
         }
         if spec is not None:
             tags[tag.SPEC_HASH] = spec.spec_hash()
@@ -99,8 +99,8 @@ class TrialRun:
         return {
             tag.RUN_NAME: f"trial-{number}-seed-{seed}",
             tag.KIND: "seed",
-            tag.platform_tag("study"): study_name,
-            tag.platform_tag("trial_number"): str(number),
+            tag.STUDY: study_name,
+            tag.TRIAL_NUMBER: str(number),
             tag.SEED: str(seed),
         }
 
@@ -122,8 +122,8 @@ class TrialRun:
         if value is not None:
             metrics["tune/value"] = value
         self.tracker.log_metrics(metrics, 0)
-        tags = {tag.platform_tag("trial_state"): state}
+        tags = {tag.TRIAL_STATE: state}
         if reason:
-            tags[tag.platform_tag("reason")] = reason
+            tags[tag.TRIAL_REASON] = reason
         self.tracker.set_tags(tags)
         self.tracker.finish(TRIAL_STATUS[state])
