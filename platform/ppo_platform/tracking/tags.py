@@ -1,17 +1,17 @@
 """Every MLflow tag name the platform reads or writes, in one place.
 
-MLflow's own system tags come from `mlflow.utils.mlflow_tags`; ours share one prefix.
+MLflow's own system tags are spelled as in `mlflow.utils.mlflow_tags` (a test pins them), so
+that reading a tag name does not import MLflow (seconds, in the API validating a sweep); ours
+share one prefix.
 """
 
 from __future__ import annotations
 
-from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
-
 from ppo_platform.spec.names import RESERVED_TAG_PREFIXES
 
 PREFIX = "ppo_platform."
-RUN_NAME = MLFLOW_RUN_NAME
-PARENT_RUN_ID = MLFLOW_PARENT_RUN_ID
+RUN_NAME = "mlflow.runName"
+PARENT_RUN_ID = "mlflow.parentRunId"
 
 # Every run
 SPEC_HASH = f"{PREFIX}spec_hash"

@@ -13,8 +13,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mlflow.exceptions import MlflowException
-
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
@@ -33,6 +31,8 @@ def open_study_run(
     artifact_root: Path | None = None,
 ) -> str:
     """Reopen the study's parent run (a resumed study) or create it; returns its run id."""
+    from mlflow.exceptions import MlflowException
+
     client = tracking_client(tracking_uri)
     if existing_run_id:
         try:
