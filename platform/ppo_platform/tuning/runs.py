@@ -29,8 +29,8 @@ def open_study_run(
     storage_label: str,
     existing_run_id: str | None,
     artifact_root: Path | None = None,
-) -> str:
-    """Reopen the study's parent run (a resumed study) or create it; returns its run id."""
+) -> RunTracker:
+    """Reopen the study's parent run (a resumed study) or create it; returns its tracker."""
     from mlflow.exceptions import MlflowException
 
     client = tracking_client(tracking_uri)
@@ -38,7 +38,7 @@ def open_study_run(
         try:
             retry(lambda: client.update_run(existing_run_id, status="RUNNING"))
             claim_run(client, existing_run_id)
-            return existing_run_id
+            return RunTracker(tracking_uri, existing_run_id)
         except MlflowException:
             pass  # another tracking store than the one that started the study: start afresh
     assert spec.tune is not None
@@ -57,7 +57,7 @@ def open_study_run(
     tune = spec.tune.model_dump(mode="json")
     tune["space"] = json.dumps(tune["space"])
     tracker.log_params({f"tune.{k}": v for k, v in flatten(tune).items()})
-    return run.info.run_id
+    return tracker
 
 
 class TrialRun:

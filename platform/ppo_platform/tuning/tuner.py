@@ -87,7 +87,7 @@ def run_study(
     study = prepare_study(
         spec, open_storage(storage_url, heartbeat_interval, grace_period), study_name
     )
-    parent_run_id = open_study_run(
+    tracker = open_study_run(
         settings.tracking_uri,
         spec,
         study_name,
@@ -95,8 +95,8 @@ def run_study(
         study.user_attrs.get(PARENT_RUN_ATTR),
         settings.artifact_root,
     )
+    parent_run_id = tracker.run_id
     study.set_user_attr(PARENT_RUN_ATTR, parent_run_id)
-    tracker = RunTracker(settings.tracking_uri, parent_run_id)
     config = _worker_config(
         spec, storage_url, study_name, parent_run_id, settings, heartbeat_interval, grace_period
     )
