@@ -67,7 +67,7 @@ def load_runs(client: MlflowClient, parent_run_id: str) -> tuple[Any, list[SeedR
     from mlflow.exceptions import MlflowException
 
     try:
-        parent = client.get_run(parent_run_id)
+        parent = retry(partial(client.get_run, parent_run_id))
     except MlflowException as error:
         raise RunNotFoundError(
             f"no MLflow run {parent_run_id!r}: give the parent run id that "
@@ -132,7 +132,6 @@ def build_report(client: MlflowClient, parent_run_id: str, out_dir: Path) -> Swe
 
 def publish_report(client: MlflowClient, report: SweepReport) -> None:
     """Log the report's files as artifacts of the parent run, under report/."""
-
     for path in report.files:
         retry(partial(client.log_artifact, report.parent_run_id, str(path), "report"))
 
@@ -140,5 +139,5 @@ def publish_report(client: MlflowClient, report: SweepReport) -> None:
 def _kl_alert(client: MlflowClient, runs: list[SeedRun]) -> float | None:
     if not runs:
         return None
-    value = client.get_run(runs[0].run_id).data.params.get("diagnostics.kl_alert")
+    value = retry(partial(client.get_run, runs[0].run_id)).data.params.get("diagnostics.kl_alert")
     return float(value) if value else None
