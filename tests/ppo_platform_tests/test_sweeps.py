@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -51,6 +53,31 @@ def children(parent_run_id: str) -> list:
 
 
 # ---- expansion and validation (no training) -------------------------------------------------
+
+
+_TINY_SWEEP = TINY + "sweep: {grid: {update.epochs: [1, 4]}, seeds: [0, 1]}\n"
+_CHECK_LIGHT_EXPANSION = f"""
+import sys
+from ppo_platform.spec.loader import load_spec_text
+from ppo_platform.sweeps import expand_sweep
+text = {_TINY_SWEEP!r}
+assert len(expand_sweep(load_spec_text(text, "tiny.yaml"))) == 4
+heavy = ("torch", "stable_baselines3", "mlflow", "optuna")
+print(",".join(name for name in heavy if name in sys.modules))
+"""
+
+
+def test_expanding_a_sweep_imports_no_torch_sb3_mlflow_or_optuna(repo_root):
+    # The API validates a submitted sweep by expanding it, in its own light process.
+    done = subprocess.run(
+        [sys.executable, "-c", _CHECK_LIGHT_EXPANSION],
+        cwd=repo_root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == ""
 
 
 def test_grid_paths_cross_with_each_other_and_the_seeds(load):

@@ -67,7 +67,7 @@ def load_runs(client: MlflowClient, parent_run_id: str) -> tuple[Any, list[SeedR
     from mlflow.exceptions import MlflowException
 
     try:
-        parent = client.get_run(parent_run_id)
+        parent = retry(partial(client.get_run, parent_run_id))
     except MlflowException as error:
         raise RunNotFoundError(
             f"no MLflow run {parent_run_id!r}: give the parent run id that "
@@ -89,13 +89,11 @@ def load_runs(client: MlflowClient, parent_run_id: str) -> tuple[Any, list[SeedR
                 variant_index=int(tags.get(tag.GRID_INDEX, "0")),
                 seed=int(tags.get(tag.SEED, "0")),
                 status=run.info.status,
-                error=tags.get(tag.FAILURE) or tags.get(tag.platform_tag("stop_reason")),
+                error=tags.get(tag.FAILURE) or tags.get(tag.STOP_REASON),
                 evals=_history(client, run_id, EVAL_KEY),
                 approx_kl=_history(client, run_id, KL_KEY),
                 clip_fraction=_history(client, run_id, CLIP_KEY),
-                alerts=int(alerts[-1][1])
-                if alerts
-                else int(tags.get(tag.platform_tag("alerts_total"), "0")),
+                alerts=int(alerts[-1][1]) if alerts else int(tags.get(tag.ALERTS_TOTAL, "0")),
             )
         )
     runs.sort(key=lambda r: (r.variant_index, r.seed))
@@ -134,7 +132,6 @@ def build_report(client: MlflowClient, parent_run_id: str, out_dir: Path) -> Swe
 
 def publish_report(client: MlflowClient, report: SweepReport) -> None:
     """Log the report's files as artifacts of the parent run, under report/."""
-
     for path in report.files:
         retry(partial(client.log_artifact, report.parent_run_id, str(path), "report"))
 
@@ -142,5 +139,5 @@ def publish_report(client: MlflowClient, report: SweepReport) -> None:
 def _kl_alert(client: MlflowClient, runs: list[SeedRun]) -> float | None:
     if not runs:
         return None
-    value = client.get_run(runs[0].run_id).data.params.get("diagnostics.kl_alert")
+    value = retry(partial(client.get_run, runs[0].run_id)).data.params.get("diagnostics.kl_alert")
     return float(value) if value else None

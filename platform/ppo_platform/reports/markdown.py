@@ -33,7 +33,7 @@ def _steps_cell(summary: VariantSummary, threshold: float | None) -> str:
 def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
     threshold = report.threshold
     t_text = "n/a" if threshold is None else f"{threshold:g}"
-    seeds = parent_tags.get(tag.platform_tag("seeds"), "?")
+    seeds = parent_tags.get(tag.SWEEP_SEEDS, "?")
     finished = sum(run.finished for run in report.runs)
     lines = [
         f"# Sweep report: {report.name}",

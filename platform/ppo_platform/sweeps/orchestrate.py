@@ -19,7 +19,7 @@ from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_env_usable
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.sweeps.expand import SweepMember, expand_sweep, grid_points
-from ppo_platform.sweeps.runs import experiment_id_of, finished_runs, open_parent_run, run_member
+from ppo_platform.sweeps.runs import finished_runs, open_parent_run, run_member
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
 from ppo_platform.tracking.queries import child_runs
@@ -144,9 +144,9 @@ def _open_parent(
         threshold = default_threshold(spec.env.id)
     # The parent process creates the store and the parent run before any worker starts:
     # several processes creating one SQLite database at once race.
-    ensure_experiment(client, spec.experiment_name, settings.artifact_root)
-    parent_run_id, resumed = open_parent_run(client, spec, members, threshold)
-    return parent_run_id, resumed, experiment_id_of(client, spec.experiment_name)
+    experiment_id = ensure_experiment(client, spec.experiment_name, settings.artifact_root)
+    parent_run_id, resumed = open_parent_run(client, experiment_id, spec, members, threshold)
+    return parent_run_id, resumed, experiment_id
 
 
 def _finished_earlier(

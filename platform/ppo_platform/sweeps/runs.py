@@ -24,18 +24,15 @@ if TYPE_CHECKING:
     from ppo_platform.training.runner import RunResult
 
 
-def experiment_id_of(client: MlflowClient, name: str) -> str:
-
-    return ensure_experiment(client, name)
-
-
 def open_parent_run(
-    client: MlflowClient, spec: ExperimentSpec, members: list[SweepMember], threshold: float | None
+    client: MlflowClient,
+    experiment_id: str,
+    spec: ExperimentSpec,
+    members: list[SweepMember],
+    threshold: float | None,
 ) -> tuple[str, bool]:
     """Reuse the unfinished parent run of this exact sweep, or create one. -> (run_id, resumed)."""
-
     assert spec.sweep is not None
-    experiment_id = experiment_id_of(client, spec.experiment_name)
     digest = sweep_hash(spec)
     earlier = search_all(
         client,
@@ -47,26 +44,25 @@ def open_parent_run(
         key=lambda r: r.info.start_time,
         reverse=True,
     )
-    threshold_tag = {tag.THRESHOLD: "" if threshold is None else repr(threshold)}
+    threshold_text = "" if threshold is None else repr(threshold)
     if unfinished:
         run_id = unfinished[0].info.run_id
         retry(lambda: client.update_run(run_id, status="RUNNING"))
         claim_run(client, run_id)
-        for key, value in threshold_tag.items():
-            retry(partial(client.set_tag, run_id, key, value))
+        retry(partial(client.set_tag, run_id, tag.THRESHOLD, threshold_text))
         return run_id, True
     tags = {
         tag.RUN_NAME: spec.name,
         tag.KIND: "sweep",
         tag.SWEEP_HASH: digest,
-        tag.platform_tag("grid"): json.dumps(spec.sweep.grid),
-        tag.platform_tag("variants"): json.dumps(spec.sweep.variants),
-        tag.platform_tag("seeds"): json.dumps(spec.sweep.seeds),
-        tag.platform_tag("members"): str(len(members)),
+        tag.SWEEP_GRID: json.dumps(spec.sweep.grid),
+        tag.SWEEP_VARIANTS: json.dumps(spec.sweep.variants),
+        tag.SWEEP_SEEDS: json.dumps(spec.sweep.seeds),
+        tag.SWEEP_MEMBERS: str(len(members)),
         tag.ENV_ID: spec.env.id,
         tag.ALGORITHM: spec.algorithm,
         tag.SPEC_HASH: spec.spec_hash(),
-        **threshold_tag,
+        tag.THRESHOLD: threshold_text,
         **owner_tags(),
     }
     run = retry(lambda: client.create_run(experiment_id, tags=tags))
@@ -76,7 +72,6 @@ def open_parent_run(
 
 def finished_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> dict[str, Any]:
     """sweep_key -> a FINISHED child run; orphaned RUNNING children are marked KILLED."""
-
     finished: dict[str, Any] = {}
     for run in child_runs(client, experiment_id, parent_run_id):
         key = run.data.tags.get(tag.SWEEP_KEY)
@@ -115,10 +110,9 @@ def record_failure(
     The runner closes the runs it created as FAILED itself; a run that failed before the
     runner created one (an environment that cannot be built, say) gets a FAILED run here.
     """
-
     client = tracking_client(settings.tracking_uri)
     message = f"{type(error).__name__}: {error}"[:5000]
-    experiment_id = experiment_id_of(client, spec.experiment_name)
+    experiment_id = ensure_experiment(client, spec.experiment_name)  # the parent created it
     mine = [
         run
         for run in child_runs(client, experiment_id, parent_run_id)

@@ -1,17 +1,17 @@
 """Every MLflow tag name the platform reads or writes, in one place.
 
-MLflow's own system tags come from `mlflow.utils.mlflow_tags`; ours share one prefix.
+MLflow's own system tags are spelled as in `mlflow.utils.mlflow_tags` (a test pins them), so
+that reading a tag name does not import MLflow (seconds, in the API validating a sweep); ours
+share one prefix.
 """
 
 from __future__ import annotations
 
-from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
-
 from ppo_platform.spec.names import RESERVED_TAG_PREFIXES
 
 PREFIX = "ppo_platform."
-RUN_NAME = MLFLOW_RUN_NAME
-PARENT_RUN_ID = MLFLOW_PARENT_RUN_ID
+RUN_NAME = "mlflow.runName"
+PARENT_RUN_ID = "mlflow.parentRunId"
 
 # Every run
 SPEC_HASH = f"{PREFIX}spec_hash"
@@ -22,6 +22,9 @@ FINAL_EVAL_MEAN = f"{PREFIX}final_eval_mean_reward"
 JOB_ID = f"{PREFIX}job_id"  # the job service's experiment that started the run
 PROCESS = f"{PREFIX}process"  # host:pid:start of the process that owns a RUNNING run
 RUN_DIR = f"{PREFIX}run_dir"  # the run's folder, recorded when the platform creates it
+ALERTS_TOTAL = f"{PREFIX}alerts_total"
+STOP_REASON = f"{PREFIX}stop_reason"  # why a run stopped early (cancelled, drift alert)
+RESUMED_FROM_STEP = f"{PREFIX}resumed_from_step"
 
 # Sweeps: the parent run and its members
 KIND = f"{PREFIX}kind"
@@ -35,10 +38,23 @@ FAILURE = f"{PREFIX}failure"
 WORKER_PID = f"{PREFIX}worker_pid"
 THRESHOLD = f"{PREFIX}threshold"
 FAILED_RUNS = f"{PREFIX}failed_runs"
+SWEEP_GRID = f"{PREFIX}grid"
+SWEEP_VARIANTS = f"{PREFIX}variants"
+SWEEP_SEEDS = f"{PREFIX}seeds"
+SWEEP_MEMBERS = f"{PREFIX}members"
+
+# Tuning: the study run, its trial runs and their seeds' runs
+STUDY = f"{PREFIX}study"
+STORAGE = f"{PREFIX}storage"
+BEST_TRIAL = f"{PREFIX}best_trial"
+TRIAL_NUMBER = f"{PREFIX}trial_number"
+TUNED_PARAMS = f"{PREFIX}tuned_params"
+TRIAL_STATE = f"{PREFIX}trial_state"
+TRIAL_REASON = f"{PREFIX}reason"
 
 
 def platform_tag(name: str) -> str:
-    """`ppo_platform.<name>`: for the tags that belong to one feature (tuning, resume, ...)."""
+    """`ppo_platform.<name>` for a name known only at run time; fixed names are constants above."""
     return PREFIX + name
 
 

@@ -1,7 +1,9 @@
 """MLflow tracking: one run per training run, metrics buffered and written in batches.
 
 A synchronous MLflow write costs 10-15 ms on SQLite, so metrics are buffered and handed to the
-writer process in batches. Every call goes through the gateway's `retry`.
+writer process in batches. Every call goes through the gateway's `retry`. MLflow is imported
+on first use, as in the rest of this package: the sweep and tuning packages import this module,
+and validating their specs must not load MLflow.
 """
 
 from __future__ import annotations
@@ -13,9 +15,6 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
-
-from mlflow.entities import Param, RunTag
-from mlflow.exceptions import MlflowException
 
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.spec.names import path_inside
@@ -39,6 +38,8 @@ def _param_value(value: Any) -> str:
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_root: Path | None = None) -> str:
     """The id of experiment `name`, created (artifacts under `artifact_root`) if missing."""
+    from mlflow.exceptions import MlflowException
+
     found = retry(lambda: client.get_experiment_by_name(name))
     if found is not None:
         return str(found.experiment_id)
@@ -100,12 +101,16 @@ class RunTracker:
         return tracker
 
     def log_params(self, params: dict[str, Any]) -> None:
+        from mlflow.entities import Param
+
         items = [Param(key, _param_value(value)) for key, value in params.items()]
         for start in range(0, len(items), MAX_BATCH_PARAMS):
             chunk = items[start : start + MAX_BATCH_PARAMS]
             self._timed(partial(self._client.log_batch, self.run_id, params=chunk))
 
     def set_tags(self, tags: dict[str, str]) -> None:
+        from mlflow.entities import RunTag
+
         run_tags = [RunTag(key, str(value)[:5000]) for key, value in tags.items()]
         self._timed(lambda: self._client.log_batch(self.run_id, tags=run_tags))
 

@@ -5,7 +5,8 @@ spec -> training, multi-seed score, pruning), `study` (storage, resume, stale tr
 `workers` (parallel processes), `runs` (MLflow parent/child runs), `board` (terminal progress),
 `outputs` (best_spec.yaml, summary, plots), `auto_space` (`--space auto`), `tuner` (run_study).
 
-Importing this package imports optuna and MLflow: the CLI imports it only inside `tune`.
+Importing this package loads neither optuna nor MLflow (the API checks tune specs with it);
+running a study loads both.
 """
 
 from ppo_platform.tuning.auto_space import auto_space, with_auto_space

@@ -132,18 +132,11 @@ class TrialObjective:
         trial.set_user_attr("pid", os.getpid())
         trial.set_user_attr("host", socket.gethostname())
         params = sample(trial, self.tune.space)
+        invalid = ""
         try:
-            spec = build_trial_spec(self.data, params)
+            spec: ExperimentSpec | None = build_trial_spec(self.data, params)
         except SpecError as error:
-            run = TrialRun.start(
-                self.settings.tracking_uri,
-                self.parent_run_id,
-                self.study_name,
-                trial.number,
-                params,
-                None,
-            )
-            self._fail(trial, run, TrialOutcome(), f"invalid spec: {error.render()}")
+            spec, invalid = None, f"invalid spec: {error.render()}"
         run = TrialRun.start(
             self.settings.tracking_uri,
             self.parent_run_id,
@@ -152,6 +145,8 @@ class TrialObjective:
             params,
             spec,
         )
+        if spec is None:  # recorded as a failed trial run with its params, never trained
+            self._fail(trial, run, TrialOutcome(), invalid)
         trial.set_user_attr("mlflow_run_id", run.run_id)
         trial.set_user_attr(
             "budget_timesteps", spec.budget.total_timesteps * self.tune.seeds_per_trial

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ppo_platform.errors import BadInputError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec_text
+from ppo_platform.tracking import tags as tag
 from ppo_platform.tuning.board import failure_reason
 from ppo_platform.tuning.errors import TuningError
 from ppo_platform.tuning.space import base_data, build_trial_spec, decode
@@ -259,5 +260,5 @@ def write_outputs(
         for path in plots:
             tracker.log_artifact(path, "plots")
         tracker.log_metrics({"tune/best_value": value}, 0)
-        tracker.set_tags({"ppo_platform.best_trial": str(best.number)})
+        tracker.set_tags({tag.BEST_TRIAL: str(best.number)})
     return StudyOutputs(folder, spec_path, summary_path, json_path, plots, best.number, value)

@@ -13,8 +13,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mlflow.exceptions import MlflowException
-
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
@@ -31,22 +29,24 @@ def open_study_run(
     storage_label: str,
     existing_run_id: str | None,
     artifact_root: Path | None = None,
-) -> str:
-    """Reopen the study's parent run (a resumed study) or create it; returns its run id."""
+) -> RunTracker:
+    """Reopen the study's parent run (a resumed study) or create it; returns its tracker."""
+    from mlflow.exceptions import MlflowException
+
     client = tracking_client(tracking_uri)
     if existing_run_id:
         try:
             retry(lambda: client.update_run(existing_run_id, status="RUNNING"))
             claim_run(client, existing_run_id)
-            return existing_run_id
+            return RunTracker(tracking_uri, existing_run_id)
         except MlflowException:
             pass  # another tracking store than the one that started the study: start afresh
     assert spec.tune is not None
     tags = {
         tag.RUN_NAME: f"tune-{study_name}",
         tag.KIND: "study",
-        tag.platform_tag("study"): study_name,
-        tag.platform_tag("storage"): storage_label,
+        tag.STUDY: study_name,
+        tag.STORAGE: storage_label,
         tag.SPEC_HASH: spec.spec_hash(),
         tag.ENV_ID: spec.env.id,
         **owner_tags(),
@@ -57,7 +57,7 @@ def open_study_run(
     tune = spec.tune.model_dump(mode="json")
     tune["space"] = json.dumps(tune["space"])
     tracker.log_params({f"tune.{k}": v for k, v in flatten(tune).items()})
-    return run.info.run_id
+    return tracker
 
 
 class TrialRun:
@@ -83,9 +83,9 @@ class TrialRun:
             tag.RUN_NAME: f"trial-{number}",
             tag.PARENT_RUN_ID: parent_run_id,
             tag.KIND: "trial",
-            tag.platform_tag("study"): study_name,
-            tag.platform_tag("trial_number"): str(number),
-            tag.platform_tag("tuned_params"): json.dumps(params)[:5000],
+            tag.STUDY: study_name,
+            tag.TRIAL_NUMBER: str(number),
+            tag.TUNED_PARAMS: json.dumps(params)[:5000],
         }
         if spec is not None:
             tags[tag.SPEC_HASH] = spec.spec_hash()
@@ -99,8 +99,8 @@ class TrialRun:
         return {
             tag.RUN_NAME: f"trial-{number}-seed-{seed}",
             tag.KIND: "seed",
-            tag.platform_tag("study"): study_name,
-            tag.platform_tag("trial_number"): str(number),
+            tag.STUDY: study_name,
+            tag.TRIAL_NUMBER: str(number),
             tag.SEED: str(seed),
         }
 
@@ -122,8 +122,8 @@ class TrialRun:
         if value is not None:
             metrics["tune/value"] = value
         self.tracker.log_metrics(metrics, 0)
-        tags = {tag.platform_tag("trial_state"): state}
+        tags = {tag.TRIAL_STATE: state}
         if reason:
-            tags[tag.platform_tag("reason")] = reason
+            tags[tag.TRIAL_REASON] = reason
         self.tracker.set_tags(tags)
         self.tracker.finish(TRIAL_STATUS[state])

@@ -185,10 +185,8 @@ def check_space(spec: ExperimentSpec) -> None:
 def _sampler_issues(tune: TuneSpec) -> list[SpecIssue]:
     if tune.sampler.type != "grid":
         return []
-    size = 1
     for path, dist in tune.space.items():
-        count = grid_count(dist)  # counted, not listed: an int range may span billions
-        if count is None:
+        if grid_count(dist) is None:
             return [
                 SpecIssue(
                     f"tune.space.{path}",
@@ -197,7 +195,7 @@ def _sampler_issues(tune: TuneSpec) -> list[SpecIssue]:
                     "an int range, or another sampler (tpe, random).",
                 )
             ]
-        size *= count
+    size = grid_size(tune)
     if size > MAX_GRID_POINTS:
         return [
             SpecIssue(
@@ -231,6 +229,8 @@ def grid_search_space(tune: TuneSpec) -> dict[str, list[Any]]:
 
 
 def grid_size(tune: TuneSpec) -> int:
+    """Points of the grid, counted, not listed: an int range may span billions (0 with a float
+    range)."""
     size = 1
     for dist in tune.space.values():
         size *= grid_count(dist) or 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -88,7 +87,7 @@ def run_study(
     study = prepare_study(
         spec, open_storage(storage_url, heartbeat_interval, grace_period), study_name
     )
-    parent_run_id = open_study_run(
+    tracker = open_study_run(
         settings.tracking_uri,
         spec,
         study_name,
@@ -96,11 +95,10 @@ def run_study(
         study.user_attrs.get(PARENT_RUN_ATTR),
         settings.artifact_root,
     )
+    parent_run_id = tracker.run_id
     study.set_user_attr(PARENT_RUN_ATTR, parent_run_id)
-    tracker = RunTracker(settings.tracking_uri, parent_run_id)
-    config = _worker_config(spec, storage_url, study_name, parent_run_id, settings)
-    config = dataclasses.replace(
-        config, heartbeat_interval=heartbeat_interval, grace_period=grace_period
+    config = _worker_config(
+        spec, storage_url, study_name, parent_run_id, settings, heartbeat_interval, grace_period
     )
     board = StudyBoard(study, config.n_trials, stream=progress, live=live)
     _run_with_board(config, workers, board, tracker)
@@ -119,6 +117,8 @@ def _worker_config(
     study_name: str,
     parent_run_id: str,
     settings: Settings,
+    heartbeat_interval: int,
+    grace_period: int,
 ) -> WorkerConfig:
     assert spec.tune is not None
     timeout = spec.tune.timeout
@@ -129,8 +129,8 @@ def _worker_config(
         parent_run_id=parent_run_id,
         n_trials=study_budget(spec),
         deadline=time.time() + timeout if timeout else None,
-        heartbeat_interval=HEARTBEAT_SECONDS,
-        grace_period=GRACE_SECONDS,
+        heartbeat_interval=heartbeat_interval,
+        grace_period=grace_period,
         settings=settings,
     )
 

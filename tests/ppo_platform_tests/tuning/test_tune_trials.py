@@ -34,6 +34,16 @@ def seed_runs(home: Settings, trial_run_id: str):
     )
 
 
+def run_enqueued(spec: ExperimentSpec, tmp_path: Path, name: str, *params: dict):
+    """Run study `name` on its own journal with `params` queued as its first trials."""
+    storage_url = f"journal:{tmp_path / f'{name}.journal'}"
+    study = prepare_study(spec, open_storage(storage_url), name)
+    for trial_params in params:
+        study.enqueue_trial(trial_params)
+    run_study(spec, storage=storage_url, study_name=name, out_dir=tmp_path / "out", live=False)
+    return study
+
+
 def test_trial_value_is_the_quantile_of_its_seed_values(
     home: Settings, tiny_spec: Factory, tmp_path: Path
 ) -> None:
@@ -76,11 +86,13 @@ def test_pruned_trial_stops_before_its_budget(
             },
         }
     )
-    storage_url = f"journal:{tmp_path / 'prune.journal'}"
-    study = prepare_study(spec, open_storage(storage_url), "prune")
-    study.enqueue_trial({"env.kwargs.max_episode_steps": 500})
-    study.enqueue_trial({"env.kwargs.max_episode_steps": 5})
-    run_study(spec, storage=storage_url, study_name="prune", out_dir=tmp_path / "out", live=False)
+    study = run_enqueued(
+        spec,
+        tmp_path,
+        "prune",
+        {"env.kwargs.max_episode_steps": 500},
+        {"env.kwargs.max_episode_steps": 5},
+    )
     first, second = study.get_trials()
     assert first.state == TrialState.COMPLETE
     assert first.user_attrs["timesteps"] >= 1000
@@ -99,11 +111,13 @@ def test_invalid_sampled_combination_fails_without_training(
             "tune.space": {"update.minibatch_size": {"type": "categorical", "choices": [64, 512]}},
         }
     )
-    storage_url = f"journal:{tmp_path / 'invalid.journal'}"
-    study = prepare_study(spec, open_storage(storage_url), "invalid")
-    study.enqueue_trial({"update.minibatch_size": 512})  # > 2 envs x 64 steps = 128
-    study.enqueue_trial({"update.minibatch_size": 64})
-    run_study(spec, storage=storage_url, study_name="invalid", out_dir=tmp_path / "out", live=False)
+    study = run_enqueued(
+        spec,
+        tmp_path,
+        "invalid",
+        {"update.minibatch_size": 512},  # > 2 envs x 64 steps = 128
+        {"update.minibatch_size": 64},
+    )
     failed, completed = study.get_trials()
     assert failed.state == TrialState.FAIL
     assert failed.value is None

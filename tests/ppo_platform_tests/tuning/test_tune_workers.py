@@ -48,21 +48,16 @@ def test_restarted_study_runs_only_the_missing_trials(
     home: Settings, tiny_spec: Factory, tmp_path: Path
 ) -> None:
     storage_url = f"journal:{tmp_path / 'resume.journal'}"
-    first = run_study(
-        tiny_spec(**{"tune.n_trials": 2}),
-        storage=storage_url,
-        study_name="r",
-        out_dir=tmp_path / "out",
-        live=False,
-    )
+
+    def run_to(n_trials: int):
+        spec = tiny_spec(**{"tune.n_trials": n_trials})
+        return run_study(
+            spec, storage=storage_url, study_name="r", out_dir=tmp_path / "out", live=False
+        )
+
+    first = run_to(2)
     before = [(t.number, t.params, t.value) for t in load(storage_url, "r").get_trials()]
-    again = run_study(
-        tiny_spec(**{"tune.n_trials": 3}),
-        storage=storage_url,
-        study_name="r",
-        out_dir=tmp_path / "out",
-        live=False,
-    )
+    again = run_to(3)
     trials = load(storage_url, "r").get_trials()
     assert [t.number for t in trials] == [0, 1, 2]
     assert [(t.number, t.params, t.value) for t in trials[:2]] == before
