@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from api.deps import SettingsDep, StoreDep
 from api.schemas import HealthPublic, ReadyPublic
 from ppo_platform.errors import PlatformError
+from ppo_platform.tracking.gateway import SQLITE_PREFIX
 
 router = APIRouter(tags=["health"])
 
@@ -47,9 +48,9 @@ def tracking_store_answers(uri: str) -> bool:
     """Without importing MLflow: a SQLite store answers a read-only query, or, before the first
     run creates it, its folder is writable. A server or other database is trusted to the first
     run (MLflow retries by itself)."""
-    if not uri.startswith("sqlite:///"):
+    if not uri.startswith(SQLITE_PREFIX):
         return True
-    path = Path(uri.removeprefix("sqlite:///")).resolve()
+    path = Path(uri.removeprefix(SQLITE_PREFIX)).resolve()
     if not path.exists():
         return os.access(path.parent, os.W_OK)
     try:

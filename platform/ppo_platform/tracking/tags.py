@@ -53,11 +53,6 @@ TRIAL_STATE = f"{PREFIX}trial_state"
 TRIAL_REASON = f"{PREFIX}reason"
 
 
-def platform_tag(name: str) -> str:
-    """`ppo_platform.<name>` for a name known only at run time; fixed names are constants above."""
-    return PREFIX + name
-
-
 def is_reserved(key: str) -> bool:
     """Tags a spec's `tracking.tags` may not set: MLflow's and the platform's own."""
     return key.startswith(RESERVED_TAG_PREFIXES)

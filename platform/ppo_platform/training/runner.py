@@ -203,7 +203,7 @@ class TrainingSession:
         except NonFiniteError as error:
             last = ckpt.latest_checkpoint(self.checkpoint_dir)
             where = f"last good checkpoint: {last.model}" if last else "no checkpoint was saved yet"
-            self._close("FAILED", {"outcome": "diverged", "failure": str(error)})
+            self._close("FAILED", {tag.OUTCOME: "diverged", tag.FAILURE: str(error)})
             raise TrainingError(
                 f"training diverged at step {model.num_timesteps}: {error} "
                 f"({where}). Lower the learning rate or K."
@@ -214,11 +214,11 @@ class TrainingSession:
             # Metrics the writer could not store must not hide the interrupt: the run is
             # closed KILLED whatever happens to them.
             with contextlib.suppress(MetricsWriteError):
-                self._close("KILLED", {"outcome": "cancelled", "failure": reason})
+                self._close("KILLED", {tag.OUTCOME: "cancelled", tag.FAILURE: reason})
             raise
         except Exception as error:
             self._close(
-                "FAILED", {"outcome": "failed", "failure": f"{type(error).__name__}: {error}"}
+                "FAILED", {tag.OUTCOME: "failed", tag.FAILURE: f"{type(error).__name__}: {error}"}
             )
             raise
         finally:
@@ -238,11 +238,11 @@ class TrainingSession:
         self.save_checkpoint(model.num_timesteps)
         self._log_artifacts(model)
         mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
-        tags = {"outcome": outcome, "alerts_total": str(len(self.monitor.alerts))}
+        tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}
         if mean is not None:
-            tags["final_eval_mean_reward"] = f"{mean:.4f}"
+            tags[tag.FINAL_EVAL_MEAN] = f"{mean:.4f}"
         if message:
-            tags["stop_reason"] = message
+            tags[tag.STOP_REASON] = message
         self._close(MLFLOW_STATUS[outcome], tags)
         return RunResult(
             self.tracker.run_id,
@@ -279,7 +279,7 @@ class TrainingSession:
         self.tracker.log_artifact(plot, "plots")
 
     def _close(self, status: str, tags: dict[str, str]) -> None:
-        self.tracker.set_tags({tag.platform_tag(key): value for key, value in tags.items()})
+        self.tracker.set_tags(tags)
         self.tracker.finish(status)
 
 
@@ -338,7 +338,7 @@ def resume_run(
     # The plot covers the whole run, not just the resumed part.
     tracker.history.update(tracker.stored_history(PLOTTED_METRICS))
     tracker.reopen()
-    tracker.set_tags({tag.platform_tag("resumed_from_step"): str(last.timesteps)})
+    tracker.set_tags({tag.RESUMED_FROM_STEP: str(last.timesteps)})
     session = TrainingSession(spec, tracker, run_dir, on_progress, cancel)
     return session.train(
         model, build_eval_env(spec), spec.budget.total_timesteps - last.timesteps, fresh=False
