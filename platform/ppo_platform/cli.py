@@ -15,9 +15,12 @@ import typer
 
 from ppo_platform.cli_service import register as register_service_commands
 from ppo_platform.errors import (
-    EXIT_BAD_INPUT,
+    EXIT_BAD_INPUT as EXIT_BAD_INPUT,  # re-exported with EXIT_OK: tests compare exit codes
+)
+from ppo_platform.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
+    BadInputError,
     IssueError,
     PlatformError,
     SpecError,
@@ -25,7 +28,7 @@ from ppo_platform.errors import (
     exit_code,
 )
 from ppo_platform.errors import (
-    EXIT_OK as EXIT_OK,  # re-exported: tests and scripts compare exit codes with cli's
+    EXIT_OK as EXIT_OK,
 )
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec
@@ -84,6 +87,11 @@ def fail(error: PlatformError) -> NoReturn:
     raise typer.Exit(exit_code(error))
 
 
+def bad_option(option: str, value: object, message: str, fix: str) -> NoReturn:
+    """`fail` for a command-line option that cannot be used (exit 2, like any bad input)."""
+    fail(BadInputError([SpecIssue(option, message, value, fix=fix)], option))
+
+
 @app.command()
 def validate(
     spec: SpecPath,
@@ -130,8 +138,12 @@ def run(
     from ppo_platform.training.runner import resume_run, run_spec
 
     if (spec is None) == (resume is None):
-        typer.echo("error: give a SPEC to train or --resume RUN_ID (exactly one).", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT)
+        bad_option(
+            "SPEC/--resume",
+            None,
+            "give a SPEC to train or --resume RUN_ID (exactly one).",
+            "e.g. `ppo-platform run specs/cartpole.yaml` or `ppo-platform run --resume <run id>`.",
+        )
     reporter = make_reporter(quiet=quiet)
     start_guard()
     try:
@@ -141,7 +153,7 @@ def run(
             assert spec is not None
             result = run_spec(load_spec(spec, overrides or []), on_progress=reporter)
     except PlatformError as error:
-        reporter.close()
+        reporter.close()  # stop a live progress bar before the message
         fail(error)
     except KeyboardInterrupt as error:
         reporter.close()
@@ -307,8 +319,12 @@ def tune(
     from ppo_platform.tuning import run_study
 
     if space not in (None, "auto"):
-        typer.echo(f"error: --space {space!r}: the only value is `auto`.", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT)
+        bad_option(
+            "--space",
+            space,
+            "is not a known search space; the only value is `auto`.",
+            "pass --space auto, or leave it out to search the spec's own tune.space.",
+        )
     start_guard()
     try:
         experiment = _spec_to_tune(spec, overrides or [], space)

@@ -45,11 +45,12 @@ class SpecIssue:
     rule: str | None = None
 
     def format(self, source: str | None = None) -> str:
-        where = source or "<spec>"
+        # An option's issue (source `--resume`, path `--resume`) names itself once.
+        where = source if source and source != self.path else None
         if self.line is not None:
-            where += f":{self.line}:{self.column or 1}"
+            where = f"{where or '<spec>'}:{self.line}:{self.column or 1}"
         field = self.path or "(document)"
-        text = f"{where}: {field}"
+        text = f"{where}: {field}" if where else field
         if self.value is not None:
             text += f" = {_short_repr(self.value)}"
         text += f": {self.message}"

@@ -3,7 +3,9 @@
 Importing gymnasium (and numpy) costs ~0.25 s, half of `plan`'s 0.5 s budget; a repeated plan
 for a built-in env reads its spaces from here instead. Only envs whose entry point lives in
 gymnasium itself are cached, keyed by gymnasium's version, so a user-registered env (which can
-change between processes) is always inspected afresh.
+change between processes) is always inspected afresh. An entry is written only after the env
+passed the shared env check (`spec.env_ids.usable_env`), so a cache hit carries its verdict;
+`CACHE_FORMAT` in the key retires entries written before that check ran (e.g. Blackjack-v1).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from ppo_platform.planner.env_model import EnvInfo
 from ppo_platform.settings import Settings, get_settings
 
 CACHEABLE_ENTRY_POINT = "gymnasium.envs."
+CACHE_FORMAT = 2  # bump when an entry's meaning changes; older entries are then not read
 
 
 def _cache_file(settings: Settings | None) -> Path:
@@ -27,7 +30,7 @@ def _cache_file(settings: Settings | None) -> Path:
 
 def _key(env_id: str) -> str | None:
     try:
-        return f"{env_id}@gymnasium=={version('gymnasium')}"
+        return f"{env_id}@gymnasium=={version('gymnasium')}#format{CACHE_FORMAT}"
     except PackageNotFoundError:
         return None
 

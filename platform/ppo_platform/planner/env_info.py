@@ -14,7 +14,7 @@ from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.planner.env_cache import cached_env_info, remember_env_info
 from ppo_platform.planner.env_model import ActionKind, EnvInfo
 from ppo_platform.settings import Settings
-from ppo_platform.spec.env_ids import check_env_usable
+from ppo_platform.spec.env_ids import usable_env
 from ppo_platform.spec.experiment import ENV_ID_PATTERN
 
 PLAN_SOURCE = "plan"  # how planner errors name their origin ("plan: env.id = ...: ...")
@@ -93,50 +93,37 @@ def _action(space: Any) -> dict[str, Any]:
     }
 
 
+def _describe(env_id: str, env: Any) -> EnvInfo:
+    import gymnasium
+
+    entry = gymnasium.spec(env_id)
+    horizon, source = entry.max_episode_steps, "the registry's max_episode_steps"
+    if horizon is None:  # envs that truncate themselves, such as the GridWorld
+        horizon = getattr(env.unwrapped, "max_episode_steps", None)
+        source = "the environment's own max_episode_steps" if horizon else "unknown"
+    return EnvInfo(
+        env_id=env_id,
+        entry_point=str(
+            entry.entry_point
+            if isinstance(entry.entry_point, str)
+            else getattr(entry.entry_point, "__qualname__", entry.entry_point)
+        ),
+        **_observation(env.observation_space),
+        **_action(env.action_space),
+        horizon=int(horizon) if isinstance(horizon, int) and horizon > 0 else None,
+        horizon_source=source,
+        reward_threshold=entry.reward_threshold,
+    )
+
+
 def inspect_env(env_id: str, settings: Settings | None = None) -> EnvInfo:
-    """Read an env's registry entry and spaces. SpecError (path env.id) if it is unknown."""
+    """Read an env's registry entry and spaces. SpecError (path env.id) if it is unknown or
+    unusable: the same env check as validate and run, whose verdict the cache keeps."""
     check_env_id_text(env_id)
     cached = cached_env_info(env_id, settings)
     if cached is not None:
         return cached
-    check_env_usable(env_id, None, PLAN_SOURCE)  # the same check as validate and run
-    import gymnasium
-
-    entry = gymnasium.spec(env_id)
-    try:
-        env = gymnasium.make(env_id, disable_env_checker=True)
-    except Exception as exc:  # a missing optional dependency (box2d, mujoco, ale-py), bad kwargs
-        raise SpecError(
-            [
-                SpecIssue(
-                    "env.id",
-                    f"gymnasium cannot create this environment: {type(exc).__name__}: {exc}",
-                    env_id,
-                    fix="install the environment's dependencies (the message "
-                    "names them) or pick another environment.",
-                )
-            ],
-            PLAN_SOURCE,
-        ) from None
-    try:
-        horizon, source = entry.max_episode_steps, "the registry's max_episode_steps"
-        if horizon is None:  # envs that truncate themselves, such as the GridWorld
-            horizon = getattr(env.unwrapped, "max_episode_steps", None)
-            source = "the environment's own max_episode_steps" if horizon else "unknown"
-        info = EnvInfo(
-            env_id=env_id,
-            entry_point=str(
-                entry.entry_point
-                if isinstance(entry.entry_point, str)
-                else getattr(entry.entry_point, "__qualname__", entry.entry_point)
-            ),
-            **_observation(env.observation_space),
-            **_action(env.action_space),
-            horizon=int(horizon) if isinstance(horizon, int) and horizon > 0 else None,
-            horizon_source=source,
-            reward_threshold=entry.reward_threshold,
-        )
-    finally:
-        env.close()
+    with usable_env(env_id, None, PLAN_SOURCE) as env:
+        info = _describe(env_id, env)
     remember_env_info(info, settings)
     return info

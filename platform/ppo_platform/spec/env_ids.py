@@ -1,14 +1,15 @@
 """The one check that an env id names a registered gymnasium environment, and its suggestions.
 
-`run`, `validate` and `plan` all call `check_env_id` (run and validate through
-`check_env_usable`, which also creates the env once), so the same typo gets the same answer.
+`run`, `validate`, `sweep`, `tune` and `plan` all go through `usable_env` (which calls
+`check_env_id` and creates the env once), so the same typo or unusable env gets the same answer.
 gymnasium is imported inside the functions: `validate` imports spec/ and must stay fast.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from ppo_platform.errors import SpecError, SpecIssue
@@ -80,9 +81,8 @@ def _unsupported_space(space: Any, observation: bool) -> str | None:
     if isinstance(space, leaves):
         return None
     if observation and isinstance(space, spaces.Dict):  # MultiInputPolicy: flat dicts only
-        inner = [_unsupported_space(s, False) for s in space.spaces.values()]
         nested = [s for s in space.spaces.values() if not isinstance(s, leaves)]
-        return f"Dict containing {type(nested[0]).__name__}" if nested or any(inner) else None
+        return f"Dict containing {type(nested[0]).__name__}" if nested else None
     return type(space).__name__
 
 
@@ -124,12 +124,13 @@ def _make_env(env_id: str, kwargs: Mapping[str, Any], source: str | None) -> Any
         ) from None
 
 
-def check_env_usable(
+@contextmanager
+def usable_env(
     env_id: str, kwargs: Mapping[str, Any] | None = None, source: str | None = None
-) -> tuple[int, int]:
-    """SpecError unless `env_id` is registered, can be created with `kwargs` and has spaces PPO
-    can use. Creates the env once and closes it (cheap for every env the platform trains).
-    Returns the floats an observation and an action take (for the resource estimate)."""
+) -> Iterator[Any]:
+    """The env, created once and closed on exit; SpecError unless `env_id` is registered, can be
+    created with `kwargs` and has spaces PPO can use. The one env check of run, validate,
+    sweep, tune and plan."""
     kwargs = dict(kwargs or {})
     if kwargs.get("render_mode") not in ALLOWED_RENDER_MODES:
         raise _env_issue(
@@ -154,9 +155,18 @@ def check_env_usable(
                     f"{kind}s (or a wrapper that flattens them).",
                     source,
                 )
-        return observation_size_of(env.observation_space), observation_size_of(env.action_space)
+        yield env
     finally:
         env.close()
+
+
+def check_env_usable(
+    env_id: str, kwargs: Mapping[str, Any] | None = None, source: str | None = None
+) -> tuple[int, int]:
+    """`usable_env`'s check alone (cheap for every env the platform trains). Returns the floats
+    an observation and an action take (for the resource estimate)."""
+    with usable_env(env_id, kwargs, source) as env:
+        return observation_size_of(env.observation_space), observation_size_of(env.action_space)
 
 
 def check_spec_env(spec: ExperimentSpec, source: str | None = None) -> None:

@@ -199,7 +199,13 @@ def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentSpec
         raw = read_regular_file(path, MAX_SPEC_BYTES + 1)
     except OSError as exc:
         raise SpecError(
-            [SpecIssue("", f"cannot read the spec file: {exc.strerror}.", fix="check the path.")],
+            [
+                SpecIssue(
+                    "",
+                    f"cannot read the spec file: {exc.strerror}.",
+                    fix="give the path of a YAML spec file, e.g. specs/cartpole.yaml.",
+                )
+            ],
             str(path),
         ) from None
     return load_spec_text(decode_spec_bytes(raw, str(path)), str(path), overrides)
@@ -209,10 +215,12 @@ def read_regular_file(path: Path, limit: int) -> bytes:
     """Up to `limit` bytes of a regular file. Opened non-blocking, so a FIFO with no writer
     cannot hang the reader; FIFOs, devices and sockets are refused (OSError)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):  # before fdopen, which says only "Is a directory" for a folder
+        os.close(fd)
+        kind = "a folder" if stat.S_ISDIR(mode) else "not a regular file (a FIFO or device?)"
+        raise OSError(errno.EINVAL, f"it is {kind}")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            kind = "a folder" if path.is_dir() else "not a regular file (a FIFO or device?)"
-            raise OSError(errno.EINVAL, f"it is {kind}")
         return handle.read(limit)
 
 

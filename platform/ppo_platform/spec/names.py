@@ -45,7 +45,7 @@ def check_run_id(run_id: str, field: str = "--resume") -> str:
 def check_name(name: str, field: str) -> str:
     """`name` if it is a safe name (same rule as a spec's name), else BadInputError."""
     if not isinstance(name, str) or not re.fullmatch(SAFE_NAME_PATTERN, name):
-        raise _bad(field, name, "is not a safe name.", SAFE_NAME_RULE)
+        raise _bad(field, name, "is not a safe name.", f"use a plain name. {SAFE_NAME_RULE}")
     return name
 
 

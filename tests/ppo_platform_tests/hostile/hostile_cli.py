@@ -10,16 +10,23 @@ from typer.testing import CliRunner, Result
 
 from ppo_platform.cli import app
 
-# A GridWorld run of 64 env steps: trains in about a second.
-TINY_GRID = """\
-name: hostile-tiny
-env: {id: ppo_platform/GridWorld-v0, n_envs: 1}
-rollout: {n_steps: 32}
-update: {epochs: 1, minibatch_size: 32}
-budget: {total_timesteps: 64, seed: 0}
-evaluation: {every_timesteps: 0, episodes: 1}
-checkpoints: {every_timesteps: 0}
+
+def grid_spec(name: str, total_timesteps: int, every: int = 0) -> str:
+    """A GridWorld spec of 32-step rollouts that evaluates and checkpoints `every` env steps
+    (0: only at the end; otherwise keeping the last checkpoint)."""
+    checkpoints = f"{{every_timesteps: {every}, keep_last: 1}}" if every else "{every_timesteps: 0}"
+    return f"""\
+name: {name}
+env: {{id: ppo_platform/GridWorld-v0, n_envs: 1}}
+rollout: {{n_steps: 32}}
+update: {{epochs: 1, minibatch_size: 32}}
+budget: {{total_timesteps: {total_timesteps}, seed: 0}}
+evaluation: {{every_timesteps: {every}, episodes: 1}}
+checkpoints: {checkpoints}
 """
+
+
+TINY_GRID = grid_spec("hostile-tiny", 64)  # trains in about a second
 
 
 def cli(*args: str) -> Result:

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from hostile_cli import TINY_GRID, cli, grid_spec
 from mlflow.tracking import MlflowClient
 
 from ppo_platform.settings import get_settings
@@ -21,15 +22,7 @@ from ppo_platform.tracking.liveness import owner_is_gone, process_start, this_pr
 from ppo_platform.tracking.writer import WriterProcess
 from ppo_platform.training.resume import resumable
 
-LONG_GRID = """\
-name: hostile-long
-env: {id: ppo_platform/GridWorld-v0, n_envs: 1}
-rollout: {n_steps: 32}
-update: {epochs: 1, minibatch_size: 32}
-budget: {total_timesteps: 1000000, seed: 0}
-evaluation: {every_timesteps: 256, episodes: 1}
-checkpoints: {every_timesteps: 256, keep_last: 1}
-"""
+LONG_GRID = grid_spec("hostile-long", 1_000_000, every=256)
 
 
 def _start(platform_home: Path, spec: Path, *args: str) -> subprocess.Popen[str]:
@@ -138,8 +131,6 @@ def test_owner_liveness_by_pid_and_process_start_time() -> None:
 
 
 def test_runs_record_their_owner_process(platform_home: Path, tmp_path: Path) -> None:
-    from hostile_cli import TINY_GRID, cli
-
     spec = tmp_path / "tiny.yaml"
     spec.write_text(TINY_GRID)
     assert cli("run", str(spec)).exit_code == 0
