@@ -13,6 +13,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from ppo_platform.cli_output import bad_option, fail
 from ppo_platform.cli_service import register as register_service_commands
 from ppo_platform.errors import (
     EXIT_BAD_INPUT as EXIT_BAD_INPUT,  # re-exported with EXIT_OK: tests compare exit codes
@@ -20,8 +21,6 @@ from ppo_platform.errors import (
 from ppo_platform.errors import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
-    BadInputError,
-    IssueError,
     PlatformError,
     SpecError,
     SpecIssue,
@@ -77,19 +76,6 @@ def interrupted(error: KeyboardInterrupt, what: str) -> NoReturn:
     label = "terminated" if exit_code(error) != EXIT_INTERRUPTED else "interrupted"
     typer.echo(f"{label}: {what}", err=True)
     raise typer.Exit(exit_code(error)) from None
-
-
-def fail(error: PlatformError) -> NoReturn:
-    """Print a platform error for a person and exit with its code."""
-    label = "refused" if isinstance(error, IssueError) and error.refused else "error"
-    text = str(error)
-    typer.echo(f"{label}:\n{text}" if "\n" in text else f"{label}: {text}", err=True)
-    raise typer.Exit(exit_code(error))
-
-
-def bad_option(option: str, value: object, message: str, fix: str) -> NoReturn:
-    """`fail` for a command-line option that cannot be used (exit 2, like any bad input)."""
-    fail(BadInputError([SpecIssue(option, message, value, fix=fix)], option))
 
 
 @app.command()

@@ -12,18 +12,15 @@ from typing import Annotated
 
 import typer
 
-from ppo_platform.errors import EXIT_BAD_INPUT, EXIT_FAILED, PlatformError, exit_code
+from ppo_platform.cli_output import fail
+from ppo_platform.errors import EXIT_BAD_INPUT, EXIT_FAILED, PlatformError
+from ppo_platform.spec.loader import read_spec_text
 
 keys_app = typer.Typer(help="API keys of the REST service (stored only as hashes).")
 Server = Annotated[
     str | None,
     typer.Option(help="API server URL (default: $PPO_PLATFORM_SERVER or http://127.0.0.1:8000)."),
 ]
-
-
-def _fail(error: PlatformError) -> None:
-    typer.echo(f"error: {error}", err=True)
-    raise typer.Exit(exit_code(error))
 
 
 def serve(
@@ -61,7 +58,7 @@ def keys_create(name: Annotated[str, typer.Argument(help="Owner name of the new 
     try:
         key = create_key(_store(), name)
     except PlatformError as error:
-        _fail(error)
+        fail(error)
     typer.echo(key)
 
 
@@ -82,7 +79,7 @@ def keys_revoke(name: Annotated[str, typer.Argument(help="The key's owner name."
     try:
         revoke_key(_store(), name)
     except PlatformError as error:
-        _fail(error)
+        fail(error)
     typer.echo(f"revoked {name}")
 
 
@@ -104,7 +101,7 @@ def submit(
     """Submit a spec to the server; print its id, then follow it to the end unless --detach."""
     client = _client(server)
     try:
-        job = client.submit(spec.read_text())
+        job = client.submit(read_spec_text(spec))
         typer.echo(job["id"])
         if detach:
             return
@@ -112,7 +109,7 @@ def submit(
             typer.echo(f"{event['kind']}: {event['data']}")
         job = client.get(job["id"])
     except PlatformError as error:
-        _fail(error)
+        fail(error)
     typer.echo(f"{job['status']}: run {job['mlflow_run_id']}, result {job['result']}")
     if job["status"] != "succeeded":
         raise typer.Exit(EXIT_FAILED)
@@ -127,7 +124,7 @@ def status(
     try:
         job = _client(server).get(experiment_id)
     except PlatformError as error:
-        _fail(error)
+        fail(error)
     typer.echo(json.dumps(job, indent=2))
 
 
@@ -138,7 +135,7 @@ def cancel(
     try:
         job = _client(server).cancel(experiment_id)
     except PlatformError as error:
-        _fail(error)
+        fail(error)
     typer.echo(f"{experiment_id}: {job['status']} (cancel requested)")
 
 

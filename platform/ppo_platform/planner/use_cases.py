@@ -150,36 +150,6 @@ def _issue(message: str, value: str, fix: str) -> SpecError:
     return SpecError([SpecIssue("use_case", message, value, fix=fix)], PLAN_SOURCE)
 
 
-def _refuse_unplannable_env(info: EnvInfo) -> None:
-    """SpecError if no use case fits: PPO cannot act in the env or SB3 cannot read it."""
-    if info.action_kind == "other":
-        raise SpecError(
-            [
-                SpecIssue(
-                    "env.id",
-                    f"has an action space PPO cannot plan for ({info.action_description}).",
-                    info.env_id,
-                    fix="use an env with Discrete, Box, MultiDiscrete or MultiBinary actions.",
-                )
-            ],
-            PLAN_SOURCE,
-        )
-    if info.observation_kind == "other":
-        raise SpecError(
-            [
-                SpecIssue(
-                    "env.id",
-                    f"has observations SB3's policies cannot read "
-                    f"({info.observation_description}).",
-                    info.env_id,
-                    fix="use an env with Box, Discrete, MultiDiscrete, MultiBinary or Dict "
-                    "observations (or wrap it, e.g. FlattenObservation).",
-                )
-            ],
-            PLAN_SOURCE,
-        )
-
-
 def _auto_use_case(info: EnvInfo) -> tuple[UseCase, str]:
     if info.observation_kind == "image":
         return ATARI, "the observations are images (3-D uint8), so the Atari-like plan applies"
@@ -231,7 +201,6 @@ def resolve_use_case(info: EnvInfo, requested: str) -> tuple[UseCase, str]:
     """The use case to plan for, and why. SpecError if it is unknown or does not fit the env."""
     if requested not in USE_CASES:
         raise _issue("is not a known use case.", requested, f"use one of {', '.join(USE_CASES)}.")
-    _refuse_unplannable_env(info)
     if requested == "auto":
         return _auto_use_case(info)
     case = BY_NAME[requested]

@@ -46,6 +46,7 @@ __all__ = [
     "load_spec_text",
     "parse_override",
     "parse_yaml",
+    "read_spec_text",
     "set_dotted",
     "validate_data",
 ]
@@ -194,6 +195,11 @@ def _forget_overridden(
 
 def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentSpec:
     """Read, validate and refusal-check a spec file."""
+    return load_spec_text(read_spec_text(path), str(path), overrides)
+
+
+def read_spec_text(path: str | Path) -> str:
+    """A spec file's text: a regular file of at most 1 MiB in UTF-8, else a SpecError."""
     path = Path(path)
     try:
         raw = read_regular_file(path, MAX_SPEC_BYTES + 1)
@@ -208,7 +214,7 @@ def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentSpec
             ],
             str(path),
         ) from None
-    return load_spec_text(decode_spec_bytes(raw, str(path)), str(path), overrides)
+    return decode_spec_bytes(raw, str(path))
 
 
 def read_regular_file(path: Path, limit: int) -> bytes:
