@@ -19,6 +19,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ppo_platform.errors import BadInputError, SpecIssue, UnavailableError
+from ppo_platform.tuning.study import refuse_unknown_host
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 BUSY_TIMEOUT_SECONDS = 30
@@ -52,6 +53,9 @@ def make_engine(url: str) -> Engine:
         )
         raise BadInputError([issue]) from None
     if parsed.get_backend_name() != "sqlite":
+        refuse_unknown_host(
+            url, "PPO_PLATFORM_JOBS_DATABASE_URL", "check the host name in the URL."
+        )
         return create_engine(url, pool_pre_ping=True)
     if parsed.database and parsed.database != ":memory:":
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)

@@ -9,9 +9,10 @@ Both storages get a heartbeat: a RUNNING trial whose worker stopped beating for
 `grace_period` seconds is failed and retried once (Optuna's RetryHeartbeatStaleTrialCallback).
 RDBStorage has this built in; the journal storage gets it from `HeartbeatJournalStorage`.
 
-Errors: a storage URL that is no URL, an unwritable journal folder or a missing driver is bad
-input (BadInputError, --storage); a database that does not answer is UnavailableError; a study
-name taken by another spec is a ConflictError (--study).
+Errors: a storage URL that is no URL, a host name that does not exist, an unwritable journal
+folder or a missing driver is bad input (BadInputError, --storage); a database whose host
+exists but does not answer is UnavailableError; a study name taken by another spec is a
+ConflictError (--study).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import socket
 import time
 import warnings
 from pathlib import Path
@@ -152,12 +154,43 @@ def open_storage(
     return _rdb_storage(url, heartbeat_interval, grace_period, retry)
 
 
+def refuse_unknown_host(url: str, field: str, fix: str) -> None:
+    """Resolve the database URL's host before connecting: a name that does not exist is bad
+    input naming `field`; a resolver that cannot answer now (EAI_AGAIN) is UnavailableError,
+    and so is a host that resolves but does not answer (found later, when connecting)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return  # the caller's own parse reports a URL that is no URL
+    if not parsed.host:
+        return  # sqlite files, unix sockets: nothing to resolve
+    try:
+        socket.getaddrinfo(parsed.host, parsed.port)
+    except socket.gaierror as exc:
+        shown = parsed.render_as_string(hide_password=True)
+        if exc.errno == socket.EAI_AGAIN:
+            raise UnavailableError(
+                f"{field} {shown}: the name {parsed.host!r} cannot be resolved now "
+                f"({exc.strerror}). Fix: retry, or check the DNS of this machine."
+            ) from None
+        issue = SpecIssue(
+            field, f"names host {parsed.host!r}, which does not exist.", shown, fix=fix
+        )
+        raise BadInputError([issue]) from None
+
+
 def _rdb_storage(url: str, heartbeat_interval: int, grace_period: int, retry: Any) -> BaseStorage:
-    """Optuna's RDBStorage; a bad URL or missing driver is bad input, a silent database is
-    unavailable."""
+    """Optuna's RDBStorage; a bad URL, unknown host or missing driver is bad input, a silent
+    database is unavailable."""
     from optuna.storages import RDBStorage
     from sqlalchemy.exc import ArgumentError, OperationalError
 
+    refuse_unknown_host(
+        url, "--storage", "check the host name in the URL, or use a journal:PATH storage."
+    )
     engine_kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
     try:
         return RDBStorage(

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 from hostile_cli import assert_bad_input, cli
 
+from ppo_platform.errors import BadInputError
+from ppo_platform.jobs.database import make_engine
 from ppo_platform.settings import get_settings
 
 UNUSABLE_ENVS = {
@@ -89,8 +91,10 @@ def test_huge_numbers_in_a_spec_are_bad_input(tmp_path: Path, value: str) -> Non
     [
         ("file:///x", 2),
         ("nonsense", 2),
-        ("mysql://u:p@127.0.0.1:1/db", 2),  # no driver installed, or nothing listening
-        ("postgresql://nohost.invalid/db", 3),  # a database that does not answer: retryable
+        ("mysql://u:p@127.0.0.1:1/db", 2),  # no driver installed
+        ("postgresql://nohost/db", 2),  # a host that does not exist: bad input
+        ("postgresql+psycopg://u:secret@nohost.invalid:5432/db", 2),
+        ("postgresql+psycopg://u:secret@127.0.0.1:1/db", 3),  # resolves, does not answer
     ],
 )
 def test_bad_storage_is_answered_before_any_run(
@@ -98,6 +102,30 @@ def test_bad_storage_is_answered_before_any_run(
 ) -> None:
     spec = Path(__file__).resolve().parents[3] / "specs" / "tune_cartpole.yaml"
     result = cli("tune", str(spec), "--storage", storage)
-    assert result.exit_code in (code, 2, 3), result.output
+    assert result.exit_code == code, result.output
     assert "Traceback" not in result.output and len(result.output.strip().splitlines()) <= 2
+    assert "secret" not in result.output
     assert _no_run_created()
+
+
+@pytest.mark.parametrize(
+    "storage",
+    ["postgresql://nohost/db", "postgresql+psycopg://u:secret@no-such-host.invalid/db"],
+)
+def test_a_storage_host_that_does_not_exist_is_named_in_one_line(
+    platform_home: Path, storage: str
+) -> None:
+    spec = Path(__file__).resolve().parents[3] / "specs" / "tune_cartpole.yaml"
+    result = cli("tune", str(spec), "--storage", storage)
+    shown = storage.replace(":secret@", ":***@")
+    assert_bad_input(result, "--storage", shown, "does not exist", "Fix:", max_lines=1)
+    assert "secret" not in result.output
+
+
+def test_a_job_store_host_that_does_not_exist_is_bad_input() -> None:
+    with pytest.raises(BadInputError) as raised:
+        make_engine("postgresql+psycopg://u:secret@nohost.invalid/jobs")
+    [issue] = raised.value.issues
+    assert issue.path == "PPO_PLATFORM_JOBS_DATABASE_URL"
+    assert "secret" not in str(issue.value)
+    make_engine("postgresql+psycopg://u:secret@127.0.0.1:1/jobs")  # resolves: made, not opened
