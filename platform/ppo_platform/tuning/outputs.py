@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -187,21 +188,45 @@ def save_plots(study: optuna.Study, folder: Path) -> list[Path]:
     return written
 
 
+def _unwritable(folder: Path, exc: OSError) -> BadInputError:
+    issue = SpecIssue(
+        "--out",
+        f"cannot write the study outputs: {exc.strerror or type(exc).__name__}.",
+        str(folder),
+        fix="pass a writable folder with --out.",
+    )
+    return BadInputError([issue])
+
+
 def make_folder(folder: Path) -> None:
     """Create the output folder; one that cannot be created is bad input naming it."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise BadInputError(
-            [
-                SpecIssue(
-                    "--out",
-                    f"cannot write the study outputs: {exc.strerror}.",
-                    str(folder),
-                    fix="pass a writable folder with --out.",
-                )
-            ]
-        ) from None
+        raise _unwritable(folder, exc) from None
+
+
+def check_writable(folder: Path) -> None:
+    """Refuse, before any trial runs, a folder the outputs could not be written to: create it
+    and a file in it, then remove what the probe created (the study writes it at the end).
+    A real write, not os.access: root passes access checks that /proc or a file refuse."""
+    missing = []
+    probe = folder
+    while not (probe.exists() or probe.is_symlink()) and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    try:
+        make_folder(folder)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise _unwritable(folder, exc) from None
+    finally:
+        for created in missing:  # deepest first
+            try:
+                created.rmdir()
+            except OSError:
+                break
 
 
 def write_outputs(

@@ -15,7 +15,7 @@ from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.names import check_name, path_inside, refuse_overwrite
 from ppo_platform.tracking.tracker import RunTracker
 from ppo_platform.tuning.board import StudyBoard
-from ppo_platform.tuning.outputs import OUTPUT_FILES, StudyOutputs, write_outputs
+from ppo_platform.tuning.outputs import OUTPUT_FILES, StudyOutputs, check_writable, write_outputs
 from ppo_platform.tuning.runs import open_study_run
 from ppo_platform.tuning.space import check_space
 from ppo_platform.tuning.study import (
@@ -49,11 +49,15 @@ def default_out_dir(settings: Settings, study_name: str) -> Path:
 
 def output_folder(settings: Settings, study_name: str, out_dir: Path | None, force: bool) -> Path:
     """Where the outputs go. The default folder is the study's own and is refreshed on every
-    run; a folder given with --out keeps existing files unless `force`."""
+    run; a folder given with --out keeps existing files unless `force`. Either must be
+    writable: that is checked here, before any trial runs."""
     if out_dir is None:
-        return default_out_dir(settings, study_name)
-    refuse_overwrite([out_dir / name for name in OUTPUT_FILES], "--out", force)
-    return out_dir
+        folder = default_out_dir(settings, study_name)
+    else:
+        refuse_overwrite([out_dir / name for name in OUTPUT_FILES], "--out", force)
+        folder = out_dir
+    check_writable(folder)
+    return folder
 
 
 def run_study(

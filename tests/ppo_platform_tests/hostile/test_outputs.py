@@ -9,6 +9,7 @@ import pytest
 from hostile_cli import assert_bad_input, cli
 
 from ppo_platform.settings import get_settings
+from ppo_platform.tuning.outputs import check_writable
 
 REPO = Path(__file__).resolve().parents[3]
 TUNE_SPEC = str(REPO / "specs" / "tune_cartpole.yaml")
@@ -72,3 +73,35 @@ def test_plan_twice_into_one_folder_needs_force_the_second_time(tmp_path: Path) 
     forced = _plan(tmp_path, "--force")
     assert forced.exit_code == 0, forced.output
     assert (tmp_path / "skill-ppo-trainer.md").read_text() == first
+
+
+@pytest.mark.parametrize(
+    "out", ["/proc/x", "/proc/self/x/y", "/dev/null/x", "{file}", "{file}/sub", "/sys/x"]
+)
+def test_tune_refuses_an_unwritable_out_before_any_trial(
+    outputs: Path, tmp_path: Path, out: str
+) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("mine")
+    result = cli("tune", TUNE_SPEC, "--out", out.format(file=a_file))
+    assert_bad_input(result, "--out", "cannot write the study outputs", max_lines=2)
+    assert a_file.read_text() == "mine"
+    assert not (get_settings().home / "mlflow.db").exists()  # no study run, no trial
+
+
+def test_tune_refuses_an_unwritable_outputs_dir_before_any_trial(
+    platform_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-file").write_text("mine")
+    monkeypatch.setenv("PPO_PLATFORM_OUTPUTS_DIR", str(tmp_path / "a-file"))
+    get_settings.cache_clear()
+    assert_bad_input(cli("tune", TUNE_SPEC), "--out", "tune-", max_lines=2)
+    assert not (get_settings().home / "mlflow.db").exists()
+
+
+def test_the_writability_probe_leaves_no_folder_behind(outputs: Path, tmp_path: Path) -> None:
+    check_writable(tmp_path / "new" / "deeper")
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "kept").mkdir()
+    check_writable(tmp_path / "kept")
+    assert (tmp_path / "kept").is_dir() and not any((tmp_path / "kept").iterdir())
