@@ -225,17 +225,26 @@ def plan(
         ),
     ] = "auto",
     out: Annotated[
-        Path, typer.Option("--out", help="Folder for spec.yaml and skill-ppo-trainer.md.")
-    ] = Path("outputs"),
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Folder for spec.yaml and skill-ppo-trainer.md [default: PPO_PLATFORM_OUTPUTS_DIR"
+            " or ./outputs].",
+            show_default=False,
+        ),
+    ] = None,
     overrides: Overrides = None,
     force: Force = False,
 ) -> None:
     """Plan a PPO run for an env and budget: write a runnable spec and the skill-ppo-trainer md."""
     from ppo_platform.planner import plan_experiment, write_plan
+    from ppo_platform.settings import Settings
 
+    # The same default folder as tune's, read now: relative to this call's working directory.
+    folder = out if out is not None else Settings().outputs_dir
     try:
         planned = plan_experiment(env, budget, use_case, overrides or [])
-        spec_path, markdown_path = write_plan(planned, out, force)
+        spec_path, markdown_path = write_plan(planned, folder, force)
     except PlatformError as error:
         fail(error)
     typer.echo(planned.summary())

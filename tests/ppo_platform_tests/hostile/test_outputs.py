@@ -105,3 +105,19 @@ def test_the_writability_probe_leaves_no_folder_behind(outputs: Path, tmp_path: 
     (tmp_path / "kept").mkdir()
     check_writable(tmp_path / "kept")
     assert (tmp_path / "kept").is_dir() and not any((tmp_path / "kept").iterdir())
+
+
+def test_plan_and_tune_share_the_default_outputs_folder(outputs: Path, tmp_path: Path) -> None:
+    result = cli("plan", "--env", "CartPole-v1", "--budget", "20000")
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in outputs.iterdir()) == ["skill-ppo-trainer.md", "spec.yaml"]
+    assert_bad_input(cli("plan", "--env", "CartPole-v1", "--budget", "20000"), "--force")
+
+
+def test_plan_refuses_an_unwritable_out(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("mine")
+    for out in (tmp_path / "a-file", tmp_path / "a-file" / "sub", Path("/proc/x")):
+        result = _plan(out)
+        assert result.exit_code == 2, result.output
+        assert "Traceback" not in result.output and "--out" in result.output
+    assert (tmp_path / "a-file").read_text() == "mine"
