@@ -7,7 +7,11 @@ raises never stops the others, and an exception object never crosses the process
 A worker that dies breaks the pool: its task and every unfinished one come back failed.
 
 An idle worker ignores Ctrl-C (it would die and break the pool); a running task still gets
-KeyboardInterrupt, so it can close its runs cleanly.
+KeyboardInterrupt, so it can close its runs cleanly. A worker interrupted once (Ctrl-C to the
+process group, SIGTERM) starts no further task: the pool may have queued one to it already,
+where cancelling cannot reach. When the caller is interrupted, queued tasks are cancelled and
+running ones get `INTERRUPT_GRACE` seconds to close their runs before their workers are
+terminated.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ from typing import Any
 from ppo_platform.execution.base import CANCELLED, QueuedExecutor, Task, TaskResult, describe_error
 from ppo_platform.execution.signals import raise_terminated
 from ppo_platform.execution.threads import pin_threads
+
+INTERRUPT_GRACE = 30.0  # after Ctrl-C or SIGTERM, seconds running tasks get to close their runs
+_interrupted = False  # in a worker process: a task of this worker was interrupted
 
 
 def default_workers() -> int:
@@ -65,6 +72,9 @@ def _call(
     key: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> TaskResult:
     """Run one task in the worker; turn any exception into text (exceptions may not unpickle)."""
+    global _interrupted
+    if _interrupted:  # queued to this worker before the interrupt: never started
+        return TaskResult(key, error=CANCELLED, cancelled=True, pid=os.getpid())
     started = time.time()
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, raise_terminated)  # terminated mid-task: close the run KILLED
@@ -80,6 +90,7 @@ def _call(
             ended=time.time(),
         )
         if isinstance(error, (KeyboardInterrupt, SystemExit)):
+            _interrupted = True
             raise
         return result
     finally:
@@ -116,6 +127,12 @@ class LocalExecutor(QueuedExecutor):
             initargs=(torch_threads, initializer, initargs),
         )
         self._running: dict[str, Future[TaskResult]] = {}  # submitted, not finished
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: let running tasks close
+            self.shutdown(cancel_pending=True, grace=INTERRUPT_GRACE)
+        else:
+            super().__exit__(exc_type, exc, tb)
 
     def submit(self, task: Task) -> None:
         with self._lock:

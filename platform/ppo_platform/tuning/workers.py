@@ -23,7 +23,6 @@ from ppo_platform.tuning.errors import TrialFailed, TuningError
 from ppo_platform.tuning.study import load_study, may_start_trial, open_storage
 
 LOCK_TIMEOUT = 120.0  # a worker killed while holding the lock must not block the others forever
-INTERRUPT_GRACE = 30.0  # after Ctrl-C, seconds the workers get to close their runs cleanly
 
 logger = logging.getLogger(__name__)
 _shared_lock: Any = None  # the local workers' lock, set in each worker process by _share_lock
@@ -97,6 +96,15 @@ def _worker_task(config: WorkerConfig, worker_index: int) -> int:
     return 0
 
 
+class _NoInterruptTraceback(logging.Filter):
+    """Ctrl-C or SIGTERM during a trial: the board reports the trial as interrupted; Optuna's
+    warning would add the interrupt's traceback to what the user sees."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        return not isinstance(error, KeyboardInterrupt)
+
+
 def quiet_logs() -> None:
     """Optuna's and MLflow's INFO lines would drown the study board."""
     import optuna
@@ -104,6 +112,9 @@ def quiet_logs() -> None:
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     optuna.logging.disable_propagation()
     logging.getLogger("mlflow").setLevel(logging.WARNING)
+    for handler in logging.getLogger("optuna").handlers:
+        if not any(isinstance(f, _NoInterruptTraceback) for f in handler.filters):
+            handler.addFilter(_NoInterruptTraceback())
 
 
 def run_workers(config: WorkerConfig, workers: int) -> None:
@@ -117,13 +128,8 @@ def run_workers(config: WorkerConfig, workers: int) -> None:
     executor = LocalExecutor(
         workers, config.settings.torch_threads, initializer=_share_lock, initargs=(lock,)
     )
-    with executor:
-        try:
-            results = list(executor.map_tasks(tasks))
-        except KeyboardInterrupt:
-            # Ctrl-C reached every worker too: give them time to close their runs cleanly.
-            executor.shutdown(cancel_pending=True, grace=INTERRUPT_GRACE)
-            raise
+    with executor:  # on Ctrl-C or SIGTERM, the workers get time to close their runs cleanly
+        results = list(executor.map_tasks(tasks))
     failed = [result for result in results if not result.ok]
     for result in failed:
         if result.traceback:

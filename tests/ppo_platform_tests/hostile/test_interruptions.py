@@ -4,13 +4,16 @@ process was SIGKILLed is marked KILLED by the next start and stays resumable."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hostile_cli import TINY_GRID, cli, grid_spec
@@ -139,3 +142,122 @@ def test_runs_record_their_owner_process(platform_home: Path, tmp_path: Path) ->
     assert experiment is not None
     [run] = client.search_runs([experiment.experiment_id])
     assert run.data.tags[tags.PROCESS] == this_process()
+
+
+# A sweep and a study stopped by a signal: the parent run is KILLED, no member or trial run is
+# left RUNNING, and queued members never start.
+SWEEP_SPEC = grid_spec("hostile-sweep", 1_000_000, every=256) + (
+    "sweep: {grid: {update.epochs: [1, 2]}, seeds: [0]}\n"
+)
+TUNE_SPEC = grid_spec("hostile-study", 1_000_000, every=256) + (
+    "tune:\n"
+    "  n_trials: 3\n"
+    "  seeds_per_trial: 1\n"
+    "  sampler: {type: random, seed: 0}\n"
+    "  pruner: {type: none}\n"
+    "  space: {update.epochs: {type: int, low: 1, high: 2}}\n"
+)
+SIGNALS = [(signal.SIGTERM, 143), (signal.SIGINT, 130)]
+
+
+def _command(platform_home: Path, tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "PPO_PLATFORM_HOME": str(platform_home),
+        "PPO_PLATFORM_OUTPUTS_DIR": str(tmp_path / "outputs"),
+        "PYTHONUNBUFFERED": "1",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "ppo_platform.cli", *args],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def _runs(platform_home: Path, experiment: str) -> list[Any]:
+    client = MlflowClient(f"sqlite:///{platform_home / 'mlflow.db'}")
+    found = client.get_experiment_by_name(experiment)
+    return [] if found is None else client.search_runs([found.experiment_id])
+
+
+def _running_parent(platform_home: Path) -> str | None:
+    """The id of a RUNNING parent run with a RUNNING child, read with sqlite3 alone: an MLflow
+    client would race the command creating the store's tables."""
+    query = (
+        "SELECT t.value FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
+        "WHERE t.key = 'mlflow.parentRunId' AND r.status = 'RUNNING' AND t.value IN "
+        "(SELECT run_uuid FROM runs WHERE status = 'RUNNING')"
+    )
+    try:
+        with contextlib.closing(sqlite3.connect(platform_home / "mlflow.db", timeout=5)) as db:
+            row = db.execute(query).fetchone()
+    except sqlite3.OperationalError:  # not created yet
+        return None
+    return None if row is None else str(row[0])
+
+
+def _wait_for_a_running_child(platform_home: Path) -> str:
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        if (platform_home / "mlflow.db").exists() and (found := _running_parent(platform_home)):
+            return found
+    raise AssertionError("no child run started")
+
+
+def _stop_and_check(
+    platform_home: Path, process: subprocess.Popen[str], experiment: str, sig: int, code: int
+) -> None:
+    parent_id = _wait_for_a_running_child(platform_home)
+    time.sleep(1)  # a few evaluations into the member
+    os.killpg(process.pid, sig)
+    _, stderr = process.communicate(timeout=90)
+    assert process.returncode == code, stderr
+    assert "Traceback" not in stderr, stderr
+    runs = {r.info.run_id: r for r in _runs(platform_home, experiment)}
+    assert runs[parent_id].info.status == "KILLED"
+    assert [r.info.run_name for r in runs.values() if r.info.status == "RUNNING"] == []
+
+
+def _next_start_leaves_nothing_running(
+    platform_home: Path, tmp_path: Path, experiment: str, *args: str
+) -> None:
+    nxt = _command(platform_home, tmp_path, *args, "--set", "update.epochs=99")
+    _, stderr = nxt.communicate(timeout=120)
+    assert nxt.returncode == 2, stderr
+    statuses = [r.info.status for r in _runs(platform_home, experiment)]
+    assert "RUNNING" not in statuses and "KILLED" in statuses
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("sig", "code"), SIGNALS, ids=["sigterm", "sigint"])
+def test_a_signal_to_a_sweep_kills_its_parent_and_starts_no_more_members(
+    platform_home: Path, tmp_path: Path, sig: int, code: int
+) -> None:
+    spec = tmp_path / "sweep.yaml"
+    spec.write_text(SWEEP_SPEC)
+    args = ("sweep", str(spec), "--workers", "1")
+    process = _command(platform_home, tmp_path, *args)
+    _stop_and_check(platform_home, process, "hostile-sweep", sig, code)
+    assert len(_runs(platform_home, "hostile-sweep")) == 2  # the second member never started
+    _next_start_leaves_nothing_running(platform_home, tmp_path, "hostile-sweep", *args)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("sig", "code", "workers"),
+    [(signal.SIGTERM, 143, "1"), (signal.SIGINT, 130, "2")],
+    ids=["sigterm-in-process", "sigint-to-worker-processes"],
+)
+def test_a_signal_to_a_study_kills_its_parent_and_leaves_no_trial_running(
+    platform_home: Path, tmp_path: Path, sig: int, code: int, workers: str
+) -> None:
+    spec = tmp_path / "study.yaml"
+    spec.write_text(TUNE_SPEC)
+    args = ("tune", str(spec), "--workers", workers)
+    process = _command(platform_home, tmp_path, *args)
+    _stop_and_check(platform_home, process, "hostile-study", sig, code)
+    _next_start_leaves_nothing_running(platform_home, tmp_path, "hostile-study", *args)
