@@ -19,7 +19,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ppo_platform.errors import BadInputError, SpecIssue, UnavailableError
-from ppo_platform.tuning.study import refuse_unknown_host
+from ppo_platform.spec.names import refuse_unknown_host
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 BUSY_TIMEOUT_SECONDS = 30

@@ -8,10 +8,11 @@ platform writes for a user are not overwritten unless asked (`refuse_overwrite`)
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Iterable
 from pathlib import Path
 
-from ppo_platform.errors import BadInputError, ConflictError, SpecIssue
+from ppo_platform.errors import BadInputError, ConflictError, SpecIssue, UnavailableError
 
 SAFE_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 SAFE_NAME_RULE = (
@@ -80,3 +81,31 @@ def refuse_overwrite(paths: Iterable[Path], field: str, force: bool) -> None:
             fix="pass --force to overwrite, or choose another folder.",
         )
         raise ConflictError([issue], field)
+
+
+def refuse_unknown_host(url: str, field: str, fix: str) -> None:
+    """Resolve the database URL's host before connecting: a name that does not exist is bad
+    input naming `field`; a resolver that cannot answer now (EAI_AGAIN) is UnavailableError,
+    and so is a host that resolves but does not answer (found later, when connecting)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return  # the caller's own parse reports a URL that is no URL
+    if not parsed.host:
+        return  # sqlite files, unix sockets: nothing to resolve
+    try:
+        socket.getaddrinfo(parsed.host, parsed.port)
+    except socket.gaierror as exc:
+        shown = parsed.render_as_string(hide_password=True)
+        if exc.errno == socket.EAI_AGAIN:
+            raise UnavailableError(
+                f"{field} {shown}: the name {parsed.host!r} cannot be resolved now "
+                f"({exc.strerror}). Fix: retry, or check the DNS of this machine."
+            ) from None
+        issue = SpecIssue(
+            field, f"names host {parsed.host!r}, which does not exist.", shown, fix=fix
+        )
+        raise BadInputError([issue]) from None

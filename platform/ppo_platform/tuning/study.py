@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import socket
 import time
 import warnings
 from pathlib import Path
@@ -35,6 +34,7 @@ from ppo_platform.errors import (
 )
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.names import refuse_unknown_host
 from ppo_platform.tuning.space import grid_search_space, grid_size
 
 if TYPE_CHECKING:
@@ -152,34 +152,6 @@ def open_storage(
             "sqlite:///studies.db or postgresql://user:pw@host/db.",
         )
     return _rdb_storage(url, heartbeat_interval, grace_period, retry)
-
-
-def refuse_unknown_host(url: str, field: str, fix: str) -> None:
-    """Resolve the database URL's host before connecting: a name that does not exist is bad
-    input naming `field`; a resolver that cannot answer now (EAI_AGAIN) is UnavailableError,
-    and so is a host that resolves but does not answer (found later, when connecting)."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        parsed = make_url(url)
-    except ArgumentError:
-        return  # the caller's own parse reports a URL that is no URL
-    if not parsed.host:
-        return  # sqlite files, unix sockets: nothing to resolve
-    try:
-        socket.getaddrinfo(parsed.host, parsed.port)
-    except socket.gaierror as exc:
-        shown = parsed.render_as_string(hide_password=True)
-        if exc.errno == socket.EAI_AGAIN:
-            raise UnavailableError(
-                f"{field} {shown}: the name {parsed.host!r} cannot be resolved now "
-                f"({exc.strerror}). Fix: retry, or check the DNS of this machine."
-            ) from None
-        issue = SpecIssue(
-            field, f"names host {parsed.host!r}, which does not exist.", shown, fix=fix
-        )
-        raise BadInputError([issue]) from None
 
 
 def _rdb_storage(url: str, heartbeat_interval: int, grace_period: int, retry: Any) -> BaseStorage:
