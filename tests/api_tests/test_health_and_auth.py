@@ -92,6 +92,13 @@ def test_the_api_process_imports_no_torch_or_sb3(tmp_path: Path) -> None:
                 headers={"Authorization": "Bearer k", "Content-Type": "application/yaml"},
             )
             assert ok.status_code == 200, ok.text
+            grid = "name: g\\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\\n"
+            queued = client.post(
+                "/v1/experiments",
+                content=grid + "budget: {total_timesteps: 256}\\n",
+                headers={"Authorization": "Bearer k", "Content-Type": "application/yaml"},
+            )
+            assert queued.status_code == 202, queued.text
         heavy = [m for m in ("torch", "stable_baselines3", "mlflow", "optuna") if m in sys.modules]
         print(heavy)
         """

@@ -94,6 +94,21 @@ def test_env_step_limit_and_unregistered_env_are_spec_errors() -> None:
         prepare_submission("name: x\nenv: os:system\n", 10**6)
 
 
+def test_envs_ppo_cannot_use_are_refused_before_queueing() -> None:
+    with pytest.raises(SpecError, match="Tuple observation space") as caught:
+        prepare_submission("name: x\nenv: Blackjack-v1\n", 10**6)
+    assert caught.value.issues[0].path == "env.id"
+    with pytest.raises(SpecError, match="render_mode") as caught:
+        prepare_submission("name: x\nenv: {id: CartPole-v1, kwargs: {render_mode: human}}\n", 10**6)
+    assert caught.value.issues[0].path == "env.kwargs.render_mode"
+    sweep = (
+        "name: x\nenv: CartPole-v1\n"
+        "sweep: {grid: {env.kwargs.render_mode: [rgb_array, human]}, seeds: [0]}\n"
+    )
+    with pytest.raises(SpecError, match="render_mode"):
+        prepare_submission(sweep, 10**6)
+
+
 def test_events_after_an_id_and_alert_counts(store: JobStore) -> None:
     job_id = _submit(store)
     first = store.events_after(job_id)[0].id
