@@ -59,6 +59,7 @@ def throwaway_postgres(user: str = "tester") -> Iterator[str]:
     _hand_to_server_user(root)
     data, port = root / "data", free_port()
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1"
+    log = str(root / "server.log")
     try:
         subprocess.run(
             as_server_user(["initdb", "-D", str(data), "-U", user, "--auth=trust", "-E", "UTF8"]),
@@ -67,8 +68,7 @@ def throwaway_postgres(user: str = "tester") -> Iterator[str]:
         )
         subprocess.run(
             as_server_user(
-                ["pg_ctl", "-D", str(data), "-l", str(root / "server.log"), "-w", "-t", "60"]
-                + ["-o", options, "start"]
+                ["pg_ctl", "-D", str(data), "-l", log, "-w", "-t", "60", "-o", options, "start"]
             ),
             check=True,
             capture_output=True,
