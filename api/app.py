@@ -16,6 +16,7 @@ from api.errors import install_error_handlers
 from api.limits import BodyLimitMiddleware
 from api.routes import artifacts, events, experiments, health, specs
 from ppo_platform.jobs import Dispatcher, JobStore, ServiceSettings, get_service_settings
+from ppo_platform.jobs.keys import KeyCache
 from ppo_platform.settings import Settings, get_settings
 
 VERSION = "1"
@@ -49,6 +50,7 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
         lifespan=lifespan,
     )
     app.state.settings, app.state.service = settings, service
+    app.state.key_cache = KeyCache(service.key_cache_seconds)
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.max_body_bytes)
     for module in (health, specs, experiments, events, artifacts):

@@ -234,6 +234,24 @@ class JobStore:
         with self.read() as session:
             return list(session.scalars(query))
 
+    def next_queued(self, skip_owners: Sequence[str], limit: int) -> list[tuple[str, str]]:
+        """(id, owner) of the oldest queued experiments of owners not in `skip_owners`: ids
+        only, no specs, so a long queue costs the dispatcher's tick little."""
+        query = select(Experiment.id, Experiment.owner).where(Experiment.status == "queued")
+        if skip_owners:
+            query = query.where(Experiment.owner.not_in(list(skip_owners)))
+        with self.read() as session:
+            rows = session.execute(query.order_by(Experiment.pk).limit(limit))
+            return [(row.id, row.owner) for row in rows]
+
+    def cancels_requested(self) -> list[str]:
+        """Ids of running experiments whose cancel was requested."""
+        query = select(Experiment.id).where(
+            Experiment.status == "running", Experiment.cancel_requested.is_(True)
+        )
+        with self.read() as session:
+            return list(session.scalars(query))
+
     def mark_running(self, experiment_id: str) -> bool:
         """queued -> running; False if it is no longer queued (cancelled meanwhile)."""
         with self._write.begin() as session:
