@@ -34,7 +34,7 @@ SPEC = (
 )
 
 
-def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str, float]:
+def start_server(home: Path, workers: int = 1) -> tuple[subprocess.Popen[bytes], str, float]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -48,8 +48,9 @@ def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str, float]:
     }
     url = f"http://127.0.0.1:{port}"
     started = time.perf_counter()
+    command = [sys.executable, "-m", "ppo_platform.cli", "serve", "--port", str(port)]
     process = subprocess.Popen(
-        [sys.executable, "-m", "ppo_platform.cli", "serve", "--port", str(port)],
+        [*command, "--workers", str(workers)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -91,6 +92,29 @@ def measure(url: str, clients: int, per_client: int, job_id: str) -> dict[str, l
     return timings
 
 
+def cpu_seconds(pid: int, workers: int) -> float:
+    """User + system CPU time the server has used so far (Linux /proc). With --workers N the
+    requests are served by uvicorn's worker processes, the server's children, so they count
+    too; with one worker the children are job processes, which do not."""
+
+    def own(one: str) -> float:
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return 0.0
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    children: list[str] = []
+    if workers > 1:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            children += (task / "children").read_text().split()
+    return own(str(pid)) + sum(own(child) for child in children)
+
+
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -99,9 +123,10 @@ def percentile(values: list[float], q: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200, help="Submissions per level.")
+    parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes.")
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="api-bench-"))
-    process, url, startup = start_server(home)
+    process, url, startup = start_server(home, args.workers)
     rows = []
     try:
         headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/yaml"}
@@ -117,34 +142,41 @@ def main() -> None:
             time.sleep(0.2)
         time.sleep(8)  # the job process is past its imports and training
         for clients in (1, 10, 50):
+            cpu, load = cpu_seconds(process.pid, args.workers), load_average()
             timings = measure(url, clients, max(1, args.requests // clients), training)
+            timings["server_cpu_ms"] = [(cpu_seconds(process.pid, args.workers) - cpu) * 1000]
+            timings["load"] = [load, load_average()]
             rows.append((clients, timings))
         httpx.post(f"{url}/v1/experiments/{training}/cancel", headers=headers)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
-    write_results(startup, rows, args.requests)
+    write_results(startup, rows, args.requests, args.workers)
 
 
-def write_results(startup: float, rows: list, requests: int) -> None:
+def write_results(startup: float, rows: list, requests: int, workers: int) -> None:
     lines = [
         "# REST API latency",
         "",
-        f"`python benchmarks/api_latency.py --requests {requests}` on this machine "
+        f"`python benchmarks/api_latency.py --requests {requests} --workers {workers}` on this "
+        "machine "
         f"({os.cpu_count()} cores), while one GridWorld training job runs in the job service. "
         "Each client alternates POST /v1/experiments (a queued run) and GET "
         "/v1/experiments/{id}; milliseconds over real HTTP on loopback.",
         "",
         f"Server start-up (process start -> /healthz answers): **{startup:.2f} s**",
         "",
-        "| clients | requests | submit p50 | submit p99 | status p50 | status p99 | errors |",
-        "|---:|---:|---:|---:|---:|---:|---:|",
+        "| clients | requests | submit p50 | submit p99 | status p50 | status p99 | errors "
+        "| server CPU ms per submit+status | load average before, after |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for clients, t in rows:
         lines.append(
             f"| {clients} | {len(t['submit'])} | {statistics.median(t['submit']):.1f} | "
             f"{percentile(t['submit'], 0.99):.1f} | {statistics.median(t['status']):.1f} | "
-            f"{percentile(t['status'], 0.99):.1f} | {len(t['errors'])} |"
+            f"{percentile(t['status'], 0.99):.1f} | {len(t['errors'])} | "
+            f"{t['server_cpu_ms'][0] / len(t['submit']):.2f} | "
+            f"{t['load'][0]:.1f}, {t['load'][1]:.1f} |"
         )
     text = "\n".join(lines) + "\n"
     out = ROOT / "benchmarks" / "results" / "api_latency.md"
