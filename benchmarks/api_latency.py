@@ -19,8 +19,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -63,32 +63,38 @@ def start_server(home: Path, workers: int = 1) -> tuple[subprocess.Popen[bytes],
             time.sleep(0.02)
 
 
-def measure(url: str, clients: int, per_client: int, job_id: str) -> dict[str, list[float]]:
-    """Each client alternates a submission and a status read; latencies in ms."""
+def client_session(url: str, label: str, per_client: int, job_id: str) -> dict[str, list[float]]:
+    """One client: `per_client` times a submission then a status read; latencies in ms."""
     timings: dict[str, list[float]] = {"submit": [], "status": [], "errors": []}
-    lock = threading.Lock()
+    headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/yaml"}
+    with httpx.Client(base_url=url, headers=headers, timeout=60) as http:
+        for n in range(per_client):
+            spec = SPEC.format(name=f"bench-{label}-{n}", steps=512)
+            t0 = time.perf_counter()
+            submitted = http.post("/v1/experiments", content=spec)
+            t1 = time.perf_counter()
+            status = http.get(f"/v1/experiments/{job_id}")
+            t2 = time.perf_counter()
+            timings["submit"].append((t1 - t0) * 1000)
+            timings["status"].append((t2 - t1) * 1000)
+            if submitted.status_code != 202 or status.status_code != 200:
+                timings["errors"].append(1.0)
+    return timings
 
-    def client(index: int) -> None:
-        headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/yaml"}
-        with httpx.Client(base_url=url, headers=headers, timeout=60) as http:
-            for n in range(per_client):
-                spec = SPEC.format(name=f"bench-{clients}-{index}-{n}", steps=512)
-                t0 = time.perf_counter()
-                submitted = http.post("/v1/experiments", content=spec)
-                t1 = time.perf_counter()
-                status = http.get(f"/v1/experiments/{job_id}")
-                t2 = time.perf_counter()
-                with lock:
-                    timings["submit"].append((t1 - t0) * 1000)
-                    timings["status"].append((t2 - t1) * 1000)
-                    if submitted.status_code != 202 or status.status_code != 200:
-                        timings["errors"].append(1.0)
 
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+def measure(
+    url: str, clients: int, per_client: int, job_id: str, processes: bool = False
+) -> dict[str, list[float]]:
+    """`clients` clients at once: threads of this process, or (`processes`) one process each,
+    as separate programs would be (threads also wait for this process's GIL)."""
+    timings: dict[str, list[float]] = {"submit": [], "status": [], "errors": []}
+    args = [(url, f"{clients}-{i}", per_client, job_id) for i in range(clients)]
+    pool_type = ProcessPoolExecutor if processes else ThreadPoolExecutor
+    with pool_type(max_workers=clients) as pool:
+        futures = [pool.submit(client_session, *one) for one in args]
+        for future in futures:
+            for key, values in future.result().items():
+                timings[key] += values
     return timings
 
 
@@ -124,6 +130,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200, help="Submissions per level.")
     parser.add_argument("--workers", type=int, default=1, help="uvicorn worker processes.")
+    parser.add_argument(
+        "--client-processes", action="store_true", help="Each client in its own process."
+    )
     args = parser.parse_args()
     home = Path(tempfile.mkdtemp(prefix="api-bench-"))
     process, url, startup = start_server(home, args.workers)
@@ -143,7 +152,8 @@ def main() -> None:
         time.sleep(8)  # the job process is past its imports and training
         for clients in (1, 10, 50):
             cpu, load = cpu_seconds(process.pid, args.workers), load_average()
-            timings = measure(url, clients, max(1, args.requests // clients), training)
+            per_client = max(1, args.requests // clients)
+            timings = measure(url, clients, per_client, training, args.client_processes)
             timings["server_cpu_ms"] = [(cpu_seconds(process.pid, args.workers) - cpu) * 1000]
             timings["load"] = [load, load_average()]
             rows.append((clients, timings))
@@ -151,14 +161,17 @@ def main() -> None:
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
-    write_results(startup, rows, args.requests, args.workers)
+    write_results(startup, rows, args)
 
 
-def write_results(startup: float, rows: list, requests: int, workers: int) -> None:
+def write_results(startup: float, rows: list, args: argparse.Namespace) -> None:
+    requests, workers = args.requests, args.workers
+    mode = " --client-processes" if args.client_processes else ""
     lines = [
         "# REST API latency",
         "",
-        f"`python benchmarks/api_latency.py --requests {requests} --workers {workers}` on this "
+        f"`python benchmarks/api_latency.py --requests {requests} --workers {workers}{mode}` on "
+        "this "
         "machine "
         f"({os.cpu_count()} cores), while one GridWorld training job runs in the job service. "
         "Each client alternates POST /v1/experiments (a queued run) and GET "
