@@ -1,4 +1,8 @@
-"""Dependencies as `Annotated` aliases: the store, the settings, and the caller's identity."""
+"""Dependencies as `Annotated` aliases: the store, the settings, and the caller's identity.
+
+They are `async def` so FastAPI calls them on the event loop instead of handing each to the
+thread pool; only a key lookup that misses the key cache goes to a thread (it queries the store).
+"""
 
 from __future__ import annotations
 
@@ -6,25 +10,26 @@ from typing import Annotated
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from ppo_platform.jobs import JobStore, ServiceSettings
-from ppo_platform.jobs.keys import authenticate
+from ppo_platform.jobs.keys import KeyCache, settings_owner, stored_owner
 from ppo_platform.settings import Settings
 
 bearer = HTTPBearer(auto_error=False, description="An API key from `ppo-platform keys create`.")
 
 
-def get_store(request: Request) -> JobStore:
+async def get_store(request: Request) -> JobStore:
     store: JobStore = request.app.state.store
     return store
 
 
-def get_service(request: Request) -> ServiceSettings:
+async def get_service(request: Request) -> ServiceSettings:
     service: ServiceSettings = request.app.state.service
     return service
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     settings: Settings = request.app.state.settings
     return settings
 
@@ -34,7 +39,8 @@ ServiceDep = Annotated[ServiceSettings, Depends(get_service)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-def get_owner(
+async def get_owner(
+    request: Request,
     store: StoreDep,
     service: ServiceDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
@@ -42,7 +48,11 @@ def get_owner(
     """The name of the caller's API key; 401 without a key or with an unknown one."""
     if credentials is None:
         raise HTTPException(401, "an API key is required: send `Authorization: Bearer <key>`.")
-    owner = authenticate(store, credentials.credentials, service.api_keys)
+    key = credentials.credentials
+    owner = settings_owner(key, service.api_keys)
+    if owner is None:
+        cache: KeyCache = request.app.state.key_cache
+        owner = cache.get_key(key) or await run_in_threadpool(stored_owner, store, key, cache)
     if owner is None:
         raise HTTPException(401, "unknown or revoked API key.")
     return owner

@@ -83,7 +83,11 @@ class ExperimentPublic(BaseModel):
     created_at: dt.datetime
     started_at: dt.datetime | None
     finished_at: dt.datetime | None
-    progress: dict[str, Any]
+    progress: dict[str, Any] = Field(
+        description="A run: timesteps, total_timesteps. A sweep: runs_done, runs_total. A "
+        "study: trials_done, trials_total, trials_running, best_value, best_trial (the best "
+        "so far while it runs; null before a trial completes)."
+    )
     diagnostics: dict[str, Any]
     alerts: int
     mlflow_run_id: str | None

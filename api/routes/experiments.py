@@ -77,9 +77,12 @@ def list_experiments(
 
 
 @router.get("/{experiment_id}", response_model=ExperimentPublic)
-def get_experiment(experiment_id: str, owner: OwnerDep, store: StoreDep) -> ExperimentPublic:
+async def get_experiment(experiment_id: str, owner: OwnerDep, store: StoreDep) -> Any:
     """Status, progress, diagnostics, alert count, MLflow ids, and the result or error."""
-    return experiment_public(store.get(experiment_id, owner))
+    # The hot path of clients that poll: one trip to a thread for the query, and the body
+    # serialised once (returning a Response skips FastAPI's second validation of the model).
+    row = await run_in_threadpool(store.get, experiment_id, owner)
+    return JSONResponse(experiment_public(row).model_dump(mode="json"))
 
 
 @router.post("/{experiment_id}/cancel", response_model=ExperimentPublic, status_code=202)

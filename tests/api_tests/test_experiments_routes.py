@@ -33,6 +33,14 @@ def test_invalid_specs_are_refused_before_queueing(alice, post_spec) -> None:
     too_big = post_spec(alice, "name: x\nenv: CartPole-v1\nbudget: {total_timesteps: 900000000}\n")
     assert too_big.status_code == 422
     assert "max_env_steps" in too_big.json()["message"]
+    tuple_obs = post_spec(alice, "name: x\nenv: Blackjack-v1\n")
+    assert tuple_obs.status_code == 422, tuple_obs.text
+    assert tuple_obs.json()["issues"][0]["path"] == "env.id"
+    assert "Tuple observation space" in tuple_obs.json()["issues"][0]["message"]
+    human = post_spec(alice, "name: x\nenv: {id: CartPole-v1, kwargs: {render_mode: human}}\n")
+    assert human.status_code == 422 and human.json()["issues"][0]["path"].endswith("render_mode")
+    names = [j["name"] for j in alice.get("/v1/experiments", params={"limit": 100}).json()["items"]]
+    assert "x" not in names
 
 
 def test_a_finished_run_reports_result_alerts_metrics_artifacts(alice, post_spec, tiny, wait):

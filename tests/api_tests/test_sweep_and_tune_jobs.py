@@ -56,6 +56,11 @@ def test_a_tune_job_reports_the_best_value_and_spec(alice, post_spec, wait) -> N
     assert job["mlflow_run_id"] == result["parent_run_id"]
     assert isinstance(result["best_value"], float) and result["best_trial"] in (0, 1)
     assert "tune:" not in result["best_spec"] and "epochs:" in result["best_spec"]
+    progress = job["progress"]
+    assert (progress["trials_done"], progress["trials_total"]) == (2, 2)
+    assert progress["best_value"] == result["best_value"]
+    events = alice.get(f"/v1/experiments/{job['id']}/events")
+    assert "trials_done" in events.text, events.text[:500]
     names = {a["name"] for a in alice.get(f"/v1/experiments/{job['id']}/artifacts").json()["items"]}
     assert "best_spec.yaml" in names
     assert (

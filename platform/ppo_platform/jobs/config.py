@@ -32,6 +32,12 @@ class ServiceSettings(BaseSettings):
         default_factory=dict,
         description='Extra API keys from settings, as JSON {"owner name": "key"}.',
     )
+    key_cache_seconds: float = Field(
+        5.0,
+        ge=0,
+        description="How long a known API key is remembered; a key revoked by another "
+        "process stops working within this time (0: look every key up).",
+    )
     max_body_bytes: int = Field(1_000_000, ge=1024, description="Largest request body accepted.")
     max_env_steps: int = Field(
         5_000_000, ge=1, description="Most env steps one experiment may train (all its runs)."

@@ -13,6 +13,7 @@ import os
 import signal
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import IO
 
@@ -145,25 +146,28 @@ class Dispatcher:
         if not self.running:
             return
         now = time.monotonic()
-        for job in self.store.with_status("running"):
-            if job.id not in self.running or not job.cancel_requested:
+        for job_id in self.store.cancels_requested():
+            if job_id not in self.running:
                 continue
-            seen = self.cancel_seen.setdefault(job.id, now)
+            seen = self.cancel_seen.setdefault(job_id, now)
             if now - seen > self.service.cancel_grace_seconds and isinstance(
                 self.executor, IsolatedExecutor
             ):
-                self.executor.signal(job.id, signal.SIGKILL)
+                self.executor.signal(job_id, signal.SIGKILL)
 
     def _dispatch(self) -> None:
         free = self.concurrency - len(self.running)
         if free <= 0:
             return
-        for job in self.store.with_status("queued"):
+        counts = Counter(self.running.values())
+        full = [owner for owner, n in counts.items() if n >= self.service.max_running]
+        # A few candidates per free slot (two of one owner may fill that owner's limit).
+        for job_id, owner in self.store.next_queued(full, limit=free * 4):
             if free <= 0:
                 return
-            per_owner = sum(owner == job.owner for owner in self.running.values())
-            if per_owner >= self.service.max_running or not self.store.mark_running(job.id):
+            if counts[owner] >= self.service.max_running or not self.store.mark_running(job_id):
                 continue
-            self.running[job.id] = job.owner
-            self.executor.submit(Task(job.id, run_job, (job.id, self.store.url)))
+            self.running[job_id] = owner
+            counts[owner] += 1
+            self.executor.submit(Task(job_id, run_job, (job_id, self.store.url)))
             free -= 1

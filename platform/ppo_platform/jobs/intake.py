@@ -1,5 +1,6 @@
-"""Everything a spec must pass before it is queued: schema, refusals, a registered env id,
-its sweep members or search space, and the per-key env-step limit.
+"""Everything a spec must pass before it is queued: schema, refusals, a registered env id
+that gymnasium can create with spaces PPO can use (the check `validate` and `run` make), its
+sweep members or search space, and the per-key env-step limit.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from typing import Any
 
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.jobs.store import Submission
-from ppo_platform.spec.env_ids import check_env_id
+from ppo_platform.spec.env_ids import check_env_id, check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec_text
 
@@ -23,9 +24,11 @@ def kind_of(spec: ExperimentSpec) -> str:
 
 
 def parse_spec(text: str, source: str = "request") -> ExperimentSpec:
-    """A validated spec whose env id is a registered gymnasium id (nothing imported by name)."""
+    """A validated spec whose env id is a registered gymnasium id (nothing imported by name,
+    checked before the env is created) and whose env PPO can train (`check_spec_env`)."""
     spec = load_spec_text(text, source)
     check_env_id(spec.env.id, source)
+    check_spec_env(spec, source)
     return spec
 
 
@@ -35,7 +38,10 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
     if kind == "sweep":
         from ppo_platform.sweeps.expand import expand_sweep
 
-        return sum(m.spec.budget.total_timesteps for m in expand_sweep(spec, source))
+        members = expand_sweep(spec, source)
+        for member in members:  # a grid may change the env's kwargs or n_envs
+            check_spec_env(member.spec, source)
+        return sum(m.spec.budget.total_timesteps for m in members)
     if kind == "tune":
         from ppo_platform.tuning import check_space
         from ppo_platform.tuning.study import study_budget

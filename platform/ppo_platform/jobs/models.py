@@ -9,7 +9,16 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, ClassVar, Literal
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
@@ -30,7 +39,10 @@ class Experiment(Base):
     """One submitted run, sweep or study; `pk` orders them (cursor pagination)."""
 
     __tablename__ = "experiments"
-    __table_args__ = (UniqueConstraint("owner", "idempotency_key", name="uq_owner_idempotency"),)
+    __table_args__ = (
+        UniqueConstraint("owner", "idempotency_key", name="uq_owner_idempotency"),
+        Index("ix_experiments_owner_status", "owner", "status"),
+    )
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(32), unique=True, index=True)

@@ -8,9 +8,10 @@ key's experiment is simply not found.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 import uuid
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,13 +57,23 @@ class JobStore:
         if migrate_schema:
             migrate(self.engine, lock_dir / "jobs-migrate.lock")
         self._read, self._write = sessions(self.engine)
+        sqlite = self.engine.dialect.name == "sqlite"
+        self._local_writer: AbstractContextManager[Any] = (
+            threading.Lock() if sqlite else nullcontext()
+        )
 
     def read(self) -> Session:
         return self._read()
 
-    def writing(self) -> AbstractContextManager[Session]:
-        """A write transaction (on SQLite it holds the write lock from its first statement)."""
-        return self._write.begin()
+    @contextmanager
+    def writing(self) -> Iterator[Session]:
+        """A write transaction (on SQLite it holds the write lock from its first statement).
+
+        On SQLite the threads of this process take turns on a lock first: a thread that finds
+        the database locked would sleep in SQLite's busy handler (1, 2, 5, 10, ... ms) even
+        when the lock is free again a millisecond later; a queue wakes the next one at once."""
+        with self._local_writer, self._write.begin() as session:
+            yield session
 
     def close(self) -> None:
         self.engine.dispose()
@@ -83,7 +94,7 @@ class JobStore:
         """Queue `job` for `owner`; (experiment, created). A known idempotency key returns the
         experiment it first created instead of a second one."""
         try:
-            with self._write.begin() as session:
+            with self.writing() as session:
                 if idempotency_key and (found := self._by_key(session, owner, idempotency_key)):
                     return found, False
                 self._check_queue(session, owner, max_queued)
@@ -179,7 +190,7 @@ class JobStore:
     def cancel(self, experiment_id: str, owner: str | None = None) -> Experiment:
         """A queued experiment is cancelled at once (it never starts); a running one is asked
         to stop (the dispatcher stops it). Cancelling a finished one is a ConflictError."""
-        with self._write.begin() as session:
+        with self.writing() as session:
             # Row-locked (SQLite: the write lock), so the dispatcher cannot start it meanwhile.
             query = select(Experiment).with_for_update()
             row = self._owned(session, query, experiment_id, owner)
@@ -205,7 +216,7 @@ class JobStore:
         self, experiment_id: str, kind: str, data: dict[str, Any], **changes: Any
     ) -> int:
         """Add one event and apply `changes` to the experiment row in the same transaction."""
-        with self._write.begin() as session:
+        with self.writing() as session:
             row = _event(experiment_id, kind, data)
             session.add(row)
             if kind == "alert":
@@ -234,9 +245,27 @@ class JobStore:
         with self.read() as session:
             return list(session.scalars(query))
 
+    def next_queued(self, skip_owners: Sequence[str], limit: int) -> list[tuple[str, str]]:
+        """(id, owner) of the oldest queued experiments of owners not in `skip_owners`: ids
+        only, no specs, so a long queue costs the dispatcher's tick little."""
+        query = select(Experiment.id, Experiment.owner).where(Experiment.status == "queued")
+        if skip_owners:
+            query = query.where(Experiment.owner.not_in(list(skip_owners)))
+        with self.read() as session:
+            rows = session.execute(query.order_by(Experiment.pk).limit(limit))
+            return [(row.id, row.owner) for row in rows]
+
+    def cancels_requested(self) -> list[str]:
+        """Ids of running experiments whose cancel was requested."""
+        query = select(Experiment.id).where(
+            Experiment.status == "running", Experiment.cancel_requested.is_(True)
+        )
+        with self.read() as session:
+            return list(session.scalars(query))
+
     def mark_running(self, experiment_id: str) -> bool:
         """queued -> running; False if it is no longer queued (cancelled meanwhile)."""
-        with self._write.begin() as session:
+        with self.writing() as session:
             done = session.execute(
                 update(Experiment)
                 .where(Experiment.id == experiment_id, Experiment.status == "queued")
@@ -259,7 +288,7 @@ class JobStore:
         values: dict[str, Any] = {"status": status, "finished_at": utcnow(), "error": error}
         if result is not None:
             values["result"] = result
-        with self._write.begin() as session:
+        with self.writing() as session:
             done = session.execute(
                 update(Experiment)
                 .where(Experiment.id == experiment_id, Experiment.status == "running")
@@ -273,7 +302,7 @@ class JobStore:
 
     def requeue(self, experiment_id: str, reason: str) -> None:
         """running -> queued (its process is gone); it resumes when it is dispatched again."""
-        with self._write.begin() as session:
+        with self.writing() as session:
             session.execute(
                 update(Experiment)
                 .where(Experiment.id == experiment_id, Experiment.status == "running")
@@ -282,7 +311,7 @@ class JobStore:
             session.add(_event(experiment_id, "status", {"status": "queued", "reason": reason}))
 
     def update(self, experiment_id: str, **changes: Any) -> None:
-        with self._write.begin() as session:
+        with self.writing() as session:
             session.execute(
                 update(Experiment).where(Experiment.id == experiment_id).values(**changes)
             )

@@ -136,7 +136,10 @@ def _run(
 
 def _sweep(spec: ExperimentSpec, writer: EventWriter) -> tuple[str, str | None, dict[str, Any]]:
     from ppo_platform.sweeps import run_sweep
+    from ppo_platform.sweeps.expand import expand_sweep
 
+    total = len(expand_sweep(spec))  # `[k/n]` lines move runs_done on as members finish
+    writer.store.update(writer.job_id, progress={"runs_done": 0, "runs_total": total})
     result = run_sweep(spec, on_event=writer.sweep_line, report=True)
     runs = [
         {
@@ -163,17 +166,23 @@ def _sweep(spec: ExperimentSpec, writer: EventWriter) -> tuple[str, str | None, 
 def _tune(
     store: JobStore, job_id: str, spec: ExperimentSpec
 ) -> tuple[str, str | None, dict[str, Any]]:
+    from ppo_platform.jobs.study_progress import StudyProgress
     from ppo_platform.tuning import run_study
+    from ppo_platform.tuning.study import default_storage_url, study_budget
 
     settings = get_settings()
     # One study per job, named after it: a re-queued job continues its own study.
-    result = run_study(
-        spec,
-        workers=1,
-        study_name=f"{spec.name}-{job_id[:8]}",
-        out_dir=job_folder(settings, job_id),
-        live=False,
-    )
+    study_name = f"{spec.name}-{job_id[:8]}"
+    storage = default_storage_url(settings)
+    with StudyProgress(store, job_id, storage, study_name, study_budget(spec)):
+        result = run_study(
+            spec,
+            workers=1,
+            storage=storage,
+            study_name=study_name,
+            out_dir=job_folder(settings, job_id),
+            live=False,
+        )
     outputs = result.outputs
     store.update(job_id, mlflow_run_id=result.parent_run_id)
     summary = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,6 +67,17 @@ def test_crashing_jobs_fail_with_their_reason_while_another_succeeds(
     kinds = [e.kind for e in store.events_after(good)]
     assert kinds[:2] == ["status", "status"] and kinds[-1] == "status"
     assert "eval" in kinds and "progress" in kinds
+
+
+def test_a_job_whose_loss_goes_non_finite_fails_with_the_reason(store: JobStore, dispatcher):
+    # Adam moves every weight by about the learning rate: 1e30 overflows float32 in one update.
+    diverging = TINY_RUN.replace("epochs: 2,", "epochs: 2, learning_rate: 1.0e+30,") % 1024
+    job = _wait(store, _submit(store, diverging))
+    assert job.status == "failed"
+    assert job.error is not None and job.error.startswith("TrainingError: training diverged")
+    assert re.search(r"non-finite values after update 1: .*train/loss=(nan|inf)", job.error)
+    last = store.events_after(job.id)[-1]
+    assert last.kind == "status" and last.data == {"status": "failed", "error": job.error}
 
 
 def test_cancel_stops_a_running_job_within_seconds_and_keeps_a_checkpoint(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,21 @@ def test_env_step_limit_and_unregistered_env_are_spec_errors() -> None:
         prepare_submission("name: x\nenv: os:system\n", 10**6)
 
 
+def test_envs_ppo_cannot_use_are_refused_before_queueing() -> None:
+    with pytest.raises(SpecError, match="Tuple observation space") as caught:
+        prepare_submission("name: x\nenv: Blackjack-v1\n", 10**6)
+    assert caught.value.issues[0].path == "env.id"
+    with pytest.raises(SpecError, match="render_mode") as caught:
+        prepare_submission("name: x\nenv: {id: CartPole-v1, kwargs: {render_mode: human}}\n", 10**6)
+    assert caught.value.issues[0].path == "env.kwargs.render_mode"
+    sweep = (
+        "name: x\nenv: CartPole-v1\n"
+        "sweep: {grid: {env.kwargs.render_mode: [rgb_array, human]}, seeds: [0]}\n"
+    )
+    with pytest.raises(SpecError, match="render_mode"):
+        prepare_submission(sweep, 10**6)
+
+
 def test_events_after_an_id_and_alert_counts(store: JobStore) -> None:
     job_id = _submit(store)
     first = store.events_after(job_id)[0].id
@@ -121,3 +137,22 @@ def test_keys_are_stored_hashed_and_revocable(store: JobStore) -> None:
     assert [(k.name, k.revoked) for k in list_keys(store)] == [("alice", True)]
     with pytest.raises(NotFoundError):
         revoke_key(store, "alice")
+
+
+def test_key_cache_remembers_known_keys_until_revoked_or_expired(store: JobStore) -> None:
+    from ppo_platform.jobs.keys import KeyCache, hash_key
+
+    cache = KeyCache(ttl=60)
+    key = create_key(store, "dave")
+    assert authenticate(store, key, {}, cache) == "dave"
+    assert cache.get_key(key) == "dave"
+    assert authenticate(store, "ppk_unknown", {}, cache) is None and len(cache._owners) == 1
+    revoke_key(store, "dave", cache)  # revoked in this process: forgotten at once
+    assert cache.get_key(key) is None and authenticate(store, key, {}, cache) is None
+    other = create_key(store, "erin")
+    short = KeyCache(ttl=0.2)
+    assert authenticate(store, other, {}, short) == "erin"
+    revoke_key(store, "erin")  # another process revoking: the cache answers until its TTL
+    assert authenticate(store, other, {}, short) == "erin"
+    time.sleep(0.25)
+    assert short.get(hash_key(other)) is None and authenticate(store, other, {}, short) is None
