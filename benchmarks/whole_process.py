@@ -175,7 +175,7 @@ def machine() -> dict:
     mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    ).stdout.strip() or os.environ.get("BENCH_COMMIT", "unknown (not a git checkout)")
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),
