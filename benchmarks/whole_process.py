@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -256,7 +257,7 @@ def main() -> None:
         "PYTHONPATH": f"{ROOT / 'platform'}:{ROOT}",
     }
     report: dict = {
-        "command": "python benchmarks/whole_process.py " + " ".join(sys.argv[1:]),
+        "command": shlex.join(["python", "benchmarks/whole_process.py", *sys.argv[1:]]),
         "note": args.note,
         "machine": machine(),
         "versions": package_versions(
