@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 SPEC ?= specs/cartpole.yaml
 
-.PHONY: run test lint setup
+.PHONY: run test lint setup bench bench-zoo-venv
 
 setup: $(VENV)/.installed
 
@@ -31,3 +31,17 @@ lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	PYTHONPATH=platform:. $(BIN)/lint-imports
+
+# Whole-process benchmark, quick set (256 + 20k env steps, 3 rounds; < 15 min on 2 cores).
+# rl-baselines3-zoo lives only in its own venv, never in the project's dependencies.
+ZOO_VENV ?= benchmarks/.venv-zoo
+bench: setup
+	-$(MAKE) bench-zoo-venv
+	$(BIN)/python benchmarks/whole_process.py --steps 256 20000 --pairs 3
+
+bench-zoo-venv: $(ZOO_VENV)/.installed
+
+$(ZOO_VENV)/.installed:
+	test -x $(ZOO_VENV)/bin/python || $(PYTHON) -m venv $(ZOO_VENV)
+	timeout 900 $(ZOO_VENV)/bin/python -m pip install --quiet "$(TORCH_PIN)" rl_zoo3
+	touch $@

@@ -6,12 +6,17 @@ from collections.abc import Callable
 
 import numpy as np
 from stable_baselines3.common.callbacks import BaseCallback
-from stable_baselines3.common.evaluation import evaluate_policy
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
+
+from trainers.evaluation import evaluate_episodes
 
 
 class PeriodicEvalCallback(BaseCallback):
-    """Evaluate every `every` env steps (0: never here; the caller evaluates at the end)."""
+    """Evaluate every `every` env steps (0: never here; the caller evaluates at the end).
+
+    With a `seed`, every evaluation starts the eval envs from the same seeds (see
+    trainers.evaluation), so evaluations differ only by the policy weights.
+    """
 
     def __init__(
         self,
@@ -20,10 +25,11 @@ class PeriodicEvalCallback(BaseCallback):
         episodes: int,
         deterministic: bool,
         on_eval: Callable[[int, float, float], None],
+        seed: int | None = None,
     ) -> None:
         super().__init__()
         self.eval_env, self.every, self.episodes = eval_env, every, episodes
-        self.deterministic, self.on_eval = deterministic, on_eval
+        self.deterministic, self.on_eval, self.seed = deterministic, on_eval, seed
         self.next_eval = 0
         self.last_eval_step: int | None = None
 
@@ -43,12 +49,8 @@ class PeriodicEvalCallback(BaseCallback):
         train_env = self.model.get_env()
         if train_env is not None:
             sync_envs_normalization(train_env, self.eval_env)
-        rewards, _ = evaluate_policy(
-            self.model,
-            self.eval_env,
-            n_eval_episodes=self.episodes,
-            deterministic=self.deterministic,
-            return_episode_rewards=True,
+        rewards = evaluate_episodes(
+            self.model, self.eval_env, self.episodes, self.deterministic, self.seed
         )
         mean, std = float(np.mean(rewards)), float(np.std(rewards))
         self.last_eval_step = self.num_timesteps

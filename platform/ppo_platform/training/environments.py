@@ -12,10 +12,14 @@ from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
 
 EVAL_SEED_OFFSET = 10_000
+# Evaluation steps up to this many envs together (one batched forward pass per step); more
+# episodes than that run several per env.
+EVAL_MAX_ENVS = 16
 
 
-def _vec_env(spec: ExperimentSpec, n_envs: int, seed: int) -> VecEnv:
-    vec_cls = SubprocVecEnv if spec.env.vectorization == "subproc" and n_envs > 1 else DummyVecEnv
+def _vec_env(spec: ExperimentSpec, n_envs: int, seed: int, subproc: bool = True) -> VecEnv:
+    wants_subproc = subproc and spec.env.vectorization == "subproc" and n_envs > 1
+    vec_cls = SubprocVecEnv if wants_subproc else DummyVecEnv
     # SB3 asks for render_mode="rgb_array" unless told otherwise; training renders nothing.
     kwargs = {"render_mode": None, **spec.env.kwargs}
     return make_vec_env(
@@ -42,9 +46,18 @@ def build_train_env(spec: ExperimentSpec, normalize_stats: Path | None = None) -
     return env
 
 
+def eval_seed(spec: ExperimentSpec) -> int:
+    """Eval env i starts every evaluation from eval_seed + i (apart from training's seeds)."""
+    return spec.budget.seed + EVAL_SEED_OFFSET
+
+
 def build_eval_env(spec: ExperimentSpec) -> VecEnv:
-    """One env with its own seed; shares observation statistics with training (synced at eval)."""
-    env = _vec_env(spec, 1, spec.budget.seed + EVAL_SEED_OFFSET)
+    """min(episodes, EVAL_MAX_ENVS) in-process envs with their own seeds, evaluated together.
+
+    Observation statistics are shared with training (synced at each evaluation).
+    """
+    n_envs = min(spec.evaluation.episodes, EVAL_MAX_ENVS)
+    env = _vec_env(spec, n_envs, eval_seed(spec), subproc=False)
     norm = spec.env.normalize
     if norm.obs or norm.reward:
         env = VecNormalize(

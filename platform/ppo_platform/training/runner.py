@@ -31,7 +31,7 @@ from ppo_platform.tracking.tracker import RunTracker
 from ppo_platform.tracking.writer import MetricsWriteError
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
-from ppo_platform.training.environments import build_eval_env, build_train_env
+from ppo_platform.training.environments import build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
 from ppo_platform.training.plots import PLOTTED_METRICS, plot_training_curves
 from ppo_platform.training.progress import EventKind, ProgressEvent
@@ -183,6 +183,7 @@ class TrainingSession:
             self.spec.evaluation.episodes,
             self.spec.evaluation.deterministic,
             self.on_eval,
+            seed=eval_seed(self.spec),
         )
         callbacks = CallbackList(
             [

@@ -1,0 +1,53 @@
+"""The plain stable-baselines3 script the whole-process benchmark compares the platform with.
+
+What a user would write by hand: specs/cartpole.yaml's hyperparameters (rl-baselines3-zoo's
+tuned CartPole-v1 values), one torch thread, seed 0, `learn`, no evaluation, no logging, no
+saving. It imports nothing from this project, so its start-up is SB3's own.
+
+    python benchmarks/plain_sb3_cartpole.py --steps 20000
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def linear(start: float):
+    return lambda progress_remaining: start * max(0.0, min(1.0, progress_remaining))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.env_util import make_vec_env
+
+    torch.set_num_threads(1)
+    env = make_vec_env("CartPole-v1", n_envs=8, seed=args.seed)
+    model = PPO(
+        "MlpPolicy",
+        env,
+        n_steps=32,
+        batch_size=256,
+        n_epochs=20,
+        learning_rate=linear(1.0e-3),
+        clip_range=linear(0.2),
+        max_grad_norm=0.5,
+        vf_coef=0.5,
+        ent_coef=0.0,
+        gamma=0.98,
+        gae_lambda=0.8,
+        policy_kwargs={"net_arch": [64, 64], "activation_fn": torch.nn.Tanh},
+        seed=args.seed,
+        device="cpu",
+        verbose=0,
+    )
+    model.learn(args.steps)
+
+
+if __name__ == "__main__":
+    main()
