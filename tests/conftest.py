@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from postgres_server import throwaway_postgres
 
 # MLflow's schema-migration INFO lines drown the useful output of a failing test.
 logging.getLogger("mlflow").setLevel(logging.WARNING)
@@ -53,3 +54,11 @@ def shared_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield home
     monkeypatch.undo()
     get_settings.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def postgres_server() -> Iterator[str]:
+    """A throwaway PostgreSQL server for one test module (skipped, with the reason, when the
+    server binaries or psycopg are missing); its URL, database `postgres`."""
+    with throwaway_postgres() as url:
+        yield url

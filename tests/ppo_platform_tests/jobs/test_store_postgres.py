@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from postgres_server import create_database, throwaway_postgres
+from postgres_server import create_database
 from sqlalchemy import inspect
 
 from ppo_platform.errors import ConflictError, NotFoundError
@@ -29,12 +29,6 @@ budget: {total_timesteps: %d}
 evaluation: {every_timesteps: 256, episodes: 2}
 checkpoints: {every_timesteps: 128}
 """
-
-
-@pytest.fixture(scope="module")
-def postgres_server() -> Iterator[str]:
-    with throwaway_postgres("jobs") as url:
-        yield url
 
 
 @pytest.fixture

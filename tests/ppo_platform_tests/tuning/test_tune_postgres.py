@@ -5,13 +5,7 @@ Skipped (with the reason) when the PostgreSQL server binaries or psycopg are mis
 
 from __future__ import annotations
 
-import os
-import pwd
-import shutil
-import socket
-import subprocess
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import optuna
@@ -26,67 +20,9 @@ from ppo_platform.tuning.study import open_storage
 pytestmark = pytest.mark.slow
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def as_server_user(command: list[str]) -> list[str]:
-    """PostgreSQL refuses to run as root: run it as the `postgres` user then."""
-    return ["runuser", "-u", "postgres", "--", *command] if os.geteuid() == 0 else command
-
-
-@pytest.fixture(scope="module")
-def postgres_url() -> Iterator[str]:
-    if shutil.which("initdb") is None or shutil.which("pg_ctl") is None:
-        pytest.skip("PostgreSQL server binaries (initdb, pg_ctl) are not on PATH")
-    pytest.importorskip(
-        "psycopg",
-        reason="psycopg (psycopg[binary]), SQLAlchemy's PostgreSQL driver, is not installed",
-    )
-    root = Path(tempfile.mkdtemp(prefix="ppo-pg-"))
-    if os.geteuid() == 0:
-        try:
-            server_user = pwd.getpwnam("postgres")
-        except KeyError:
-            pytest.skip("running as root and there is no `postgres` user to run the server")
-        os.chown(root, server_user.pw_uid, server_user.pw_gid)
-    data, port = root / "data", free_port()
-    try:
-        subprocess.run(
-            as_server_user(
-                ["initdb", "-D", str(data), "-U", "tuner", "--auth=trust", "-E", "UTF8"]
-            ),
-            check=True,
-            capture_output=True,
-        )
-        subprocess.run(
-            as_server_user(
-                [
-                    "pg_ctl",
-                    "-D",
-                    str(data),
-                    "-l",
-                    str(root / "server.log"),
-                    "-w",
-                    "-t",
-                    "60",
-                    "-o",
-                    f"-p {port} -k {root} -c listen_addresses=127.0.0.1",
-                    "start",
-                ]
-            ),
-            check=True,
-            capture_output=True,
-        )
-        yield f"postgresql://tuner@127.0.0.1:{port}/postgres"
-    finally:
-        subprocess.run(
-            as_server_user(["pg_ctl", "-D", str(data), "-m", "immediate", "stop"]),
-            capture_output=True,
-        )
-        shutil.rmtree(root, ignore_errors=True)
+@pytest.fixture
+def postgres_url(postgres_server: str) -> str:
+    return postgres_server
 
 
 def test_two_workers_share_a_postgresql_study(
