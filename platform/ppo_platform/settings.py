@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -51,6 +52,22 @@ class Settings(BaseSettings):
     outputs_dir: Path = Field(
         Path("outputs"),
         description="Default folder for generated files (tune writes outputs/tune-<study>).",
+    )
+
+    executor: Literal["local", "ray"] = Field(
+        "local",
+        description="Where jobs, sweep members and tuning workers run: `local` processes or "
+        "`ray` tasks on the cluster at `ray_address` (needs the `ray` extra).",
+    )
+    ray_address: str | None = Field(
+        None, description="Ray cluster address (host:port of the head) when executor is `ray`."
+    )
+    ray_num_cpus: float = Field(1.0, gt=0, description="CPUs each Ray task declares.")
+    ray_num_gpus: float = Field(0.0, ge=0, description="GPUs each Ray task declares.")
+    optuna_storage_url: str | None = Field(
+        None,
+        description="Optuna storage of studies (e.g. postgresql+psycopg://...); default a "
+        "journal file under the home.",
     )
 
     @field_validator("home", "outputs_dir")

@@ -40,6 +40,7 @@ class TaskResult:
     started: float | None = None  # wall-clock (time.time()) in the worker
     ended: float | None = None
     cancelled: bool = False  # never started: cancelled, or dropped at shutdown
+    lost: bool = False  # its worker process or node died under it: it may be run again
 
     @property
     def ok(self) -> bool:
@@ -74,6 +75,10 @@ class Executor(ABC):
     def cancel(self, key: str) -> bool:
         """Cancel a task that has not started: it never runs and comes back `cancelled`.
         Returns False if it already started (it is not interrupted) or is unknown."""
+
+    def kill(self, key: str) -> bool:
+        """Stop a running task forcibly; False if it is not running or this executor cannot."""
+        return False
 
     @abstractmethod
     def shutdown(

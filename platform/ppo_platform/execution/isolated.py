@@ -129,6 +129,9 @@ class IsolatedExecutor(QueuedExecutor):
             return False
         return True
 
+    def kill(self, key: str) -> bool:
+        return self.signal(key, signal.SIGKILL)
+
     def cancel(self, key: str) -> bool:
         with self._lock:
             for task in self._pending:

@@ -28,7 +28,14 @@ from concurrent.futures import wait as wait_for
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
-from ppo_platform.execution.base import CANCELLED, QueuedExecutor, Task, TaskResult, describe_error
+from ppo_platform.execution.base import (
+    CANCELLED,
+    Executor,
+    QueuedExecutor,
+    Task,
+    TaskResult,
+    describe_error,
+)
 from ppo_platform.execution.signals import raise_terminated
 from ppo_platform.execution.threads import pin_threads
 
@@ -195,15 +202,19 @@ def run_tasks(
     *,
     torch_threads: int = 1,
     on_done: Callable[[TaskResult], None] | None = None,
+    executor: Executor | None = None,
 ) -> list[TaskResult]:
-    """Run every task on a fresh pool; results in task order. `on_done` sees each as it ends."""
+    """Run every task on a fresh pool (or on `executor`, shut down at the end); results in
+    task order. `on_done` sees each as it ends."""
     tasks = list(tasks)
     if not tasks:
         return []
     if len({task.key for task in tasks}) != len(tasks):
         raise ValueError("task keys must be unique: results are matched to tasks by key")
     by_key: dict[str, TaskResult] = {}
-    with LocalExecutor(min(workers or default_workers(), len(tasks)), torch_threads) as executor:
+    if executor is None:
+        executor = LocalExecutor(min(workers or default_workers(), len(tasks)), torch_threads)
+    with executor:
         for result in executor.map_tasks(tasks):
             by_key[result.key] = result
             if on_done is not None:

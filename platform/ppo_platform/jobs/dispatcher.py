@@ -18,16 +18,18 @@ from pathlib import Path
 from typing import IO
 
 from ppo_platform.execution.base import Executor, Task, TaskResult
-from ppo_platform.execution.isolated import IsolatedExecutor
+from ppo_platform.execution.choose import job_executor
 from ppo_platform.jobs.config import ServiceSettings
 from ppo_platform.jobs.store import JobStore
 from ppo_platform.jobs.worker import run_job
+from ppo_platform.settings import get_settings
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 0.25
 LOCK_RETRY_SECONDS = 2.0
 RECOVERY_WAIT_SECONDS = 30.0
 REQUEUE_REASON = "the service stopped while it ran; it resumes from its last checkpoint"
+LOST_REASON = "its worker died ({error}); it resumes from its last checkpoint"
 
 
 def process_alive(pid: int | None) -> bool:
@@ -60,7 +62,7 @@ class Dispatcher:
     ) -> None:
         self.store, self.service, self.lock_path = store, service, lock_path
         self.concurrency = service.jobs_concurrency
-        self.executor = executor or IsolatedExecutor(self.concurrency, torch_threads)
+        self.executor = executor or job_executor(get_settings(), self.concurrency, torch_threads)
         self.running: dict[str, str] = {}  # job id -> owner
         self.cancel_seen: dict[str, float] = {}  # job id -> monotonic time cancel was seen
         self.active = threading.Event()  # holds the lock and dispatches
@@ -137,6 +139,8 @@ class Dispatcher:
             return
         if job.cancel_requested:
             self.store.finish(job.id, "cancelled")
+        elif result.lost:  # its worker or node died: run it again, from its last checkpoint
+            self.store.requeue(job.id, LOST_REASON.format(error=result.error))
         else:
             reason = result.error or "the job process ended without reporting a status"
             self.store.finish(job.id, "failed", error=reason)
@@ -150,10 +154,8 @@ class Dispatcher:
             if job_id not in self.running:
                 continue
             seen = self.cancel_seen.setdefault(job_id, now)
-            if now - seen > self.service.cancel_grace_seconds and isinstance(
-                self.executor, IsolatedExecutor
-            ):
-                self.executor.signal(job_id, signal.SIGKILL)
+            if now - seen > self.service.cancel_grace_seconds:
+                self.executor.kill(job_id)
 
     def _dispatch(self) -> None:
         free = self.concurrency - len(self.running)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ppo_platform.execution import Task, TaskResult, run_tasks, worker_count
+from ppo_platform.execution.choose import pool_executor
 from ppo_platform.reports import SweepReport, build_report, publish_report
 from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
@@ -123,7 +124,8 @@ def run_sweep(
 
     tasks = [Task(m.key, run_member, (m.spec, parent_run_id, m.tags, settings)) for m in todo]
     try:
-        run_tasks(tasks, n_workers, torch_threads=settings.torch_threads, on_done=collect)
+        executor = pool_executor(settings, n_workers)
+        run_tasks(tasks, n_workers, on_done=collect, executor=executor)
     except KeyboardInterrupt:
         retry(lambda: client.set_terminated(parent_run_id, "KILLED"))
         raise

@@ -50,7 +50,10 @@ GRACE_SECONDS = 60
 
 
 def default_storage_url(settings: Settings) -> str:
-    """The journal file every local study shares by default."""
+    """`optuna_storage_url` if set (a database every node reaches), else the journal file every
+    local study shares."""
+    if settings.optuna_storage_url:
+        return settings.optuna_storage_url
     return f"{JOURNAL_SCHEME}{(settings.home / 'optuna' / 'studies.journal').resolve()}"
 
 

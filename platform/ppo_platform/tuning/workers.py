@@ -16,7 +16,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ppo_platform.execution import LocalExecutor, Task
+from ppo_platform.execution import Task
+from ppo_platform.execution.choose import pool_executor
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tuning.errors import TrialFailed, TuningError
@@ -91,8 +92,10 @@ def _worker_task(config: WorkerConfig, worker_index: int) -> int:
     """One worker, run as a task in a pool process; returns the trials it ran."""
     quiet_logs()
     # On Ctrl-C the trial is marked failed (interrupted); the parent process reports it.
+    # On a Ray worker no lock is shared (workers may overshoot n_trials by one trial each).
+    lock = _shared_lock if _shared_lock is not None else threading.Lock()
     with contextlib.suppress(KeyboardInterrupt):
-        return run_worker(config, worker_index, _shared_lock)
+        return run_worker(config, worker_index, lock)
     return 0
 
 
@@ -125,9 +128,7 @@ def run_workers(config: WorkerConfig, workers: int) -> None:
         return
     lock = multiprocessing.get_context("spawn").Lock()
     tasks = [Task(f"tune-worker-{i}", _worker_task, (config, i)) for i in range(workers)]
-    executor = LocalExecutor(
-        workers, config.settings.torch_threads, initializer=_share_lock, initargs=(lock,)
-    )
+    executor = pool_executor(config.settings, workers, initializer=_share_lock, initargs=(lock,))
     with executor:  # on Ctrl-C or SIGTERM, the workers get time to close their runs cleanly
         results = list(executor.map_tasks(tasks))
     failed = [result for result in results if not result.ok]

@@ -1,0 +1,223 @@
+"""Tasks as Ray tasks on a cluster: the executor for jobs, sweeps and studies beyond one machine.
+
+Chosen by `PPO_PLATFORM_EXECUTOR=ray` with `PPO_PLATFORM_RAY_ADDRESS` (see `choose.py`); this
+module is the only one that imports Ray, and only when such an executor is built. Each task
+declares `ray_num_cpus` (and `ray_num_gpus`) so the cluster, not this process, decides how many
+run at once; this process only submits and collects.
+
+A task's settings travel with it: the submitting process's `PPO_PLATFORM_*` and
+`MLFLOW_TRACKING_URI` variables are set in the Ray worker (runtime env), so a job writes to the
+same stores whatever node runs it. Ray never retries a task by itself (`max_retries=0`): a task
+whose worker process or node died comes back `lost`, and the caller decides (the job dispatcher
+re-queues the job, which resumes from its last checkpoint).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import traceback
+from typing import Any
+
+from ppo_platform.errors import BadInputError, SpecIssue, UnavailableError
+from ppo_platform.execution.base import QueuedExecutor, Task, TaskResult, describe_error
+from ppo_platform.execution.threads import pin_threads
+
+FORWARDED_PREFIXES = ("PPO_PLATFORM_", "MLFLOW_")
+CANCELLED_RUNNING = "Cancelled: the Ray task was cancelled"
+POLL_SECONDS = 0.2
+
+
+def import_ray() -> Any:
+    """The `ray` module, or bad input with the fix when the extra is not installed."""
+    try:
+        import ray
+    except ImportError:
+        issue = SpecIssue(
+            "PPO_PLATFORM_EXECUTOR",
+            "is `ray` but Ray is not installed.",
+            "ray",
+            fix="pip install 'ppo-platform[ray]', or unset PPO_PLATFORM_EXECUTOR (local).",
+        )
+        raise BadInputError([issue]) from None
+    return ray
+
+
+def connect(address: str | None) -> Any:
+    """Join the Ray cluster at `address` once per process; UnavailableError if it does not
+    answer, bad input if no address is set."""
+    ray = import_ray()
+    if not address:
+        issue = SpecIssue(
+            "PPO_PLATFORM_RAY_ADDRESS",
+            "is not set, and the `ray` executor needs a cluster to join.",
+            fix="set it to the head's host:port (the address `ray start --head` prints).",
+        )
+        raise BadInputError([issue])
+    if ray.is_initialized():
+        return ray
+    try:
+        ray.init(
+            address=address,
+            logging_level="ERROR",
+            log_to_driver=False,
+            configure_logging=False,
+        )
+    except (ConnectionError, TimeoutError, RuntimeError) as error:
+        raise UnavailableError(
+            f"the Ray cluster at PPO_PLATFORM_RAY_ADDRESS={address} does not answer: {error}. "
+            "Fix: start it (`ray start --head`) or correct the address."
+        ) from error
+    return ray
+
+
+def forwarded_env() -> dict[str, str]:
+    """The settings of this process that a task must see wherever it runs."""
+    return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}
+
+
+def call_task(task: Task, torch_threads: int) -> TaskResult:
+    """The body of every Ray task: pinned threads; the result or the error as data."""
+    pin_threads(torch_threads)
+    started = time.time()
+    try:
+        value = task.fn(*task.args, **task.kwargs)
+    except BaseException as error:  # KeyboardInterrupt (a cancel) too: reported as data
+        return TaskResult(
+            task.key,
+            error=describe_error(error),
+            traceback=traceback.format_exc(),
+            pid=os.getpid(),
+            started=started,
+            ended=time.time(),
+        )
+    return TaskResult(task.key, value=value, pid=os.getpid(), started=started, ended=time.time())
+
+
+class RayExecutor(QueuedExecutor):
+    """Submits each task as a Ray task; a thread collects them as they finish.
+
+    `fresh_process` runs every task in a new worker process (Ray's `max_calls=1`), as
+    `IsolatedExecutor` does for jobs; otherwise Ray reuses its workers (sweep members).
+    """
+
+    def __init__(
+        self,
+        address: str | None,
+        *,
+        torch_threads: int = 1,
+        num_cpus: float = 1.0,
+        num_gpus: float = 0.0,
+        fresh_process: bool = False,
+    ) -> None:
+        super().__init__()
+        self._ray = connect(address)
+        options: dict[str, Any] = {"num_cpus": num_cpus, "max_retries": 0}
+        if num_gpus:
+            options["num_gpus"] = num_gpus
+        if fresh_process:
+            options["max_calls"] = 1
+        self._remote = self._ray.remote(**options)(call_task)
+        self.torch_threads = torch_threads
+        self._refs: dict[str, Any] = {}  # key -> ObjectRef of a task not collected yet
+        self._cancelled: set[str] = set()
+        self._closed = False
+        self._wake = threading.Event()
+        self._collector = threading.Thread(target=self._collect, name="ray-results", daemon=True)
+        self._collector.start()
+
+    def submit(self, task: Task) -> None:
+        runtime_env = {"env_vars": forwarded_env()}
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the executor is shut down")
+            self._claim(task.key)
+            try:
+                ref = self._remote.options(runtime_env=runtime_env).remote(
+                    task, self.torch_threads
+                )
+            except Exception as error:  # e.g. the task cannot be serialized
+                self._done.put(TaskResult(task.key, error=describe_error(error)))
+                return
+            self._refs[task.key] = ref
+        self._wake.set()
+
+    def _collect(self) -> None:
+        while True:
+            with self._lock:
+                by_ref = {ref: key for key, ref in self._refs.items()}
+                closed = self._closed
+            if not by_ref:
+                if closed:
+                    return
+                self._wake.wait(POLL_SECONDS)
+                self._wake.clear()
+                continue
+            ready, _ = self._ray.wait(list(by_ref), num_returns=1, timeout=POLL_SECONDS)
+            for ref in ready:
+                result = self._result(by_ref[ref], ref)
+                with self._lock:
+                    self._refs.pop(result.key, None)
+                    self._cancelled.discard(result.key)
+                self._done.put(result)
+
+    def _result(self, key: str, ref: Any) -> TaskResult:
+        """The task's own TaskResult, or what Ray says happened to it."""
+        exceptions = self._ray.exceptions
+        lost_kinds = (
+            exceptions.WorkerCrashedError,
+            exceptions.NodeDiedError,
+            exceptions.OwnerDiedError,
+            exceptions.LocalRayletDiedError,
+            exceptions.ObjectLostError,
+        )
+        try:
+            result: TaskResult = self._ray.get(ref)
+        except exceptions.TaskCancelledError:
+            return TaskResult(key, error=CANCELLED_RUNNING, cancelled=True)
+        except lost_kinds as error:
+            cancelled = key in self._cancelled  # a forced cancel kills the worker
+            return TaskResult(key, error=describe_error(error), lost=not cancelled)
+        except exceptions.RayError as error:
+            return TaskResult(key, error=describe_error(error))
+        return result
+
+    def cancel(self, key: str) -> bool:
+        """Cancel the task: a queued one never runs. A running one is only asked (Ray's
+        KeyboardInterrupt does not reach every worker): jobs stop on their store's cancel flag,
+        and `kill` ends a task at once. False if the task is unknown or already collected."""
+        return self._cancel(key, force=False)
+
+    def kill(self, key: str) -> bool:
+        """Stop a running task at once (its worker process is killed)."""
+        return self._cancel(key, force=True)
+
+    def _cancel(self, key: str, force: bool) -> bool:
+        with self._lock:
+            ref = self._refs.get(key)
+            if ref is None:
+                return False
+            self._cancelled.add(key)
+        self._ray.cancel(ref, force=force)
+        return True
+
+    def shutdown(
+        self, wait: bool = True, *, cancel_pending: bool = False, grace: float | None = None
+    ) -> None:
+        with self._lock:
+            self._closed = True
+            keys = list(self._refs)
+        if cancel_pending:
+            for key in keys:
+                self.cancel(key)
+        self._wake.set()
+        if not wait:
+            return
+        deadline = None if grace is None else time.monotonic() + grace
+        while self._collector.is_alive():
+            if deadline is not None and time.monotonic() > deadline:
+                for key in keys:
+                    self.kill(key)
+                deadline = None
+            self._collector.join(POLL_SECONDS)

@@ -1,0 +1,63 @@
+"""The Ray executor on a real two-node cluster: results, errors as data, cancel, a lost worker."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from ppo_platform.errors import BadInputError
+from ppo_platform.execution import Task
+from ppo_platform.execution.choose import job_executor, pool_executor
+from ppo_platform.execution.ray_executor import RayExecutor
+from ppo_platform.settings import Settings
+
+
+def test_tasks_run_on_the_cluster_and_come_back_by_key(ray_address: str) -> None:
+    with RayExecutor(ray_address) as executor:
+        results = {r.key: r for r in executor.map_tasks(Task(f"p{i}", pow, (i, 2)) for i in range(4))}
+    assert {key: r.value for key, r in results.items()} == {"p0": 0, "p1": 1, "p2": 4, "p3": 9}
+    assert all(r.ok and r.pid and r.pid != os.getpid() for r in results.values())
+
+
+def test_an_error_comes_back_as_data(ray_address: str) -> None:
+    with RayExecutor(ray_address) as executor:
+        [result] = list(executor.map_tasks([Task("bad", int, ("not a number",))]))
+    assert not result.ok and not result.lost
+    assert result.error is not None and result.error.startswith("ValueError: invalid literal")
+
+
+def test_cancel_drops_a_queued_task_and_kill_stops_a_running_one(ray_address: str) -> None:
+    with RayExecutor(ray_address) as executor:  # two one-CPU nodes: the third task waits
+        for key in ("first", "second", "third"):
+            executor.submit(Task(key, time.sleep, (120,)))
+        time.sleep(3)
+        assert executor.cancel("third")
+        started = time.monotonic()
+        assert executor.kill("first") and executor.kill("second")
+        results = {r.key: r for r in executor.as_completed(timeout=60)}
+    assert time.monotonic() - started < 30
+    assert results["third"].cancelled
+    assert all(not r.ok and not r.lost for r in results.values())
+
+
+def test_a_dead_worker_process_is_lost_not_failed(ray_address: str) -> None:
+    with RayExecutor(ray_address, fresh_process=True) as executor:
+        [result] = list(executor.map_tasks([Task("abort", os.abort)]))
+    assert result.lost and not result.ok
+    assert result.error is not None and "WorkerCrashedError" in result.error
+
+
+def test_settings_choose_the_executor(ray_address: str) -> None:
+    local = Settings(executor="local")
+    assert type(job_executor(local, 1)).__name__ == "IsolatedExecutor"
+    assert type(pool_executor(local, 1)).__name__ == "LocalExecutor"
+    on_ray = Settings(executor="ray", ray_address=ray_address, ray_num_cpus=0.5)
+    assert isinstance(pool_executor(on_ray, 1), RayExecutor)
+
+
+def test_the_ray_executor_without_an_address_is_bad_input() -> None:
+    pytest.importorskip("ray")
+    with pytest.raises(BadInputError, match="PPO_PLATFORM_RAY_ADDRESS"):
+        RayExecutor(None)
