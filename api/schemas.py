@@ -37,6 +37,11 @@ class ReadyPublic(BaseModel):
     job_store: bool
     tracking_store: bool
     dispatcher: bool
+    stores: dict[str, bool] = Field(
+        default_factory=dict,
+        description="Each store by name: job_store, tracking_store, optuna_store, and "
+        "ray_cluster with the Ray executor.",
+    )
 
 
 class ValidationPublic(BaseModel):

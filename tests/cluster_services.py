@@ -72,7 +72,9 @@ def _stop_group(process: subprocess.Popen[bytes]) -> None:
 @contextmanager
 def _group(command: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
     with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
     try:
         yield process
     finally:
@@ -90,9 +92,11 @@ def ray_cluster(nodes: int = 2) -> Iterator[str]:
     try:
         with ExitStack() as stack:
             for index in range(nodes):
-                command = head if index == 0 else [
-                    _bin("ray"), "start", f"--address=127.0.0.1:{port}", *common
-                ]
+                command = (
+                    head
+                    if index == 0
+                    else [_bin("ray"), "start", f"--address=127.0.0.1:{port}", *common]
+                )
                 log = root / f"node{index}.log"
                 stack.enter_context(_group(command, log))
                 _wait(lambda log=log: READY_LINE in log.read_text(), 120, f"ray node {index}")
@@ -112,8 +116,18 @@ def mlflow_server(backend_url: str) -> Iterator[str]:
     root = Path(tempfile.mkdtemp(prefix="ppo-mlflow-"))
     port = free_port()
     command = [
-        _bin("mlflow"), "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-        "--backend-store-uri", backend_url, "--artifacts-destination", str(root / "artifacts"),
+        _bin("mlflow"),
+        "server",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--backend-store-uri",
+        backend_url,
+        "--artifacts-destination",
+        str(root / "artifacts"),
     ]
     try:
         with _group(command, root / "server.log"):

@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 from api.deps import SettingsDep, StoreDep
 from api.schemas import HealthPublic, ReadyPublic
 from ppo_platform.errors import PlatformError
+from ppo_platform.jobs.readiness import http_answers, other_stores
 from ppo_platform.tracking.gateway import SQLITE_PREFIX
 
 router = APIRouter(tags=["health"])
@@ -26,7 +27,7 @@ def healthz() -> HealthPublic:
 
 @router.get("/readyz", response_model=ReadyPublic, responses={503: {"model": ReadyPublic}})
 def readyz(request: Request, store: StoreDep, settings: SettingsDep) -> JSONResponse:
-    """The job store answers, the tracking store's database is reachable, jobs are dispatched."""
+    """Each store answers (job, tracking, Optuna; Ray when used); jobs are dispatched."""
     try:
         store.ping()
         job_store = True
@@ -34,12 +35,14 @@ def readyz(request: Request, store: StoreDep, settings: SettingsDep) -> JSONResp
         job_store = False
     tracking = tracking_store_answers(settings.tracking_uri)
     dispatcher = request.app.state.dispatcher.active.is_set()
-    ready = job_store and tracking
+    stores = {"job_store": job_store, "tracking_store": tracking, **other_stores(settings)}
+    ready = all(stores.values())
     body = ReadyPublic(
         status="ready" if ready else "unavailable",
         job_store=job_store,
         tracking_store=tracking,
         dispatcher=dispatcher,
+        stores=stores,
     )
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)
 
@@ -47,7 +50,9 @@ def readyz(request: Request, store: StoreDep, settings: SettingsDep) -> JSONResp
 def tracking_store_answers(uri: str) -> bool:
     """Without importing MLflow: a SQLite store answers a read-only query, or, before the first
     run creates it, its folder is writable. A server or other database is trusted to the first
-    run (MLflow retries by itself)."""
+    run (MLflow retries by itself); a tracking server answers its /health route."""
+    if uri.startswith(("http://", "https://")):
+        return http_answers(uri)
     if not uri.startswith(SQLITE_PREFIX):
         return True
     path = Path(uri.removeprefix(SQLITE_PREFIX)).resolve()

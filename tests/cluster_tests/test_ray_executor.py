@@ -16,7 +16,9 @@ from ppo_platform.settings import Settings
 
 def test_tasks_run_on_the_cluster_and_come_back_by_key(ray_address: str) -> None:
     with RayExecutor(ray_address) as executor:
-        results = {r.key: r for r in executor.map_tasks(Task(f"p{i}", pow, (i, 2)) for i in range(4))}
+        results = {
+            r.key: r for r in executor.map_tasks(Task(f"p{i}", pow, (i, 2)) for i in range(4))
+        }
     assert {key: r.value for key, r in results.items()} == {"p0": 0, "p1": 1, "p2": 4, "p3": 9}
     assert all(r.ok and r.pid and r.pid != os.getpid() for r in results.values())
 

@@ -29,7 +29,9 @@ def test_a_sweep_runs_its_members_as_ray_tasks(cluster: Cluster) -> None:
     from ppo_platform.sweeps import run_sweep
     from ppo_platform.tracking.queries import child_runs
 
-    spec = validate_data({"name": "ray-sweep", **BASE, "sweep": {"grid": {"update.epochs": [1, 2]}, "seeds": [0, 1]}})
+    spec = validate_data(
+        {"name": "ray-sweep", **BASE, "sweep": {"grid": {"update.epochs": [1, 2]}, "seeds": [0, 1]}}
+    )
     result = run_sweep(spec, workers=2, report=True)
 
     assert [o.status for o in result.outcomes] == ["FINISHED"] * 4
@@ -62,12 +64,16 @@ def test_a_two_worker_study_runs_on_ray_with_postgresql_storage(cluster: Cluster
                 "seeds_per_trial": 1,
                 "sampler": {"type": "random", "seed": 0},
                 "pruner": {"type": "none"},
-                "space": {"update.learning_rate.start": {"type": "float", "low": 1e-3, "high": 3e-3}},
+                "space": {
+                    "update.learning_rate.start": {"type": "float", "low": 1e-3, "high": 3e-3}
+                },
             },
         }
     )
     assert get_settings().optuna_storage_url == cluster.optuna_url
-    result = run_study(spec, workers=2, study_name="ray-study", out_dir=tmp_path / "out", live=False)
+    result = run_study(
+        spec, workers=2, study_name="ray-study", out_dir=tmp_path / "out", live=False
+    )
 
     study = optuna.load_study(study_name="ray-study", storage=cluster.optuna_url)
     trials = study.get_trials()

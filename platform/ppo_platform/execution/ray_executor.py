@@ -134,9 +134,7 @@ class RayExecutor(QueuedExecutor):
                 raise RuntimeError("the executor is shut down")
             self._claim(task.key)
             try:
-                ref = self._remote.options(runtime_env=runtime_env).remote(
-                    task, self.torch_threads
-                )
+                ref = self._remote.options(runtime_env=runtime_env).remote(task, self.torch_threads)
             except Exception as error:  # e.g. the task cannot be serialized
                 self._done.put(TaskResult(task.key, error=describe_error(error)))
                 return

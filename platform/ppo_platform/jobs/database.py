@@ -8,6 +8,7 @@ that reads and then writes waits for the lock instead of failing with "database 
 from __future__ import annotations
 
 import fcntl
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +24,8 @@ from ppo_platform.spec.names import refuse_unknown_host
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 BUSY_TIMEOUT_SECONDS = 30
+START_ATTEMPTS = 4  # a store that does not answer at start: retried with backoff (~3.5 s)
+START_BACKOFF_SECONDS = 0.5
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -94,12 +97,18 @@ def migrate(engine: Engine, lock_path: Path) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     with _file_lock(lock_path):
-        try:
-            with engine.begin() as connection:
-                config.attributes["connection"] = connection
-                command.upgrade(config, "head")
-        except OperationalError as error:
-            raise UnavailableError(
-                f"the job store at {engine.url.render_as_string(hide_password=True)} "
-                f"does not answer: {error.orig}"
-            ) from error
+        for attempt in range(START_ATTEMPTS):
+            try:
+                with engine.begin() as connection:
+                    config.attributes["connection"] = connection
+                    command.upgrade(config, "head")
+                return
+            except OperationalError as error:  # the server may still be starting: back off
+                if attempt == START_ATTEMPTS - 1:
+                    raise UnavailableError(
+                        "the job store at PPO_PLATFORM_JOBS_DATABASE_URL="
+                        f"{engine.url.render_as_string(hide_password=True)} does not answer "
+                        f"after {START_ATTEMPTS} attempts: {error.orig}. Fix: start the "
+                        "database or correct the URL."
+                    ) from error
+                time.sleep(min(START_BACKOFF_SECONDS * 2**attempt, 5.0))

@@ -17,6 +17,8 @@ from collections import Counter
 from pathlib import Path
 from typing import IO
 
+from sqlalchemy.exc import OperationalError
+
 from ppo_platform.execution.base import Executor, Task, TaskResult
 from ppo_platform.execution.choose import job_executor
 from ppo_platform.jobs.config import ServiceSettings
@@ -28,6 +30,7 @@ log = logging.getLogger(__name__)
 TICK_SECONDS = 0.25
 LOCK_RETRY_SECONDS = 2.0
 RECOVERY_WAIT_SECONDS = 30.0
+MAX_BACKOFF_SECONDS = 10.0
 REQUEUE_REASON = "the service stopped while it ran; it resumes from its last checkpoint"
 LOST_REASON = "its worker died ({error}); it resumes from its last checkpoint"
 
@@ -89,11 +92,22 @@ class Dispatcher:
         try:
             self.recover()
             self.active.set()
-            while not self._stop.wait(TICK_SECONDS):
-                self.step()
+            delay = TICK_SECONDS
+            while not self._stop.wait(delay):
+                delay = self._step_with_backoff(delay)
         except Exception:  # never silently: the service keeps answering, jobs wait
             log.exception("the job dispatcher stopped")
             self.active.clear()
+
+    def _step_with_backoff(self, delay: float) -> float:
+        """One step; a transient database error waits longer each time (up to 10 s) instead
+        of stopping the dispatcher. The delay before the next step."""
+        try:
+            self.step()
+        except OperationalError as error:
+            log.warning("the job store did not answer (%s); retrying", error.orig)
+            return min(max(delay, TICK_SECONDS) * 2, MAX_BACKOFF_SECONDS)
+        return TICK_SECONDS
 
     def _acquire(self) -> bool:
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,136 @@
+"""The API submitting to the Ray executor end to end, and a Ray worker killed mid-job: the job
+is re-queued and resumes from its last checkpoint into the same MLflow run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from conftest import Cluster
+from postgres_server import free_port
+
+pytestmark = pytest.mark.slow
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KEY = "key-ray-0123456789"
+HEADERS = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/yaml"}
+
+
+def spec(steps: int, every: int) -> str:
+    return (
+        "name: ray-job\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\n"
+        "rollout: {n_steps: 64}\nupdate: {epochs: 2, minibatch_size: 64}\n"
+        f"budget: {{total_timesteps: {steps}}}\n"
+        "evaluation: {every_timesteps: 0, episodes: 2}\n"
+        f"checkpoints: {{every_timesteps: {every}}}\n"
+    )
+
+
+@pytest.fixture
+def api(cluster: Cluster, tmp_path: Path) -> Iterator[httpx.Client]:
+    env = {
+        **os.environ,
+        **cluster.env(),
+        "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "platform"), str(REPO_ROOT)]),
+        "PPO_PLATFORM_API_KEYS": json.dumps({"ray": KEY}),
+        "PPO_PLATFORM_JOBS_CONCURRENCY": "2",
+    }
+    port = free_port()
+    log = (tmp_path / "server.log").open("wb")
+    command = [sys.executable, "-m", "ppo_platform.cli", "serve", "--port", str(port)]
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=HEADERS, timeout=30)
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            assert process.poll() is None, (tmp_path / "server.log").read_text()
+            try:
+                if client.get("/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.2)
+        yield client
+    finally:
+        client.close()
+        process.send_signal(signal.SIGTERM)
+        process.wait(60)
+
+
+def wait_for(client: httpx.Client, job_id: str, done: Any, timeout: float = 240) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    job: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        job = client.get(f"/v1/experiments/{job_id}").json()
+        if done(job):
+            return job
+        time.sleep(0.5)
+    raise AssertionError(f"{job_id} not there after {timeout} s: {job}")
+
+
+def finished(job: dict[str, Any]) -> bool:
+    return job["status"] in {"succeeded", "failed", "cancelled"}
+
+
+def test_the_api_runs_a_job_on_ray_and_reports_every_store(
+    api: httpx.Client, cluster: Cluster
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    ready = api.get("/readyz")
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["stores"] == {
+        "job_store": True,
+        "tracking_store": True,
+        "optuna_store": True,
+        "ray_cluster": True,
+    }
+    job_id = api.post("/v1/experiments", content=spec(512, 0)).json()["id"]
+    job = wait_for(api, job_id, finished)
+    assert job["status"] == "succeeded", job["error"]
+    assert job["result"]["timesteps"] == 512
+    run = MlflowClient(cluster.mlflow_uri).get_run(job["mlflow_run_id"])
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["ppo_platform.outcome"] == "completed"
+
+
+def test_a_killed_ray_worker_requeues_the_job_and_it_resumes(
+    api: httpx.Client, cluster: Cluster
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from ppo_platform.jobs.store import JobStore
+    from ppo_platform.tracking.tags import RESUMED_FROM_STEP
+
+    job_id = api.post("/v1/experiments", content=spec(6144, 512)).json()["id"]
+    wait_for(api, job_id, lambda j: j["progress"].get("timesteps", 0) >= 1024 or finished(j))
+    store = JobStore(cluster.jobs_url, cluster.home, migrate_schema=False)
+    try:
+        pid = store.get(job_id).pid
+    finally:
+        store.close()
+    assert pid, "the job records the pid of its Ray worker"
+    os.kill(pid, signal.SIGKILL)  # the Ray worker process running the job
+
+    job = wait_for(api, job_id, finished)
+    assert job["status"] == "succeeded", job["error"]
+    assert job["attempts"] >= 2
+    store = JobStore(cluster.jobs_url, cluster.home, migrate_schema=False)
+    try:
+        events = store.events_after(job_id, 0)
+    finally:
+        store.close()
+    reasons = [e.data.get("reason", "") for e in events if e.kind == "status"]
+    assert any("its worker died" in reason for reason in reasons), reasons
+    run = MlflowClient(cluster.mlflow_uri).get_run(job["mlflow_run_id"])
+    assert run.info.status == "FINISHED"
+    assert int(run.data.tags[RESUMED_FROM_STEP]) >= 512
+    assert job["result"]["timesteps"] == 6144
