@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 # CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
 SPEC ?= specs/cartpole.yaml
+# Extras installed into .venv; `ray` brings the Ray executor and its cluster tests.
+EXTRAS ?= dev,ray
 
 .PHONY: run test lint setup bench bench-zoo-venv
 
@@ -15,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)"
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $@
 
 run: setup

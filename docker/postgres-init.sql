@@ -1,0 +1,3 @@
+-- Databases beside POSTGRES_DB (jobs): MLflow's backend store and the Optuna studies.
+CREATE DATABASE mlflow;
+CREATE DATABASE optuna;
