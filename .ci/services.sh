@@ -3,7 +3,8 @@
 # hand): a throwaway PostgreSQL on a loopback port, an MLflow tracking server on it, and a
 # two-node Ray cluster (a head and a second node on the same machine).
 #
-#   .ci/services.sh start DIR   # start all of them; writes DIR/services.env (source it)
+#   .ci/services.sh start DIR   # start all of them; writes DIR/services.env (the tests'
+#                               # variables) and DIR/platform.env (settings to use them)
 #   .ci/services.sh stop DIR    # stop exactly the processes started into DIR, remove DIR
 #
 # Every process is stopped by the id recorded in DIR (never by name: other Ray clusters or
@@ -96,6 +97,14 @@ export PPO_TEST_REQUIRE_SERVICES=1
 export PPO_TEST_POSTGRES_URL=postgresql://ppo@127.0.0.1:$PG_PORT/postgres
 export PPO_TEST_MLFLOW_URI=http://127.0.0.1:$MLFLOW_PORT
 export PPO_TEST_RAY_ADDRESS=127.0.0.1:$RAY_PORT
+EOF
+    # The platform's own settings for using these services (README: multi-node).
+    cat >"$DIR/platform.env" <<EOF
+export PPO_PLATFORM_EXECUTOR=ray
+export PPO_PLATFORM_RAY_ADDRESS=127.0.0.1:$RAY_PORT
+export MLFLOW_TRACKING_URI=http://127.0.0.1:$MLFLOW_PORT
+export PPO_PLATFORM_JOBS_DATABASE_URL=postgresql+psycopg://ppo@127.0.0.1:$PG_PORT/jobs
+export PPO_PLATFORM_OPTUNA_STORAGE_URL=postgresql+psycopg://ppo@127.0.0.1:$PG_PORT/optuna
 EOF
     echo "services.sh: postgres :$PG_PORT, mlflow :$MLFLOW_PORT, ray 127.0.0.1:$RAY_PORT (2 nodes)"
     ;;

@@ -19,12 +19,33 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from postgres_server import free_port
 
 READY_LINE = "will now block forever"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    home: Path
+    ray_address: str
+    mlflow_uri: str
+    jobs_url: str
+    optuna_url: str
+
+    def env(self) -> dict[str, str]:
+        """The settings a process (API server, CLI) needs to use the cluster."""
+        return {
+            "PPO_PLATFORM_HOME": str(self.home),
+            "PPO_PLATFORM_EXECUTOR": "ray",
+            "PPO_PLATFORM_RAY_ADDRESS": self.ray_address,
+            "MLFLOW_TRACKING_URI": self.mlflow_uri,
+            "PPO_PLATFORM_JOBS_DATABASE_URL": self.jobs_url,
+            "PPO_PLATFORM_OPTUNA_STORAGE_URL": self.optuna_url,
+        }
 
 
 def required() -> bool:

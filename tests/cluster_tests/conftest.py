@@ -6,11 +6,10 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cluster_services import mlflow_server, ray_cluster, skip_or_fail
+from cluster_services import Cluster, mlflow_server, ray_cluster, skip_or_fail
 from postgres_server import create_database, throwaway_postgres
 
 
@@ -51,26 +50,6 @@ def mlflow_uri(postgres_url: str) -> Iterator[str]:
         return
     with mlflow_server(create_database(postgres_url, f"mlflow_{uuid.uuid4().hex[:8]}")) as uri:
         yield uri
-
-
-@dataclass(frozen=True)
-class Cluster:
-    home: Path
-    ray_address: str
-    mlflow_uri: str
-    jobs_url: str
-    optuna_url: str
-
-    def env(self) -> dict[str, str]:
-        """The settings a process (API server, CLI) needs to use the cluster."""
-        return {
-            "PPO_PLATFORM_HOME": str(self.home),
-            "PPO_PLATFORM_EXECUTOR": "ray",
-            "PPO_PLATFORM_RAY_ADDRESS": self.ray_address,
-            "MLFLOW_TRACKING_URI": self.mlflow_uri,
-            "PPO_PLATFORM_JOBS_DATABASE_URL": self.jobs_url,
-            "PPO_PLATFORM_OPTUNA_STORAGE_URL": self.optuna_url,
-        }
 
 
 @pytest.fixture

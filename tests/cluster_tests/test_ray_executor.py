@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from ppo_platform.errors import BadInputError
+from ppo_platform.errors import BadInputError, UnavailableError
 from ppo_platform.execution import Task
 from ppo_platform.execution.choose import job_executor, pool_executor
-from ppo_platform.execution.ray_executor import RayExecutor
+from ppo_platform.execution.ray_executor import RayExecutor, connect
 from ppo_platform.settings import Settings
 
 
@@ -63,3 +63,24 @@ def test_the_ray_executor_without_an_address_is_bad_input() -> None:
     pytest.importorskip("ray")
     with pytest.raises(BadInputError, match="PPO_PLATFORM_RAY_ADDRESS"):
         RayExecutor(None)
+
+
+def test_a_ray_address_that_does_not_answer_is_unavailable_at_once() -> None:
+    pytest.importorskip("ray")
+    started = time.monotonic()
+    with pytest.raises(UnavailableError, match=r"PPO_PLATFORM_RAY_ADDRESS=127\.0\.0\.1:1 does not"):
+        connect("127.0.0.1:1")
+    assert time.monotonic() - started < 10
+
+
+def test_a_job_store_that_does_not_answer_names_its_setting_without_the_password(
+    tmp_path,
+) -> None:
+    pytest.importorskip("psycopg")
+    from ppo_platform.jobs.store import JobStore
+
+    with pytest.raises(UnavailableError) as raised:
+        JobStore("postgresql+psycopg://ppo:secret@127.0.0.1:1/jobs", tmp_path)
+    message = str(raised.value)
+    assert "PPO_PLATFORM_JOBS_DATABASE_URL=postgresql+psycopg://ppo:***@127.0.0.1:1/jobs" in message
+    assert "secret" not in message

@@ -15,6 +15,7 @@ re-queues the job, which resumes from its last checkpoint).
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 import traceback
@@ -44,6 +45,18 @@ def import_ray() -> Any:
     return ray
 
 
+def address_answers(address: str, timeout: float = 3.0) -> bool:
+    """Something listens at `host:port` (the head's GCS port); `auto` and `ray://` are trusted."""
+    host, _, port = address.rpartition(":")
+    if address == "auto" or address.startswith("ray://") or not port.isdigit():
+        return address == "auto" or address.startswith("ray://")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout):
+            return True
+    except OSError:
+        return False
+
+
 def connect(address: str | None) -> Any:
     """Join the Ray cluster at `address` once per process; UnavailableError if it does not
     answer, bad input if no address is set."""
@@ -55,6 +68,11 @@ def connect(address: str | None) -> Any:
             fix="set it to the head's host:port (the address `ray start --head` prints).",
         )
         raise BadInputError([issue])
+    if not address_answers(address):  # ray.init would wait minutes for a silent address
+        raise UnavailableError(
+            f"the Ray cluster at PPO_PLATFORM_RAY_ADDRESS={address} does not answer. "
+            "Fix: start it (`ray start --head`) or correct the address."
+        )
     if ray.is_initialized():
         return ray
     try:

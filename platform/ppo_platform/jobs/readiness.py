@@ -3,7 +3,6 @@ Optuna or Ray import (the API process stays light)."""
 
 from __future__ import annotations
 
-import socket
 import urllib.error
 import urllib.request
 from functools import lru_cache
@@ -14,6 +13,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
+from ppo_platform.execution.ray_executor import address_answers
 from ppo_platform.settings import Settings
 
 TIMEOUT_SECONDS = 2.0
@@ -51,18 +51,6 @@ def database_answers(url: str) -> bool:
     return True
 
 
-def tcp_answers(address: str) -> bool:
-    """Something listens at host:port (the Ray head's GCS)."""
-    host, _, port = address.rpartition(":")
-    if not port.isdigit():
-        return False
-    try:
-        with socket.create_connection((host or "127.0.0.1", int(port)), TIMEOUT_SECONDS):
-            return True
-    except OSError:
-        return False
-
-
 def optuna_storage(settings: Settings) -> str:
     """The Optuna storage studies use (the setting, else the journal under the home)."""
     default = f"{JOURNAL_SCHEME}{settings.home / 'optuna' / 'studies.journal'}"
@@ -74,7 +62,7 @@ def other_stores(settings: Settings) -> dict[str, bool]:
     tracking store are checked by the caller)."""
     found = {"optuna_store": database_answers(optuna_storage(settings))}
     if settings.executor == "ray":
-        found["ray_cluster"] = bool(settings.ray_address) and tcp_answers(
-            settings.ray_address or ""
+        found["ray_cluster"] = bool(settings.ray_address) and address_answers(
+            settings.ray_address or "", TIMEOUT_SECONDS
         )
     return found
