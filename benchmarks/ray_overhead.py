@@ -128,7 +128,8 @@ def markdown(report: dict) -> str:
     for name in ("local", "ray"):
         s = report[name]
         lines.append(f"| {name} | {s['median']:.2f} | {s['min']:.2f} - {s['max']:.2f} |")
-    lines += ["", f"Ratio Ray / local (medians): **{report['ratio_median']}x** (aim: <= 1.15x).", ""]
+    ratio = report["ratio_median"]
+    lines += ["", f"Ratio Ray / local (medians): **{ratio}x** (aim: <= 1.15x).", ""]
     return "\n".join(lines)
 
 

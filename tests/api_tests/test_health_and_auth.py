@@ -24,6 +24,7 @@ def test_health_checks_need_no_key(server) -> None:
         "job_store": True,
         "tracking_store": True,
         "dispatcher": True,
+        "stores": {"job_store": True, "tracking_store": True, "optuna_store": True},
     }
 
 
