@@ -13,6 +13,8 @@ set -euo pipefail
 
 ACTION="${1:?usage: services.sh start|stop DIR}"
 DIR="${2:?usage: services.sh start|stop DIR}"
+if [ "$ACTION" = start ]; then mkdir -p "$DIR"; fi
+DIR="$(cd "$DIR" 2>/dev/null && pwd || echo "$DIR")"  # absolute: the servers run elsewhere
 BIN="${VENV_BIN:-$(cd "$(dirname "$0")/.." && pwd)/.venv/bin}"
 
 free_port() {

@@ -134,3 +134,16 @@ def test_a_killed_ray_worker_requeues_the_job_and_it_resumes(
     assert run.info.status == "FINISHED"
     assert int(run.data.tags[RESUMED_FROM_STEP]) >= 512
     assert job["result"]["timesteps"] == 3072
+
+
+def test_cancel_reaches_a_job_running_on_ray(api: httpx.Client, cluster: Cluster) -> None:
+    from mlflow.tracking import MlflowClient
+
+    job_id = api.post("/v1/experiments", content=spec(100_000, 512)).json()["id"]
+    wait_for(api, job_id, lambda j: j["progress"].get("timesteps", 0) >= 512 or finished(j))
+    assert api.post(f"/v1/experiments/{job_id}/cancel").status_code == 202
+    job = wait_for(api, job_id, finished, timeout=120)
+    assert job["status"] == "cancelled"
+    assert job["result"]["timesteps"] < 100_000
+    run = MlflowClient(cluster.mlflow_uri).get_run(job["mlflow_run_id"])
+    assert run.info.status == "KILLED"
