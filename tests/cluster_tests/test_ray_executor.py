@@ -84,3 +84,16 @@ def test_a_job_store_that_does_not_answer_names_its_setting_without_the_password
     message = str(raised.value)
     assert "PPO_PLATFORM_JOBS_DATABASE_URL=postgresql+psycopg://ppo:***@127.0.0.1:1/jobs" in message
     assert "secret" not in message
+
+
+def test_an_optuna_storage_that_does_not_answer_names_its_setting_without_the_password() -> None:
+    pytest.importorskip("psycopg")
+    from ppo_platform.tuning.study import open_storage
+
+    with pytest.raises(UnavailableError) as raised:
+        open_storage("postgresql+psycopg://ppo:secret@127.0.0.1:1/optuna")
+    message = str(raised.value)
+    assert "PPO_PLATFORM_OPTUNA_STORAGE_URL) postgresql+psycopg://ppo:***@127.0.0.1:1/optuna" in (
+        message
+    )
+    assert "secret" not in message

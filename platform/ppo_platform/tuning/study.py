@@ -188,7 +188,8 @@ def _rdb_storage(url: str, heartbeat_interval: int, grace_period: int, retry: An
     except OperationalError as exc:
         reason = str(exc.orig).strip().splitlines()[0] if exc.orig else type(exc).__name__
         raise UnavailableError(
-            f"storage {redact(url)} does not answer: {reason}. Fix: check that the database "
+            f"the Optuna storage (--storage, or PPO_PLATFORM_OPTUNA_STORAGE_URL) {redact(url)} "
+            f"does not answer: {reason}. Fix: check that the database "
             "is up and reachable, or use a journal:PATH storage."
         ) from None
 
