@@ -147,3 +147,15 @@ def test_cancel_reaches_a_job_running_on_ray(api: httpx.Client, cluster: Cluster
     assert job["result"]["timesteps"] < 100_000
     run = MlflowClient(cluster.mlflow_uri).get_run(job["mlflow_run_id"])
     assert run.info.status == "KILLED"
+
+
+def test_a_sweep_job_runs_its_members_as_nested_ray_tasks(
+    api: httpx.Client, cluster: Cluster
+) -> None:
+    text = spec(256, 0).replace("name: ray-job", "name: ray-sweep-job")
+    text += "sweep: {grid: {update.epochs: [1, 2]}, seeds: [0]}\n"
+    job_id = api.post("/v1/experiments", content=text).json()["id"]
+    job = wait_for(api, job_id, finished)
+    assert job["status"] == "succeeded", job["error"]
+    assert [run["status"] for run in job["result"]["runs"]] == ["FINISHED", "FINISHED"]
+    assert len(job["mlflow_run_ids"]) == 2

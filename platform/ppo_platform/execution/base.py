@@ -62,6 +62,9 @@ def describe_error(error: BaseException) -> str:
 class Executor(ABC):
     """Runs tasks somewhere else. Every submitted task yields exactly one TaskResult."""
 
+    # False when tasks may run on other machines: their process ids mean nothing here.
+    runs_here: bool = True
+
     @abstractmethod
     def submit(self, task: Task) -> None:
         """Queue `task`. Its key must differ from every task whose result is not collected yet."""

@@ -26,6 +26,7 @@ from ppo_platform.execution.base import QueuedExecutor, Task, TaskResult, descri
 from ppo_platform.execution.threads import pin_threads
 
 FORWARDED_PREFIXES = ("PPO_PLATFORM_", "MLFLOW_")
+NOT_FORWARDED = frozenset({"PPO_PLATFORM_API_KEYS", "PPO_PLATFORM_API_KEY"})  # tasks need none
 CANCELLED_RUNNING = "Cancelled: the Ray task was cancelled"
 POLL_SECONDS = 0.2
 
@@ -92,11 +93,20 @@ def connect(address: str | None) -> Any:
 
 def forwarded_env() -> dict[str, str]:
     """The settings of this process that a task must see wherever it runs."""
-    return {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_PREFIXES)}
+    return {
+        k: v
+        for k, v in os.environ.items()
+        if k.startswith(FORWARDED_PREFIXES) and k not in NOT_FORWARDED
+    }
 
 
-def call_task(task: Task, torch_threads: int) -> TaskResult:
-    """The body of every Ray task: pinned threads; the result or the error as data."""
+def call_task(task: Task, torch_threads: int, own_group: bool = False) -> TaskResult:
+    """The body of every Ray task: pinned threads; the result or the error as data.
+
+    `own_group` (a fresh worker per task, i.e. jobs): the worker leads its own process group,
+    so a job's signal to its group (a cancelled sweep or study) never reaches the Ray node."""
+    if own_group:
+        os.setpgid(0, 0)
     pin_threads(torch_threads)
     started = time.time()
     try:
@@ -120,6 +130,8 @@ class RayExecutor(QueuedExecutor):
     `IsolatedExecutor` does for jobs; otherwise Ray reuses its workers (sweep members).
     """
 
+    runs_here = False
+
     def __init__(
         self,
         address: str | None,
@@ -138,6 +150,7 @@ class RayExecutor(QueuedExecutor):
             options["max_calls"] = 1
         self._remote = self._ray.remote(**options)(call_task)
         self.torch_threads = torch_threads
+        self._own_group = fresh_process
         self._refs: dict[str, Any] = {}  # key -> ObjectRef of a task not collected yet
         self._cancelled: set[str] = set()
         self._closed = False
@@ -152,7 +165,9 @@ class RayExecutor(QueuedExecutor):
                 raise RuntimeError("the executor is shut down")
             self._claim(task.key)
             try:
-                ref = self._remote.options(runtime_env=runtime_env).remote(task, self.torch_threads)
+                ref = self._remote.options(runtime_env=runtime_env).remote(
+                    task, self.torch_threads, self._own_group
+                )
             except Exception as error:  # e.g. the task cannot be serialized
                 self._done.put(TaskResult(task.key, error=describe_error(error)))
                 return

@@ -123,6 +123,9 @@ class Dispatcher:
     def recover(self) -> None:
         """Re-queue every job a dead service left running, once its process is gone."""
         for job in self.store.with_status("running"):
+            if not self.executor.runs_here:  # on Ray: the dead service's tasks died with it
+                self.store.requeue(job.id, REQUEUE_REASON)
+                continue
             deadline = time.monotonic() + RECOVERY_WAIT_SECONDS
             while process_alive(job.pid) and time.monotonic() < deadline:
                 time.sleep(0.2)  # an orphaned job saves a checkpoint and exits by itself
