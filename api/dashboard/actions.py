@@ -11,6 +11,7 @@ from fastapi.responses import RedirectResponse, Response, StreamingResponse
 from api.dashboard.auth import SecretDep, UiViewer, check_csrf, read_form
 from api.deps import ServiceDep, SettingsDep, StoreDep
 from api.routes import artifacts, events, experiments, specs
+from ppo_platform.errors import IssueError
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
@@ -19,9 +20,15 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 async def validate(
     request: Request, viewer: UiViewer, service: ServiceDep, secret: SecretDep
 ) -> Any:
-    """As POST /v1/specs/validate: the resolved spec, or 422 with every issue and its line."""
+    """As POST /v1/specs/validate, but a spec with issues is a 200 `{"valid": false, issues}`:
+    a refusal is the answer the page asks for, not a failed request (no console error)."""
     check_csrf(request, secret, viewer, None)
-    return await specs.validate_spec(request, viewer.owner, service)
+    try:
+        checked = await specs.validate_spec(request, viewer.owner, service)
+    except IssueError as error:
+        message = f"{len(error.issues)} issue(s)"
+        return {"valid": False, "message": message, "issues": error.to_dict()}
+    return {"valid": True, **checked.model_dump(mode="json")}
 
 
 @router.post("/experiments")

@@ -73,7 +73,7 @@
     const response = await post("/ui/specs/validate", text);
     const body = await response.json();
     if (mine !== generation) return; // a newer edit is being checked
-    if (response.ok) {
+    if (response.ok && body.valid) {
       verdict.textContent = "Valid " + body.kind + " spec “" + body.name + "”.";
       verdict.className = "ok";
       button.disabled = false;
