@@ -77,7 +77,8 @@
     if (d.runs_total) setProgress(d.runs_done, d.runs_total);
     if (d.trials_total) setProgress(d.trials_done, d.trials_total);
     if (d.best_value !== undefined && d.best_value !== null) {
-      document.getElementById("best-value").textContent = Number(d.best_value).toPrecision(4);
+      document.getElementById("best-value").textContent =
+        String(Number(Number(d.best_value).toPrecision(4)));
     }
     if (d.ep_rew_mean === undefined) return;
     const t = d.timesteps;
