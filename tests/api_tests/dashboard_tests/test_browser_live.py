@@ -43,9 +43,7 @@ def _watch(page: Any, timeout: float = 180) -> list[tuple[float, int, str]]:
     raise AssertionError(f"no final status after {timeout} s: {seen[-3:]}")
 
 
-def test_a_run_submitted_from_the_page_streams_progress_kl_and_an_alert(
-    tab_factory, keys
-) -> None:
+def test_a_run_submitted_from_the_page_streams_progress_kl_and_an_alert(tab_factory, keys) -> None:
     tab = tab_factory()
     tab.login(keys["alice"])
     tab.go("/submit")
