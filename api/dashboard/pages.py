@@ -26,6 +26,7 @@ from api.dashboard.view import KINDS, STATUSES, row
 from api.deps import ServiceDep, SettingsDep, StoreDep
 from ppo_platform.errors import NotFoundError, PlatformError
 from ppo_platform.jobs.intake import plan_for_service
+from ppo_platform.jobs.listing import experiment_summaries
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
@@ -85,14 +86,8 @@ async def logout(request: Request, viewer: PageViewer, secret: SecretDep) -> Res
 
 
 def _experiment_rows(store: Any, owner: str, status: str | None, kind: str | None) -> list[Any]:
-    rows: list[Any] = []
-    cursor = None
-    while len(rows) < PAGE_ROWS:
-        page, cursor = store.page(owner, status=status, kind=kind, limit=100, cursor=cursor)
-        rows += [row(job) for job in page]
-        if cursor is None:
-            break
-    return rows[:PAGE_ROWS]
+    found = experiment_summaries(store, owner, status=status, kind=kind, limit=PAGE_ROWS)
+    return [row(summary, summary.env_id or "-") for summary in found]
 
 
 @router.get("/", response_class=HTMLResponse)

@@ -17,7 +17,7 @@ PROGRESS_PAIRS = (
 )
 
 
-def progress_fraction(job: Experiment) -> float:
+def progress_fraction(job: Any) -> float:
     """How far the experiment is, 0..1, from its kind's progress counters."""
     progress = job.progress or {}
     for done, total in PROGRESS_PAIRS:
@@ -26,7 +26,7 @@ def progress_fraction(job: Experiment) -> float:
     return 1.0 if job.status == "succeeded" else 0.0
 
 
-def headline(job: Experiment) -> str:
+def headline(job: Any) -> str:
     """The number a user looks for: a run's final return, a study's best value so far."""
     result, progress = job.result or {}, job.progress or {}
     if job.kind == "tune":
@@ -52,15 +52,15 @@ def env_id(job: Experiment) -> str:
     return str(env.get("id", "-")) if isinstance(env, dict) else "-"
 
 
-def row(job: Experiment) -> dict[str, Any]:
-    """One line of the experiments table."""
+def row(job: Any, env: str | None = None) -> dict[str, Any]:
+    """One line of the experiments table, from an Experiment or an experiment summary."""
     fraction = progress_fraction(job)
     return {
         "id": job.id,
         "name": job.name,
         "status": job.status,
         "kind": job.kind,
-        "env": env_id(job),
+        "env": env if env is not None else env_id(job),
         "percent": round(100 * fraction),
         "alerts": job.alerts,
         "headline": headline(job),

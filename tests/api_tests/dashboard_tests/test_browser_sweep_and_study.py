@@ -17,7 +17,8 @@ evaluation: {every_timesteps: 256, episodes: 2}
 SWEEP = "name: dash-sweep\n" + BASE + "sweep: {grid: {update.epochs: [1, 2]}, seeds: [0]}\n"
 TUNE = (
     "name: dash-tune\n" + BASE + "tune:\n  n_trials: 2\n  seeds_per_trial: 1\n"
-    "  sampler: {type: random, seed: 0}\n  space:\n    update.epochs: {type: int, low: 1, high: 3}\n"
+    "  sampler: {type: random, seed: 0}\n"
+    "  space:\n    update.epochs: {type: int, low: 1, high: 3}\n"
 )
 
 
