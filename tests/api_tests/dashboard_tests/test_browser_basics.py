@@ -85,3 +85,20 @@ def test_an_unknown_env_is_explained_on_the_plan_page(tab_factory, keys) -> None
     tab.page.get_by_label("Budget (env steps)").fill("1000")
     tab.page.get_by_role("button", name="Plan").click()
     expect(tab.page.get_by_role("alert")).to_contain_text("NoSuchEnv-v9")
+
+
+UNNAMED = """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea, button')]
+  .filter((el) => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
+                  && !(el.textContent || '').trim())
+  .map((el) => el.outerHTML)"""
+
+
+def test_pages_fit_a_narrow_window_and_every_control_has_a_name(tab_factory, keys) -> None:
+    tab = tab_factory(width=390, height=800)
+    tab.login(keys["alice"])
+    for path in ("/", "/submit", "/plan"):
+        tab.go(path)
+        width = tab.page.evaluate("() => document.documentElement.scrollWidth")
+        assert width <= 390, f"{path} is {width} px wide at 390"
+        assert tab.page.evaluate(UNNAMED) == [], path
+    assert tab.errors == []
