@@ -87,7 +87,8 @@ def test_an_unknown_env_is_explained_on_the_plan_page(tab_factory, keys) -> None
     expect(tab.page.get_by_role("alert")).to_contain_text("NoSuchEnv-v9")
 
 
-UNNAMED = """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea, button')]
+UNNAMED = """() => [
+  ...document.querySelectorAll('input:not([type=hidden]), select, textarea, button')]
   .filter((el) => !(el.labels && el.labels.length) && !el.getAttribute('aria-label')
                   && !(el.textContent || '').trim())
   .map((el) => el.outerHTML)"""

@@ -4,6 +4,7 @@ study its trials and best spec."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -61,6 +62,10 @@ def test_a_run_submitted_from_the_page_streams_progress_kl_and_an_alert(tab_fact
     assert seen[-1][2] == "succeeded", seen[-1]
     tab.page.wait_for_load_state()
     expect(tab.page.locator("#progress")).to_have_attribute("value", "100")
+    for chart in ("return", "clip", "ev"):  # every progress event feeds every curve
+        expect(tab.page.locator(f"#chart-{chart}")).to_have_attribute(
+            "data-points", re.compile(r"^[1-9]\d*$")
+        )
     assert tab.errors == []
 
 
