@@ -5,8 +5,9 @@ For each sweep (NAME=PARENT_RUN_ID) the comparison report is rebuilt from MLflow
 and one page gathers, per variant, how large the updates were: the post-update KL
 (`train/approx_kl_post`) median, 90th percentile and max over all updates of all seeds, the share
 of updates above the healthy KL (0.02) and the alert (0.1), the clip fraction (mean, share of
-updates above the drift level 0.4), the return, the alerts per signal, the sweep's wall time, the
-machine, the versions and the load average sampled while the sweeps ran.
+updates above the drift level 0.4), the final return and the mean eval return over training,
+the alerts per signal, the sweep's wall time, the machine, the versions and the load average
+sampled while the sweeps ran.
 
     PPO_PLATFORM_HOME=... .venv/bin/python benchmarks/lesson_exercises.py \\
         ex2_lesson_regime=PARENT_RUN_ID ex3_lesson_regime=PARENT_RUN_ID [--load-log FILE]
@@ -43,7 +44,10 @@ def update_sizes(runs: list[SeedRun]) -> dict[str, Any]:
     post = np.array([v for run in ok for _, v in run.approx_kl_post])
     clip = np.array([v for run in ok for _, v in run.clip_fraction])
     finals = [run.evals[-1][1] for run in ok if run.evals]
+    # Area under the eval curve / its length: rewards learning early and staying there.
+    averages = [np.mean([v for _, v in run.evals]) for run in ok if run.evals]
     return {
+        "mean_eval_over_training": float(np.mean(averages)) if averages else None,
         "seeds": len(ok),
         "final_mean": float(np.mean(finals)) if finals else None,
         "final_std": float(np.std(finals)) if finals else None,
@@ -95,14 +99,16 @@ def markdown(sweeps: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         lines += [
             f"## {sweep['name']} (parent run `{sweep['parent_run_id']}`, wall {wall})",
             "",
-            "| variant | final return | post-update KL median | p90 | max | updates > 0.02 "
-            "| updates > 0.1 | clip fraction mean | updates > 0.4 | alerts (per signal) |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| variant | final return | mean eval return over training | post-update KL median "
+            "| p90 | max | updates > 0.02 | updates > 0.1 | clip fraction mean | updates > 0.4 "
+            "| alerts (per signal) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for v in sweep["variants"]:
             signals = ", ".join(f"{k} {n}" for k, n in v["alerts_by_signal"].items()) or "-"
             lines.append(
                 f"| {v['variant']} | {_f(v['final_mean'], 4)} ± {_f(v['final_std'], 3)} | "
+                f"{_f(v['mean_eval_over_training'], 4)} | "
                 f"{_f(v['post_kl_median'])} | {_f(v['post_kl_p90'])} | {_f(v['post_kl_max'])} | "
                 f"{_pct(v['share_post_kl_above_0.02'])} | {_pct(v['share_post_kl_above_0.1'])} | "
                 f"{_f(v['clip_mean'])} | {_pct(v['share_clip_above_0.4'])} | "
