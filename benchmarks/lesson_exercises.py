@@ -48,6 +48,7 @@ def update_sizes(runs: list[SeedRun]) -> dict[str, Any]:
     averages = [np.mean([v for _, v in run.evals]) for run in ok if run.evals]
     return {
         "mean_eval_over_training": float(np.mean(averages)) if averages else None,
+        "mean_eval_over_training_std": float(np.std(averages)) if averages else None,
         "seeds": len(ok),
         "final_mean": float(np.mean(finals)) if finals else None,
         "final_std": float(np.std(finals)) if finals else None,
@@ -108,7 +109,8 @@ def markdown(sweeps: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             signals = ", ".join(f"{k} {n}" for k, n in v["alerts_by_signal"].items()) or "-"
             lines.append(
                 f"| {v['variant']} | {_f(v['final_mean'], 4)} ± {_f(v['final_std'], 3)} | "
-                f"{_f(v['mean_eval_over_training'], 4)} | "
+                f"{_f(v['mean_eval_over_training'], 4)} ± "
+                f"{_f(v['mean_eval_over_training_std'], 2)} | "
                 f"{_f(v['post_kl_median'])} | {_f(v['post_kl_p90'])} | {_f(v['post_kl_max'])} | "
                 f"{_pct(v['share_post_kl_above_0.02'])} | {_pct(v['share_post_kl_above_0.1'])} | "
                 f"{_f(v['clip_mean'])} | {_pct(v['share_clip_above_0.4'])} | "
