@@ -95,6 +95,8 @@ def markdown(sweeps: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         f"Load average (1 min) while the sweeps ran: {meta['load']}",
         "",
     ]
+    if meta.get("note"):
+        lines += [meta["note"], ""]
     for sweep in sweeps:
         wall = "n/a" if sweep["wall_s"] is None else f"{sweep['wall_s']:,.0f} s"
         lines += [
@@ -135,6 +137,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweeps", nargs="+", help="NAME=PARENT_RUN_ID")
     parser.add_argument("--load-log", type=Path, default=None)
+    parser.add_argument("--note", default="", help="A line for the page, e.g. how the runs went.")
     args = parser.parse_args()
     pairs = [item.split("=", 1) for item in args.sweeps]
     for pair in pairs:
@@ -149,6 +152,7 @@ def main() -> None:
         )
         + f", Python {platform.python_version()}",
         "load": load_summary(args.load_log),
+        "note": args.note,
     }
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / "summary.json").write_text(json.dumps({"meta": meta, "sweeps": sweeps}, indent=2))
