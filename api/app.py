@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from api.dashboard import install_dashboard
 from api.errors import install_error_handlers
 from api.limits import BodyLimitMiddleware
 from api.routes import artifacts, events, experiments, health, specs
@@ -59,4 +60,5 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.max_body_bytes)
     for module in (health, specs, experiments, events, artifacts):
         app.include_router(module.router)
+    install_dashboard(app)  # the web pages at /
     return app

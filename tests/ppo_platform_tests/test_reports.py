@@ -9,8 +9,16 @@ import pytest
 from typer.testing import CliRunner
 
 from ppo_platform.cli import app
-from ppo_platform.reports.plots import band
-from ppo_platform.reports.stats import default_threshold, late_std, steps_to_threshold
+from ppo_platform.reports.markdown import render_markdown
+from ppo_platform.reports.plots import band, plot_update_size
+from ppo_platform.reports.stats import (
+    SeedRun,
+    SweepReport,
+    default_threshold,
+    late_std,
+    steps_to_threshold,
+    summarize,
+)
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.loader import load_spec_text
 from ppo_platform.sweeps import run_sweep
@@ -63,6 +71,65 @@ def test_the_default_threshold_is_gymnasiums_reward_threshold():
     assert default_threshold("ppo_platform/GridWorld-v0") is None
 
 
+def seed_run(seed: int, post_kl: list[float], by_signal: dict[str, int]) -> SeedRun:
+    steps = [256 * (i + 1) for i in range(len(post_kl))]
+    return SeedRun(
+        run_id=f"run{seed}",
+        name=f"k30-s{seed}",
+        variant="update.epochs=30",
+        variant_index=0,
+        seed=seed,
+        status="FINISHED",
+        error=None,
+        evals=[(steps[-1], 100.0 + seed)],
+        approx_kl=list(zip(steps, [0.01] * len(steps), strict=True)),
+        clip_fraction=list(zip(steps, [0.2, 0.4, 0.6][: len(steps)], strict=True)),
+        alerts=sum(by_signal.values()),
+        approx_kl_post=list(zip(steps, post_kl, strict=True)),
+        alerts_by_signal=by_signal,
+    )
+
+
+def test_the_summary_reports_post_update_kl_mean_max_and_alerts_per_signal():
+    runs = [
+        seed_run(0, [0.01, 0.03, 0.2], {"kl": 1, "clip_fraction_high": 2}),
+        seed_run(1, [0.02, 0.02, 0.02], {"clip_fraction_high": 3}),
+    ]
+    summary = summarize("update.epochs=30", runs, 475.0)
+    assert summary.mean_kl_post == pytest.approx((0.08 + 0.02) / 2)
+    assert summary.max_kl_post == pytest.approx(0.2)
+    assert summary.alerts_by_signal == {"clip_fraction_high": 5, "kl": 1}
+    assert summary.alerts == 6
+
+
+def test_a_run_without_post_update_kl_leaves_its_columns_empty():
+    run = seed_run(0, [0.01], {})
+    bare = SeedRun(**{**run.__dict__, "approx_kl_post": [], "alerts_by_signal": {}})
+    summary = summarize("v", [bare], None)
+    assert (summary.mean_kl_post, summary.max_kl_post, summary.alerts_by_signal) == (None, None, {})
+
+
+def test_the_markdown_row_shows_post_update_kl_and_alerts_per_signal():
+    runs = [seed_run(0, [0.01, 0.03, 0.2], {"kl": 1, "clip_fraction_high": 2})]
+    report = SweepReport("p" * 32, "ex2", "CartPole-v1", 475.0, [summarize("k", runs, 475.0)], runs)
+    text = render_markdown(report, {})
+    header = next(line for line in text.splitlines() if line.startswith("| variant |"))
+    row = next(line for line in text.splitlines() if line.startswith("| k |"))
+    cells = dict(zip(header.split(" | "), row.split(" | "), strict=True))
+    assert cells["mean post-update KL"] == "0.080"
+    assert cells["max post-update KL"] == "0.200"
+    assert cells["alerts |"] == "3 (clip_fraction_high 2, kl 1) |"
+    assert "![post-update KL and clip fraction per update](update_size.png)" in text
+
+
+def test_the_update_size_plot_is_a_png_with_both_panels(tmp_path):
+    runs = [seed_run(0, [0.01, 0.03, 0.2], {}), seed_run(1, [0.02, 0.02, 0.02], {})]
+    path = plot_update_size({"k": runs}, 0.1, 0.4, tmp_path / "update_size.png", "ex2")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    empty = plot_update_size({"k": []}, None, None, tmp_path / "empty.png", "ex2")
+    assert empty.stat().st_size > 0  # no curves: the panel says so instead of failing
+
+
 # ---- a tiny real sweep ------------------------------------------------------------------------
 
 
@@ -83,7 +150,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory):
 
 def own_numbers(client, runs: list) -> dict[str, float]:
     """The report's numbers for one variant, recomputed straight from MLflow's metric store."""
-    finals, reach, kls, clips, alerts = [], [], [], [], 0
+    finals, reach, kls, clips, alerts, post = [], [], [], [], 0, []
     for run in runs:
         evals = client.get_metric_history(run.info.run_id, "eval/mean_reward")
         evals = sorted(evals, key=lambda m: (m.step, m.timestamp))
@@ -98,6 +165,9 @@ def own_numbers(client, runs: list) -> dict[str, float]:
             np.mean(
                 [m.value for m in client.get_metric_history(run.info.run_id, "train/clip_fraction")]
             )
+        )
+        post.append(
+            [m.value for m in client.get_metric_history(run.info.run_id, "train/approx_kl_post")]
         )
         alerts += int(
             max(
@@ -115,6 +185,8 @@ def own_numbers(client, runs: list) -> dict[str, float]:
         "kl": np.mean(kls),
         "clip": np.mean(clips),
         "alerts": alerts,
+        "kl_post": np.mean([np.mean(values) for values in post]),
+        "kl_post_max": max(max(values) for values in post),
     }
 
 
@@ -137,6 +209,10 @@ def test_the_report_matches_the_child_runs_metrics(swept):
         assert variant.mean_kl == pytest.approx(expected["kl"])
         assert variant.mean_clip_fraction == pytest.approx(expected["clip"])
         assert variant.alerts == expected["alerts"]
+        assert variant.mean_kl_post == pytest.approx(expected["kl_post"])
+        assert variant.max_kl_post == pytest.approx(expected["kl_post_max"])
+        assert variant.mean_kl_post > 0  # measured after the update, also for K = 1
+        assert sum(variant.alerts_by_signal.values()) == variant.alerts
 
 
 @pytest.mark.slow
@@ -145,7 +221,7 @@ def test_the_report_is_logged_as_artifacts_of_the_parent_run(swept):
     logged = {
         Path(item.path).name for item in client.list_artifacts(result.parent_run_id, "report")
     }
-    assert {"report.md", "returns.png", "kl.png", "summary.json"} <= logged
+    assert {"report.md", "returns.png", "kl.png", "update_size.png", "summary.json"} <= logged
     assert result.report.markdown.startswith("# Sweep report: report-sweep")
     for path in result.report.files:
         if path.suffix == ".png":

@@ -12,7 +12,8 @@ from ppo_platform.cli import app
 from ppo_platform.spec.experiment import ExperimentSpec, Schedule, flatten
 from ppo_platform.spec.loader import load_spec
 
-SHIPPED_SPECS = sorted((Path(__file__).resolve().parents[2] / "specs").glob("*.yaml"))
+SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
+SHIPPED_SPECS = sorted(SPECS_DIR.rglob("*.yaml"))  # the lesson exercises in specs/exercises/ too
 
 # The documented defaults (SB3 and the lessons), by dotted path of the resolved spec.
 DOCUMENTED_DEFAULTS = {
@@ -156,7 +157,9 @@ def test_specs_folder_ships_the_issue_specs():
     assert {"cartpole.yaml", "gridworld.yaml", "pendulum.yaml"} <= {p.name for p in SHIPPED_SPECS}
 
 
-@pytest.mark.parametrize("path", SHIPPED_SPECS, ids=[p.name for p in SHIPPED_SPECS])
+@pytest.mark.parametrize(
+    "path", SHIPPED_SPECS, ids=[str(p.relative_to(SPECS_DIR)) for p in SHIPPED_SPECS]
+)
 def test_shipped_spec_validates(path):
     spec = load_spec(path)
     assert spec.name

@@ -50,6 +50,8 @@ class EventWriter:
                 "ep_rew_mean": finite(event.ep_rew_mean),
                 "approx_kl": finite(event.approx_kl),
                 "clip_fraction": finite(event.clip_fraction),
+                "explained_variance": finite(event.explained_variance),
+                "kl_beta": finite(event.kl_beta),
             }
             self.store.append_event(
                 self.job_id,

@@ -1,9 +1,10 @@
 """Build the comparison report of a sweep: variants compared across seeds, read back from MLflow.
 
 Per variant (grid point): final return (mean, std, min over seeds), env steps to reach a return
-threshold, stability (std of the eval return over the last 25% of training), mean approx KL and
-clip fraction per update, and alert counts. Written as markdown plus two PNG plots and logged
-as artifacts of the sweep's parent run under `report/`.
+threshold, stability (std of the eval return over the last 25% of training), mean approx KL,
+post-update KL and clip fraction per update, and alert counts (per signal). Written as markdown
+plus three PNG plots (return; approx KL; post-update KL with clip fraction) and logged as
+artifacts of the sweep's parent run under `report/`.
 
 Statistics use the FINISHED runs of a variant; failed runs are counted and listed, and their
 curves still appear in the plots (where a run went wrong is worth seeing).
@@ -19,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from ppo_platform.errors import RunNotFoundError
 from ppo_platform.reports.markdown import render_markdown
-from ppo_platform.reports.plots import plot_kl, plot_returns
+from ppo_platform.reports.plots import plot_kl, plot_returns, plot_update_size
 from ppo_platform.reports.stats import (
+    ALERT_SIGNAL_PREFIX,
     ALERTS_KEY,
     CLIP_KEY,
     EVAL_KEY,
     KL_KEY,
+    KL_POST_KEY,
     SeedRun,
     Series,
     SweepReport,
@@ -46,6 +49,15 @@ def _history(client: MlflowClient, run_id: str, key: str) -> Series:
     )
     last: dict[int, float] = {m.step: m.value for m in metrics}
     return sorted(last.items())
+
+
+def _alerts_by_signal(latest: dict[str, float]) -> dict[str, int]:
+    """Alerts per signal from a run's latest `diagnostics/alerts/<signal>` counts."""
+    return {
+        key.removeprefix(ALERT_SIGNAL_PREFIX): int(value)
+        for key, value in sorted(latest.items())
+        if key.startswith(ALERT_SIGNAL_PREFIX) and value > 0
+    }
 
 
 def _pick_runs(children: list[Any]) -> list[Any]:
@@ -94,6 +106,8 @@ def load_runs(client: MlflowClient, parent_run_id: str) -> tuple[Any, list[SeedR
                 approx_kl=_history(client, run_id, KL_KEY),
                 clip_fraction=_history(client, run_id, CLIP_KEY),
                 alerts=int(alerts[-1][1]) if alerts else int(tags.get(tag.ALERTS_TOTAL, "0")),
+                approx_kl_post=_history(client, run_id, KL_POST_KEY),
+                alerts_by_signal=_alerts_by_signal(run.data.metrics),
             )
         )
     runs.sort(key=lambda r: (r.variant_index, r.seed))
@@ -117,10 +131,12 @@ def build_report(client: MlflowClient, parent_run_id: str, out_dir: Path) -> Swe
         parent_run_id, tags.get(tag.RUN_NAME, parent_run_id), env_id, threshold, variants, runs
     )
     out_dir.mkdir(parents=True, exist_ok=True)
-    kl_alert = _kl_alert(client, runs)
+    kl_alert = _diagnostics_limit(client, runs, "kl_alert")
+    drift = _diagnostics_limit(client, runs, "drift_clip_fraction")
     report.files = [
         plot_returns(groups, threshold, out_dir / "returns.png", report.name),
         plot_kl(groups, kl_alert, out_dir / "kl.png", report.name),
+        plot_update_size(groups, kl_alert, drift, out_dir / "update_size.png", report.name),
     ]
     report.markdown = render_markdown(report, parent.data.tags)
     (out_dir / "report.md").write_text(report.markdown, encoding="utf-8")
@@ -136,8 +152,9 @@ def publish_report(client: MlflowClient, report: SweepReport) -> None:
         retry(partial(client.log_artifact, report.parent_run_id, str(path), "report"))
 
 
-def _kl_alert(client: MlflowClient, runs: list[SeedRun]) -> float | None:
+def _diagnostics_limit(client: MlflowClient, runs: list[SeedRun], name: str) -> float | None:
+    """A `diagnostics.<name>` threshold as the first run logged it (None: no run, no param)."""
     if not runs:
         return None
-    value = retry(partial(client.get_run, runs[0].run_id)).data.params.get("diagnostics.kl_alert")
+    value = retry(partial(client.get_run, runs[0].run_id)).data.params.get(f"diagnostics.{name}")
     return float(value) if value else None

@@ -30,6 +30,14 @@ def _steps_cell(summary: VariantSummary, threshold: float | None) -> str:
     return f"not reached ({seeds})" if mean is None else f"{mean:,.0f} ({seeds})"
 
 
+def _alerts_cell(summary: VariantSummary) -> str:
+    """Total alerts, then per signal: `29 (clip_fraction_low 20, kl_high 9)`."""
+    if not summary.alerts_by_signal:
+        return str(summary.alerts)
+    signals = ", ".join(f"{name} {n}" for name, n in summary.alerts_by_signal.items())
+    return f"{summary.alerts} ({signals})"
+
+
 def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
     threshold = report.threshold
     t_text = "n/a" if threshold is None else f"{threshold:g}"
@@ -42,23 +50,27 @@ def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
         f"{len(report.runs)} runs, {finished} finished · return threshold {t_text}",
         "",
         f"| variant | runs ok | final return mean ± std | min | env steps to return ≥ {t_text} "
-        "| stability (std, last 25%) | mean approx KL | mean clip fraction | alerts |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| stability (std, last 25%) | mean approx KL | mean post-update KL "
+        "| max post-update KL | mean clip fraction | alerts |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for v in report.variants:
         final = "n/a" if v.final_mean is None else f"{_num(v.final_mean)} ± {_num(v.final_std)}"
         lines.append(
             f"| {v.variant} | {v.finished}/{v.runs} | {final} | {_num(v.final_min)} | "
             f"{_steps_cell(v, threshold)} | {_num(v.stability)} | {_num(v.mean_kl, 3)} | "
-            f"{_num(v.mean_clip_fraction, 3)} | {v.alerts} |"
+            f"{_num(v.mean_kl_post, 3)} | {_num(v.max_kl_post, 3)} | "
+            f"{_num(v.mean_clip_fraction, 3)} | {_alerts_cell(v)} |"
         )
     lines += [
         "",
         "Final return: last evaluation (mean eval return) of each seed; std over seeds "
         "(population). Env steps: first evaluation at or above the threshold, mean over the "
         "seeds that reached it. Stability: std of the eval return over the last 25% of "
-        "training, averaged over seeds. KL and clip fraction: mean per update. Alerts: "
-        "diagnostics alerts, summed over seeds.",
+        "training, averaged over seeds. KL and clip fraction: mean per update (approx KL on "
+        "each minibatch before its step; post-update KL: the rollout policy against the "
+        "updated one, its max over every update of every seed). Alerts: diagnostics alerts, "
+        "summed over seeds, per signal in brackets.",
         "",
         "## Runs",
         "",
@@ -79,5 +91,6 @@ def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
             f"- `{run.name}` ({run.run_id}): {run.status}: {run.error or 'no error recorded'}"
             for run in failed
         ]
-    lines += ["", "![return vs env steps](returns.png)", "", "![approx KL per update](kl.png)", ""]
+    lines += ["", "![return vs env steps](returns.png)", "", "![approx KL per update](kl.png)"]
+    lines += ["", "![post-update KL and clip fraction per update](update_size.png)", ""]
     return "\n".join(lines)

@@ -1,4 +1,5 @@
-"""The comparison report's plots: eval return and approx KL per variant, mean and min-max band."""
+"""The comparison report's plots per variant (mean over seeds, min-max band): eval return,
+approx KL, post-update KL with clip fraction."""
 
 from __future__ import annotations
 
@@ -87,6 +88,54 @@ def plot_kl(
         f"{title}: approx KL per update (mean over seeds, min-max band)",
         "approx KL",
     )
+    return path
+
+
+def plot_update_size(
+    groups: dict[str, list[SeedRun]],
+    kl_alert: float | None,
+    drift: float | None,
+    path: Path,
+    title: str,
+) -> Path:
+    """Post-update KL (log scale) above clip fraction, per update: mean over seeds, min-max band.
+
+    The post-update KL compares the rollout policy with the policy after all K epochs, so it
+    shows how far an update moved even with one full-batch minibatch per epoch.
+    """
+    plt = _pyplot()
+    fig, (kl_axis, clip_axis) = plt.subplots(2, 1, figsize=(9, 8), sharex=True)
+    if _plot_bands(kl_axis, groups, "approx_kl_post"):
+        kl_axis.set_yscale("log")
+        if kl_alert is not None:
+            kl_axis.axhline(
+                kl_alert, color="tab:red", linestyle="--", linewidth=1, label=f"alert {kl_alert:g}"
+            )
+    else:
+        kl_axis.text(
+            0.5,
+            0.5,
+            "no post-update KL logged",
+            ha="center",
+            va="center",
+            transform=kl_axis.transAxes,
+        )
+    kl_axis.set_title(f"{title}: post-update KL and clip fraction per update", fontsize=10)
+    kl_axis.set_ylabel("post-update KL")
+    _plot_bands(clip_axis, groups, "clip_fraction")
+    if drift is not None:
+        clip_axis.axhline(
+            drift, color="tab:red", linestyle="--", linewidth=1, label=f"drift {drift:g}"
+        )
+    clip_axis.set_ylabel("clip fraction")
+    clip_axis.set_xlabel("env steps")
+    for axis in (kl_axis, clip_axis):
+        axis.grid(alpha=0.3)
+        if axis.get_legend_handles_labels()[0]:
+            axis.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
     return path
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,12 +11,14 @@ from pathlib import Path
 import numpy as np
 
 Series = list[tuple[int, float]]
-EVAL_KEY, KL_KEY, CLIP_KEY, ALERTS_KEY = (
+EVAL_KEY, KL_KEY, KL_POST_KEY, CLIP_KEY, ALERTS_KEY = (
     "eval/mean_reward",
     "train/approx_kl",
+    "train/approx_kl_post",  # the rollout policy against the updated one: the update's size
     "train/clip_fraction",
     "diagnostics/alerts_total",
 )
+ALERT_SIGNAL_PREFIX = "diagnostics/alerts/"
 LATE_FRACTION = 0.25  # "stability": the last quarter of training
 
 
@@ -46,6 +49,10 @@ def series_mean(points: Series) -> float | None:
     return float(np.mean([value for _, value in points])) if points else None
 
 
+def series_max(points: Series) -> float | None:
+    return float(np.max([value for _, value in points])) if points else None
+
+
 def default_threshold(env_id: str) -> float | None:
     """gymnasium's `reward_threshold` for the env (475 for CartPole-v1), if it has one."""
     import gymnasium as gym
@@ -74,6 +81,8 @@ class SeedRun:
     approx_kl: Series
     clip_fraction: Series
     alerts: int
+    approx_kl_post: Series = field(default_factory=list)
+    alerts_by_signal: dict[str, int] = field(default_factory=dict)
 
     @property
     def finished(self) -> bool:
@@ -93,6 +102,9 @@ class VariantSummary:
     mean_kl: float | None
     mean_clip_fraction: float | None
     alerts: int
+    mean_kl_post: float | None = None  # mean over seeds of each run's mean per update
+    max_kl_post: float | None = None  # the largest post-update KL of any update of any seed
+    alerts_by_signal: dict[str, int] = field(default_factory=dict)  # summed over seeds
 
     @property
     def reached(self) -> int:
@@ -121,6 +133,18 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return float(np.mean(present)) if present else None
 
 
+def _max(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None and not math.isnan(v)]
+    return float(np.max(present)) if present else None
+
+
+def _sum_counts(counts: Sequence[dict[str, int]]) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for count in counts:
+        total.update(count)
+    return dict(sorted(total.items()))
+
+
 def summarize(variant: str, runs: list[SeedRun], threshold: float | None) -> VariantSummary:
     """The report's row for one variant, from its runs (stats over the FINISHED ones)."""
     ok = [run for run in runs if run.finished]
@@ -137,4 +161,7 @@ def summarize(variant: str, runs: list[SeedRun], threshold: float | None) -> Var
         mean_kl=_mean([series_mean(run.approx_kl) for run in ok]),
         mean_clip_fraction=_mean([series_mean(run.clip_fraction) for run in ok]),
         alerts=sum(run.alerts for run in runs),
+        mean_kl_post=_mean([series_mean(run.approx_kl_post) for run in ok]),
+        max_kl_post=_max([series_max(run.approx_kl_post) for run in ok]),
+        alerts_by_signal=_sum_counts([run.alerts_by_signal for run in runs]),
     )

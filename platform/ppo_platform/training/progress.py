@@ -22,6 +22,8 @@ class ProgressEvent:
     ep_rew_mean: float = math.nan
     approx_kl: float = math.nan
     clip_fraction: float = math.nan
+    explained_variance: float = math.nan
+    kl_beta: float = math.nan  # ppo_kl's adaptive beta
     eval_mean: float = math.nan
     message: str = ""
 

@@ -143,6 +143,8 @@ class TrainingSession:
             ep_rew_mean=row["rollout/ep_rew_mean"],
             approx_kl=metrics.get("train/approx_kl", math.nan),
             clip_fraction=metrics.get("train/clip_fraction", math.nan),
+            explained_variance=metrics.get("train/explained_variance", math.nan),
+            kl_beta=metrics.get("train/kl_beta", math.nan),
         )
 
     def _attach(self, model: BaseAlgorithm) -> None:

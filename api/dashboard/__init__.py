@@ -1,0 +1,28 @@
+"""The web dashboard: server-rendered pages (Jinja2) at /, their static files at /static, and
+the /ui routes their scripts call; the same API keys as the REST API, kept in a session cookie.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.responses import RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from api.dashboard import actions, pages
+from api.dashboard.auth import LoginRequired
+
+STATIC = Path(__file__).parent / "static"
+
+
+async def _to_login(_request: Request, _error: Exception) -> Response:
+    return RedirectResponse("/login", status_code=303)
+
+
+def install_dashboard(app: FastAPI) -> None:
+    """Mount the dashboard on `app`."""
+    app.add_exception_handler(LoginRequired, _to_login)
+    app.include_router(pages.router)
+    app.include_router(actions.router)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")

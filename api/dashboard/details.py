@@ -1,0 +1,73 @@
+"""What the experiment page shows besides the live stream: spec, links, report, trials."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from api.dashboard.markdown import render
+from api.dashboard.view import row, split_alert
+from api.routes.artifacts import RESOLVED_SPEC, _files
+from ppo_platform.errors import IssueError, PlatformError
+from ppo_platform.jobs import TERMINAL, Experiment
+from ppo_platform.settings import Settings
+from ppo_platform.spec.loader import dump_spec, validate_data
+
+HEALTHY_CLIP_BAND = (0.1, 0.3)  # the lessons' healthy clip fraction, as in the training plot
+UI = "/ui/experiments"
+
+
+def error_text(error: PlatformError) -> str:
+    """A typed error as one readable paragraph (every issue of a spec error)."""
+    if isinstance(error, IssueError):
+        return "; ".join(issue.format(error.source) for issue in error.issues)
+    return str(error)
+
+
+def mlflow_link(settings: Settings, run_id: str | None) -> str | None:
+    """The MLflow UI page of a run when the tracking store is a server, else None."""
+    uri = settings.tracking_uri
+    if run_id and uri.startswith(("http://", "https://")):
+        return f"{uri.rstrip('/')}/#/runs/{run_id}"
+    return None
+
+
+def _sweep_report(job: Experiment, files: dict[str, Any]) -> Any:
+    report = files.get("report.md")  # reports.load writes it beside returns.png and kl.png
+    if report is None:
+        return None
+    return render(report.read_text(), lambda name: f"{UI}/{job.id}/artifacts/{name}")
+
+
+def _trials(files: dict[str, Any]) -> list[dict[str, Any]] | None:
+    path = files.get("summary.json")
+    if path is None:
+        return None
+    try:
+        trials = json.loads(path.read_text()).get("trials")
+    except (OSError, ValueError):
+        return None
+    return trials if isinstance(trials, list) else None
+
+
+def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
+    """Everything the experiment template needs, read once when the page loads."""
+    spec = validate_data(job.spec)
+    files = _files(job, settings)
+    artifacts = [RESOLVED_SPEC, *files]
+    return {
+        "job": job,
+        "row": row(job),
+        "terminal": job.status in TERMINAL,
+        "spec_yaml": dump_spec(spec),
+        "algorithm": spec.algorithm,
+        "kl_alert": spec.diagnostics.kl_alert,
+        "clip_band": HEALTHY_CLIP_BAND,
+        "mlflow_link": mlflow_link(settings, job.mlflow_run_id),
+        "tracking_uri": settings.tracking_uri,
+        "artifacts": [(name, f"{UI}/{job.id}/artifacts/{name}") for name in artifacts],
+        "report": _sweep_report(job, files) if job.kind == "sweep" else None,
+        "trials": _trials(files) if job.kind == "tune" else None,
+        "has_best_spec": "best_spec.yaml" in files,
+        "split_alert": split_alert,
+    }
