@@ -10,6 +10,7 @@ training stops rather than lose metrics silently.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -174,10 +175,14 @@ class RemoteRun:
         self,
         process: TrackingProcess,
         opened: int,
-        flush_seconds: float,
+        settings: Settings,
         run_dir: Path | None = None,
     ) -> None:
-        self.process, self._opened, self.flush_seconds = process, opened, flush_seconds
+        self.process, self._opened = process, opened
+        self.tracking_uri, self.flush_seconds = (
+            settings.tracking_uri,
+            settings.metrics_flush_seconds,
+        )
         self._run_id: str | None = None
         self._run_dir = run_dir
         self._pending: list[MetricRow] = []
@@ -206,7 +211,7 @@ class RemoteRun:
             spec_text=dump_spec(spec),
             runs_dir=str(settings.runs_dir),
         )
-        return cls(process, seq, settings.metrics_flush_seconds)
+        return cls(process, seq, settings)
 
     @classmethod
     def reopen(
@@ -219,7 +224,7 @@ class RemoteRun:
         seq = process.request(
             "reopen", awaited=True, uri=settings.tracking_uri, run_id=run_id, tags=owned
         )
-        return cls(process, seq, settings.metrics_flush_seconds, run_dir)
+        return cls(process, seq, settings, run_dir)
 
     def _answer_open(self) -> None:
         started = time.perf_counter()
@@ -285,3 +290,28 @@ class RemoteRun:
             self.process.check()  # answers come in order: every earlier one is in
         finally:
             self.write_seconds += time.perf_counter() - started
+
+    def fail_without_process(self, reason: str) -> None:
+        """The tracking process is gone: close the run FAILED from here (MLflow imported in
+        this failure path only), so it is not left RUNNING while this process lives on."""
+        from ppo_platform.tracking import tags as tag
+        from ppo_platform.tracking.gateway import retry, tracking_client
+
+        client = tracking_client(self.tracking_uri)
+        for run_id in self._running_ids(client):
+            retry(lambda: client.set_tag(run_id, tag.OUTCOME, "failed"))  # noqa: B023
+            retry(lambda: client.set_tag(run_id, tag.FAILURE, reason))  # noqa: B023
+            retry(lambda: client.set_terminated(run_id, status="FAILED"))  # noqa: B023
+
+    def _running_ids(self, client: Any) -> list[str]:
+        """This run's id; if its answer never came back, the RUNNING runs this process owns."""
+        from ppo_platform.tracking import tags as tag
+        from ppo_platform.tracking.gateway import retry
+
+        with contextlib.suppress(TrackingError):
+            return [self.run_id]  # its answer may have come back before the process died
+        ids = [e.experiment_id for e in retry(client.search_experiments)]
+        if not ids:
+            return []
+        owned = f"attributes.status = 'RUNNING' and tags.`{tag.PROCESS}` = '{this_process()}'"
+        return [run.info.run_id for run in retry(lambda: client.search_runs(ids, owned))]

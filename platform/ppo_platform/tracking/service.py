@@ -70,6 +70,7 @@ class TrackingService:
 
     def __init__(self) -> None:
         self.run: OpenRun | None = None
+        self.not_opened = "no run is open in the tracking process"
         self.handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "reap": self.reap,
             "open": self.open,
@@ -84,7 +85,7 @@ class TrackingService:
 
     def _current(self) -> OpenRun:
         if self.run is None:
-            raise RuntimeError("no run is open in the tracking process")
+            raise RuntimeError(self.not_opened)
         return self.run
 
     def reap(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -181,6 +182,8 @@ class TrackingService:
             reply = self.handlers[request["op"]](request)
         except Exception as error:  # answered, never lost: the training process raises it
             reply = {"error": f"{request['op']}: {type(error).__name__}: {error}"}
+            if request["op"] in ("open", "reopen"):  # what later requests of the run say
+                self.run, self.not_opened = None, f"the run was not opened ({reply['error']})"
         reply["seq"] = request["seq"]
         return reply
 

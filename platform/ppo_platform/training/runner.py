@@ -217,8 +217,9 @@ class TrainingSession:
             with contextlib.suppress(TrackingError):
                 self._close("KILLED", {tag.OUTCOME: "cancelled", tag.FAILURE: reason})
             raise
-        except TrackingError:
-            raise  # the tracking process is gone or failing: nothing to close the run with
+        except TrackingError as error:
+            self.tracker.fail_without_process(str(error))
+            raise
         except Exception as error:
             self._close(
                 "FAILED", {tag.OUTCOME: "failed", tag.FAILURE: f"{type(error).__name__}: {error}"}
@@ -280,7 +281,11 @@ class TrainingSession:
         )
 
     def _close(self, status: str, tags: dict[str, str]) -> None:
-        self.tracker.finish(status, tags)
+        try:
+            self.tracker.finish(status, tags)
+        except TrackingError as error:
+            self.tracker.fail_without_process(str(error))
+            raise
 
 
 def _prepare(settings: Settings | None) -> Settings:
