@@ -27,6 +27,7 @@ from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
+from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import build_eval_env, build_train_env, eval_seed
@@ -97,6 +98,7 @@ class TrainingSession:
         self.stop_alert: Alert | None = None
         self.last_eval: tuple[float, float] | None = None
         self.model: BaseAlgorithm | None = None
+        self.evaluator: PeriodicEvalCallback | None = None
         self._started = time.perf_counter()
         self._start_steps = 0
 
@@ -138,6 +140,7 @@ class TrainingSession:
                 self.stop_alert = alert
         row.update(diagnostics_row(self.monitor, metrics))
         self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, steps)
+        async_eval.collect(self.evaluator)  # asynchronous evaluations that are in
         self._event(
             "update",
             fps=row["time/fps"],
@@ -178,14 +181,18 @@ class TrainingSession:
         self._start_steps = model.num_timesteps
         self._started = time.perf_counter()
         self._attach(model)
-        evaluator = PeriodicEvalCallback(
-            eval_env,
-            self.spec.evaluation.every_timesteps,
-            self.spec.evaluation.episodes,
-            self.spec.evaluation.deterministic,
-            self.on_eval,
-            seed=eval_seed(self.spec),
+        evaluator = async_eval.make_evaluator(
+            self.spec, eval_env, self.on_eval, eval_seed(self.spec)
         )
+        self.evaluator = evaluator
+        try:
+            return self._learn(model, evaluator, remaining, fresh)
+        finally:
+            async_eval.close(evaluator)
+
+    def _learn(
+        self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback, remaining: int, fresh: bool
+    ) -> RunResult:
         callbacks = CallbackList(
             [
                 evaluator,
@@ -239,6 +246,7 @@ class TrainingSession:
             message = f"stopped by a diagnostics alert (on_alert: stop): {self.stop_alert.format()}"
         if outcome == "completed" and evaluator.last_eval_step != model.num_timesteps:
             evaluator.evaluate()
+        async_eval.collect(evaluator, wait=True)
         self.save_checkpoint(model.num_timesteps)
         self._log_artifacts(model)
         mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
