@@ -40,12 +40,32 @@ def _exit_reason(pid: int, code: int) -> str:
     return f"the tracking process (pid {pid}) died ({how}); see its message above, if any"
 
 
+def same_code_env() -> dict[str, str]:
+    """The environment for a child `python -m ppo_platform...`: this process's environment with
+    the folders this process imported ppo_platform and trainers from first on PYTHONPATH, so the
+    child runs the same code (a script may have set sys.path rather than PYTHONPATH)."""
+    import importlib.util
+
+    import ppo_platform
+
+    roots = [str(Path(ppo_platform.__file__).resolve().parents[1])]
+    found = importlib.util.find_spec("trainers")
+    if found is not None and found.submodule_search_locations:
+        roots.append(str(Path(next(iter(found.submodule_search_locations))).resolve().parent))
+    inherited = os.environ.get("PYTHONPATH")
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([*roots, *([inherited] if inherited else [])]),
+    }
+
+
 class TrackingProcess:
     """The child process, the pipe to it, and the answers that came back."""
 
     def __init__(self) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ppo_platform.tracking.service"],
+            env=same_code_env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

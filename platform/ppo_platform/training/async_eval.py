@@ -24,6 +24,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from ppo_platform.errors import TrainingError
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.tracking.remote import same_code_env
 from trainers.callbacks import PeriodicEvalCallback
 
 
@@ -33,6 +34,7 @@ class EvalProcess:
     def __init__(self, spec: ExperimentSpec) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "ppo_platform.training.eval_worker"],
+            env=same_code_env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
