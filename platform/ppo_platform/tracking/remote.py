@@ -10,6 +10,7 @@ training stops rather than lose metrics silently.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
@@ -125,6 +126,15 @@ class TrackingProcess:
         with self._state:
             self._raise_if_failed()
 
+    def close(self, timeout: float = 60.0) -> None:
+        """End its input and wait for it to exit (a run left open is closed KILLED first), so
+        that nothing outlives this process and its CPU time counts as this process's."""
+        with contextlib.suppress(OSError, ValueError):
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout)
+
     def _raise_if_failed(self) -> None:
         if self._errors:
             errors, self._errors = self._errors, []
@@ -168,6 +178,7 @@ def shared_tracking_process() -> TrackingProcess:
     with _start_lock:
         if _process is None or _process_pid != os.getpid() or not _process.alive:
             _process, _process_pid = TrackingProcess(), os.getpid()
+            atexit.register(_process.close)
         return _process
 
 
