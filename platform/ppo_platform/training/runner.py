@@ -322,6 +322,9 @@ def run_spec(
     eval_env = build_eval_env(spec)
     model = build_model(spec, env)
     tracker = RemoteRun.open(process, settings, spec, parent_run_id=parent_run_id, tags=tags)
+    # The run exists before training starts (the job service shows its id while it trains);
+    # the tracking process's MLflow import has overlapped torch's and the model's build.
+    tracker.run_id  # noqa: B018
     session = TrainingSession(spec, tracker, on_progress, cancel)
     return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
 
