@@ -55,15 +55,22 @@ Overrides = Annotated[
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files in --out.")]
 
 
-def start_guard() -> None:
+def start_guard(reap: bool = True) -> None:
     """Before training: SIGTERM handled like Ctrl-C, and runs of this home left RUNNING by a
-    process that is gone (SIGKILL, OOM) marked KILLED; they stay resumable."""
+    process that is gone (SIGKILL, OOM) marked KILLED; they stay resumable. `run` leaves the
+    reaping to its tracking process (`reap=False`), so it never imports MLflow itself."""
     from ppo_platform.execution.signals import terminate_as_interrupt
-    from ppo_platform.settings import get_settings
-    from ppo_platform.tracking.liveness import reap_orphans_in
 
     terminate_as_interrupt()
-    for run_id in reap_orphans_in(get_settings().tracking_uri):
+    if reap:
+        from ppo_platform.settings import get_settings
+        from ppo_platform.tracking.liveness import reap_orphans_in
+
+        note_reaped(reap_orphans_in(get_settings().tracking_uri))
+
+
+def note_reaped(run_ids: list[str] | tuple[str, ...]) -> None:
+    for run_id in run_ids:
         typer.echo(
             f"note: run {run_id} was left RUNNING by a process that is gone; marked KILLED "
             f"(continue it with: ppo-platform run --resume {run_id}).",
@@ -120,9 +127,6 @@ def run(
     quiet: Annotated[bool, typer.Option(help="Only print the final summary.")] = False,
 ) -> None:
     """Train a spec (or resume a run) and log it to MLflow."""
-    from ppo_platform.training.progress import make_reporter
-    from ppo_platform.training.runner import resume_run, run_spec
-
     if (spec is None) == (resume is None):
         bad_option(
             "SPEC/--resume",
@@ -130,8 +134,15 @@ def run(
             "give a SPEC to train or --resume RUN_ID (exactly one).",
             "e.g. `ppo-platform run specs/cartpole.yaml` or `ppo-platform run --resume <run id>`.",
         )
+    from ppo_platform.tracking.remote import start_reaping
+
+    # The tracking process starts first (its MLflow import overlaps torch's) and reaps.
+    reaped = start_reaping()
+    from ppo_platform.training.progress import make_reporter
+    from ppo_platform.training.runner import resume_run, run_spec
+
     reporter = make_reporter(quiet=quiet)
-    start_guard()
+    start_guard(reap=False)
     try:
         if resume is not None:
             result = resume_run(resume, on_progress=reporter)
@@ -140,11 +151,13 @@ def run(
             result = run_spec(load_spec(spec, overrides or []), on_progress=reporter)
     except PlatformError as error:
         reporter.close()  # stop a live progress bar before the message
+        note_reaped(reaped())
         fail(error)
     except KeyboardInterrupt as error:
         reporter.close()
         interrupted(error, "checkpoint saved, run marked KILLED.")
     reporter.close()
+    note_reaped(reaped())
     typer.echo(result.summary())
     if result.status != "FINISHED":
         raise typer.Exit(EXIT_FAILED)

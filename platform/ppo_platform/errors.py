@@ -10,6 +10,7 @@ CLI exit code (`exit_code`) and to an HTTP status (`http_status`).
       LimitError                      over a configured limit (queued jobs per key)    2 / 429
       UnavailableError                a database or store that does not answer         3 / 503
       TrainingError                   training (or a whole study) failed                1 / 500
+        TrackingError                 the tracking process died or could not store     1 / 500
 
 Exit 3 is apart from 2 and 1 so that a script can retry it: the input was fine, the service
 was not. Ctrl-C (KeyboardInterrupt) exits 130, SIGTERM (Terminated) 143. Nothing is
@@ -129,6 +130,11 @@ class Terminated(KeyboardInterrupt):
 
 class TrainingError(PlatformError):
     """Training could not continue (non-finite loss or parameters, a broken environment, ...)."""
+
+
+class TrackingError(TrainingError):
+    """The run's tracking process died or could not store what it was handed: the run stops
+    rather than lose metrics silently (the message says why)."""
 
 
 # The one mapping of each kind to an exit code and an HTTP status; the closest class wins.

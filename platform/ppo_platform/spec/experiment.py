@@ -198,6 +198,13 @@ class EvaluationSpec(StrictModel):
     )
     episodes: int = Field(10, ge=1, le=10_000, description="Episodes per evaluation.")
     deterministic: bool = Field(True, description="Greedy actions during evaluation.")
+    run_async: bool = Field(
+        False,
+        alias="async",
+        description="Evaluate in a separate process on a snapshot of the weights while "
+        "training goes on; results are logged at the snapshot's env step and equal the "
+        "in-process evaluation's (same snapshot, same seed).",
+    )
 
 
 class CheckpointSpec(StrictModel):
@@ -266,12 +273,16 @@ class ExperimentSpec(StrictModel):
 
     def resolved(self) -> dict[str, Any]:
         """Every field with its default filled in, as plain JSON-able data."""
-        return self.model_dump(mode="json")
+        return self.model_dump(mode="json", by_alias=True)
 
     def spec_hash(self) -> str:
         """Stable hash of the resolved spec: identical hyperparameters, identical hash."""
         # The search sections describe other runs, not this one's hyperparameters.
         training = {k: v for k, v in self.resolved().items() if k not in ("sweep", "tune")}
+        # Where the evaluation runs does not change its results (nor earlier specs' hashes).
+        training["evaluation"] = {
+            k: v for k, v in training["evaluation"].items() if k != "async" or v
+        }
         canonical = json.dumps(training, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

@@ -31,7 +31,8 @@ T = TypeVar("T")
 MAX_BATCH_PARAMS = 100
 
 
-def _param_value(value: Any) -> str:
+def param_value(value: Any) -> str:
+    """A spec value as an MLflow param (JSON for lists and dicts, cut to MLflow's limit)."""
     text = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
     return text[:6000]  # MLflow's limit on a param value
 
@@ -52,6 +53,24 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_root: Path | Non
         if found is None:
             raise
         return str(found.experiment_id)
+
+
+def run_tags(
+    spec: ExperimentSpec, parent_run_id: str | None = None, tags: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The tags a new run of `spec` starts with; this process is recorded as its owner."""
+    run_tags = {
+        tag.RUN_NAME: spec.name,
+        tag.SPEC_HASH: spec.spec_hash(),
+        tag.ALGORITHM: spec.algorithm,
+        tag.ENV_ID: spec.env.id,
+        **spec.tracking.tags,
+        **(tags or {}),
+        **owner_tags(),
+    }
+    if parent_run_id:
+        run_tags[tag.PARENT_RUN_ID] = parent_run_id
+    return run_tags
 
 
 class RunTracker:
@@ -84,18 +103,8 @@ class RunTracker:
         """Create the MLflow run for `spec` in its experiment, with params and identifying tags."""
         client = tracking_client(tracking_uri)
         experiment_id = ensure_experiment(client, spec.experiment_name, artifact_root)
-        run_tags = {
-            tag.RUN_NAME: spec.name,
-            tag.SPEC_HASH: spec.spec_hash(),
-            tag.ALGORITHM: spec.algorithm,
-            tag.ENV_ID: spec.env.id,
-            **spec.tracking.tags,
-            **(tags or {}),
-            **owner_tags(),
-        }
-        if parent_run_id:
-            run_tags[tag.PARENT_RUN_ID] = parent_run_id
-        run = retry(lambda: client.create_run(experiment_id, tags=run_tags))
+        new_tags = run_tags(spec, parent_run_id, tags)
+        run = retry(lambda: client.create_run(experiment_id, tags=new_tags))
         tracker = cls(tracking_uri, run.info.run_id, flush_seconds)
         tracker.log_params(flatten(spec.resolved()))
         return tracker
@@ -103,7 +112,7 @@ class RunTracker:
     def log_params(self, params: dict[str, Any]) -> None:
         from mlflow.entities import Param
 
-        items = [Param(key, _param_value(value)) for key, value in params.items()]
+        items = [Param(key, param_value(value)) for key, value in params.items()]
         for start in range(0, len(items), MAX_BATCH_PARAMS):
             chunk = items[start : start + MAX_BATCH_PARAMS]
             self._timed(partial(self._client.log_batch, self.run_id, params=chunk))

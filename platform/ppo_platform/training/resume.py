@@ -7,8 +7,8 @@ created it), and the checkpoint files must lie inside it (no symlinks out).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
 from ppo_platform.errors import RunNotFoundError, SpecError
@@ -16,9 +16,10 @@ from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec
 from ppo_platform.spec.names import check_run_id, is_inside, path_inside
-from ppo_platform.tracking import tags as tag
-from ppo_platform.tracking.gateway import retry, tracking_client
+from ppo_platform.tracking.remote import TrackingProcess, shared_tracking_process
 from ppo_platform.training import checkpoints as ckpt
+
+RecordedFolder = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True)
@@ -33,27 +34,30 @@ def run_folder(settings: Settings, run_id: str) -> Path:
     return path_inside(settings.runs_dir, [check_run_id(run_id)], "run id")
 
 
-def _recorded_folder(settings: Settings, run_id: str) -> str | None:
-    from mlflow.exceptions import MlflowException
+def recorded_folder(process: TrackingProcess, settings: Settings) -> RecordedFolder:
+    """The folder a run records as its own, asked of the tracking process (None if unknown)."""
 
-    client = tracking_client(settings.tracking_uri)
-    try:
-        run = retry(partial(client.get_run, run_id))
-    except MlflowException:
-        return None
-    return run.data.tags.get(tag.RUN_DIR)
+    def ask(run_id: str) -> str | None:
+        seq = process.request(
+            "recorded_folder", awaited=True, uri=settings.tracking_uri, run_id=run_id
+        )
+        return process.wait(seq)["folder"]  # type: ignore[no-any-return]
+
+    return ask
 
 
-def resumable(settings: Settings, run_id: str) -> Resumable:
+def resumable(settings: Settings, run_id: str, recorded: RecordedFolder | None = None) -> Resumable:
     """The run's folder, stored spec and last checkpoint; RunNotFoundError if any is missing
-    or not the platform's own."""
+    or not the platform's own (`recorded` reads the folder the MLflow run records; default:
+    asked of this process's tracking process)."""
+    recorded = recorded or recorded_folder(shared_tracking_process(), settings)
     run_dir = run_folder(settings, run_id)
     if not (run_dir / "spec.yaml").is_file():
         raise RunNotFoundError(
             f"no run folder for run {run_id!r} under {settings.runs_dir}: "
             "resume works on the machine (PPO_PLATFORM_HOME) that started it."
         )
-    if _recorded_folder(settings, run_id) != str(run_dir):
+    if recorded(run_id) != str(run_dir):
         raise RunNotFoundError(
             f"run {run_id} is not a run this platform home created (its MLflow run does not "
             f"record the folder {run_dir}); nothing is loaded from it."

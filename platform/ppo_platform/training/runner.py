@@ -21,21 +21,20 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
-from ppo_platform.errors import Terminated, TrainingError
+from ppo_platform.errors import Terminated, TrackingError, TrainingError
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.loader import dump_spec
 from ppo_platform.tracking import tags as tag
-from ppo_platform.tracking.tracker import RunTracker
-from ppo_platform.tracking.writer import MetricsWriteError
+from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
+from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
-from ppo_platform.training.plots import PLOTTED_METRICS, plot_training_curves
 from ppo_platform.training.progress import EventKind, ProgressEvent
-from ppo_platform.training.resume import resumable, run_folder
+from ppo_platform.training.resume import recorded_folder, resumable
+from ppo_platform.training.resume import run_folder as run_folder  # re-exported for callers
 from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
 from trainers.diagnostics import Alert, DiagnosticsMonitor
 from trainers.errors import NonFiniteError
@@ -88,20 +87,24 @@ class TrainingSession:
     def __init__(
         self,
         spec: ExperimentSpec,
-        tracker: RunTracker,
-        run_dir: Path,
+        tracker: RemoteRun,
         on_progress: ProgressCallback | None,
         cancel: threading.Event | None,
     ) -> None:
-        self.spec, self.tracker, self.run_dir = spec, tracker, run_dir
+        self.spec, self.tracker = spec, tracker
         self.on_progress = on_progress or (lambda event: None)
         self.cancel = cancel or threading.Event()
         self.monitor = DiagnosticsMonitor(thresholds_for(spec), spec.budget.total_timesteps)
         self.stop_alert: Alert | None = None
         self.last_eval: tuple[float, float] | None = None
         self.model: BaseAlgorithm | None = None
+        self.evaluator: PeriodicEvalCallback | None = None
         self._started = time.perf_counter()
         self._start_steps = 0
+
+    @property
+    def run_dir(self) -> Path:
+        return self.tracker.run_dir  # known once the tracking process has created the run
 
     @property
     def checkpoint_dir(self) -> Path:
@@ -137,6 +140,7 @@ class TrainingSession:
                 self.stop_alert = alert
         row.update(diagnostics_row(self.monitor, metrics))
         self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, steps)
+        async_eval.collect(self.evaluator)  # asynchronous evaluations that are in
         self._event(
             "update",
             fps=row["time/fps"],
@@ -179,14 +183,18 @@ class TrainingSession:
         self._start_steps = model.num_timesteps
         self._started = time.perf_counter()
         self._attach(model)
-        evaluator = PeriodicEvalCallback(
-            eval_env,
-            self.spec.evaluation.every_timesteps,
-            self.spec.evaluation.episodes,
-            self.spec.evaluation.deterministic,
-            self.on_eval,
-            seed=eval_seed(self.spec),
+        evaluator = async_eval.make_evaluator(
+            self.spec, eval_env, self.on_eval, eval_seed(self.spec)
         )
+        self.evaluator = evaluator
+        try:
+            return self._learn(model, evaluator, remaining, fresh)
+        finally:
+            async_eval.close(evaluator)
+
+    def _learn(
+        self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback, remaining: int, fresh: bool
+    ) -> RunResult:
         callbacks = CallbackList(
             [
                 evaluator,
@@ -214,10 +222,12 @@ class TrainingSession:
         except KeyboardInterrupt as interrupt:
             self.save_checkpoint(model.num_timesteps)
             reason = "terminated (SIGTERM)" if isinstance(interrupt, Terminated) else "interrupted"
-            # Metrics the writer could not store must not hide the interrupt: the run is
-            # closed KILLED whatever happens to them.
-            with contextlib.suppress(MetricsWriteError):
+            # Metrics the tracking process could not store must not hide the interrupt.
+            with contextlib.suppress(TrackingError):
                 self._close("KILLED", {tag.OUTCOME: "cancelled", tag.FAILURE: reason})
+            raise
+        except TrackingError as error:
+            self.tracker.fail_without_process(str(error))
             raise
         except Exception as error:
             self._close(
@@ -238,6 +248,7 @@ class TrainingSession:
             message = f"stopped by a diagnostics alert (on_alert: stop): {self.stop_alert.format()}"
         if outcome == "completed" and evaluator.last_eval_step != model.num_timesteps:
             evaluator.evaluate()
+        async_eval.collect(evaluator, wait=True)
         self.save_checkpoint(model.num_timesteps)
         self._log_artifacts(model)
         mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
@@ -273,17 +284,18 @@ class TrainingSession:
         alerts_path.write_text(json.dumps(alerts_document(self.monitor), indent=2))
         self.tracker.log_artifact(alerts_path, "diagnostics")
         self.tracker.flush()
-        plot = plot_training_curves(
-            self.tracker.history,
+        self.tracker.render_plot(
             self.run_dir / "training_curves.png",
             title=f"{self.spec.name} ({self.spec.algorithm}, {self.spec.env.id})",
             kl_alert=self.spec.diagnostics.kl_alert,
         )
-        self.tracker.log_artifact(plot, "plots")
 
     def _close(self, status: str, tags: dict[str, str]) -> None:
-        self.tracker.set_tags(tags)
-        self.tracker.finish(status)
+        try:
+            self.tracker.finish(status, tags)
+        except TrackingError as error:
+            self.tracker.fail_without_process(str(error))
+            raise
 
 
 def _prepare(settings: Settings | None) -> Settings:
@@ -301,26 +313,21 @@ def run_spec(
     parent_run_id: str | None = None,
     tags: dict[str, str] | None = None,
 ) -> RunResult:
-    """Train `spec` from scratch as a new MLflow run. Raises TrainingError if it diverges."""
+    """Train `spec` from scratch as a new MLflow run. Raises TrainingError if it diverges.
+
+    MLflow is written by this process's tracking process (`tracking/service.py`), never
+    imported here.
+    """
+    process = shared_tracking_process()  # first: its MLflow import overlaps torch's work
     settings = _prepare(settings)
     env = build_train_env(spec)  # fails on an unknown env id before any run is created
     eval_env = build_eval_env(spec)
     model = build_model(spec, env)
-    tracker = RunTracker.start(
-        settings.tracking_uri,
-        spec,
-        parent_run_id=parent_run_id,
-        tags=tags,
-        flush_seconds=settings.metrics_flush_seconds,
-        artifact_root=settings.artifact_root,
-    )
-    run_dir = run_folder(settings, tracker.run_id)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    resolved = dump_spec(spec)
-    (run_dir / "spec.yaml").write_text(resolved)
-    tracker.log_text(resolved, "spec/resolved_spec.yaml")
-    tracker.set_tags({tag.RUN_DIR: str(run_dir)})
-    session = TrainingSession(spec, tracker, run_dir, on_progress, cancel)
+    tracker = RemoteRun.open(process, settings, spec, parent_run_id=parent_run_id, tags=tags)
+    # The run exists before training starts (the job service shows its id while it trains);
+    # the tracking process's MLflow import has overlapped torch's and the model's build.
+    tracker.run_id  # noqa: B018
+    session = TrainingSession(spec, tracker, on_progress, cancel)
     return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
 
 
@@ -332,17 +339,15 @@ def resume_run(
     settings: Settings | None = None,
 ) -> RunResult:
     """Continue `run_id` from its last checkpoint, into the same MLflow run."""
+    process = shared_tracking_process()
     settings = _prepare(settings)
-    found = resumable(settings, run_id)
+    found = resumable(settings, run_id, recorded_folder(process, settings))
     spec, last, run_dir = found.spec, found.checkpoint, found.run_dir
     env = build_train_env(spec, normalize_stats=last.normalize)
     model = load_model(spec, str(last.model), env)  # on fresh envs, reset before the first step
-    tracker = RunTracker(settings.tracking_uri, run_id, settings.metrics_flush_seconds)
-    # The plot covers the whole run, not just the resumed part.
-    tracker.history.update(tracker.stored_history(PLOTTED_METRICS))
-    tracker.reopen()
-    tracker.set_tags({tag.RESUMED_FROM_STEP: str(last.timesteps)})
-    session = TrainingSession(spec, tracker, run_dir, on_progress, cancel)
+    resumed = {tag.RESUMED_FROM_STEP: str(last.timesteps)}
+    tracker = RemoteRun.reopen(process, settings, run_id, run_dir, resumed)
+    session = TrainingSession(spec, tracker, on_progress, cancel)
     return session.train(
         model, build_eval_env(spec), spec.budget.total_timesteps - last.timesteps, fresh=False
     )

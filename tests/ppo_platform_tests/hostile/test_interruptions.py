@@ -90,12 +90,42 @@ def test_a_signal_closes_the_run_killed_with_a_checkpoint(
     assert found.checkpoint.timesteps >= 256
 
 
+def _tracking_process(pid: int) -> int:
+    """The tracking process of training process `pid` (its only child, in its own session)."""
+    [child] = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return int(child)
+
+
+def _wait_gone(pid: int, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_a_sigkilled_training_process_is_closed_killed_by_its_tracking_process(
+    platform_home: Path, long_spec: Path
+) -> None:
+    process = _start(platform_home, long_spec)
+    _wait_for_training(process)
+    tracking = _tracking_process(process.pid)
+    os.killpg(process.pid, signal.SIGKILL)  # the tracking process has its own session
+    process.communicate(timeout=60)
+    _wait_gone(tracking)
+    run = _only_run(platform_home)
+    assert run.info.status == "KILLED"  # type: ignore[attr-defined]
+    assert "training process exited" in run.data.tags[tags.FAILURE]  # type: ignore[attr-defined]
+    assert resumable(get_settings(), run.info.run_id).checkpoint.timesteps >= 256  # type: ignore[attr-defined]
+
+
 @pytest.mark.slow
 def test_a_sigkilled_run_is_marked_killed_by_the_next_start_and_stays_resumable(
     platform_home: Path, long_spec: Path, tmp_path: Path
 ) -> None:
     process = _start(platform_home, long_spec)
     _wait_for_training(process, evals=3)
+    tracking = _tracking_process(process.pid)
+    os.kill(tracking, signal.SIGKILL)  # both processes gone (the OOM killer, a reboot)
     os.killpg(process.pid, signal.SIGKILL)
     process.communicate(timeout=60)
     assert _only_run(platform_home).info.status == "RUNNING"  # type: ignore[attr-defined]

@@ -1,0 +1,154 @@
+"""`evaluation.async: true`: evaluations in a separate process, on snapshots of the weights.
+
+At each evaluation point the training process saves a snapshot (the model's weights, and the
+observation statistics when observations are normalized) and goes on training; the evaluation
+process (`training/eval_worker.py`) evaluates it and answers with the snapshot's env step. The
+training process reports the answers at its next update (`collect`), and waits for the last
+ones before it closes the run (`collect(wait=True)`).
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import queue
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from ppo_platform.errors import TrainingError
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.tracking.remote import same_code_env
+from trainers.callbacks import PeriodicEvalCallback
+
+
+class EvalProcess:
+    """The evaluation process, fed snapshots; a reader thread queues its answers."""
+
+    def __init__(self, spec: ExperimentSpec) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ppo_platform.training.eval_worker"],
+            env=same_code_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+            start_new_session=True,  # Ctrl-C reaches the trainer only; EOF ends this process
+        )
+        self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
+        self.outstanding = 0
+        self._send(spec.resolved())
+        threading.Thread(target=self._read, name="eval-answers", daemon=True).start()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(message) + "\n")
+            self.process.stdin.flush()
+        except (BrokenPipeError, OSError) as error:
+            raise TrainingError(self._death()) from error
+
+    def _death(self) -> str:
+        return f"the evaluation process exited ({self.process.wait()}); see its message above"
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.answers.put(json.loads(line))
+        self.answers.put(None)  # end of answers: the process is gone
+
+    def submit(self, step: int, model: Path, normalize: Path | None) -> None:
+        self._send({"step": step, "model": str(model), "normalize": str(normalize or "")})
+        self.outstanding += 1
+
+    def next_answer(self, wait: bool) -> dict[str, Any] | None:
+        """The next answer (None if none is ready and not `wait`); raises if it failed."""
+        if not self.outstanding:
+            return None
+        try:
+            answer = self.answers.get(block=wait)
+        except queue.Empty:
+            return None
+        if answer is None:
+            raise TrainingError(self._death())
+        self.outstanding -= 1
+        if "error" in answer:
+            raise TrainingError(f"evaluation at step {answer['step']} failed: {answer['error']}")
+        return answer
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+
+
+class AsyncEvalCallback(PeriodicEvalCallback):
+    """PeriodicEvalCallback whose evaluations run in an `EvalProcess` on weight snapshots."""
+
+    def __init__(
+        self,
+        spec: ExperimentSpec,
+        eval_env: VecEnv,
+        on_eval: Callable[[int, float, float], None],
+        seed: int | None,
+    ) -> None:
+        e = spec.evaluation
+        super().__init__(eval_env, e.every_timesteps, e.episodes, e.deterministic, on_eval, seed)
+        self.worker = EvalProcess(spec)
+        self.snapshots = Path(tempfile.mkdtemp(prefix="ppo-eval-snapshots-"))
+
+    def evaluate(self) -> tuple[float, float]:
+        """Snapshot the weights now and hand them over; the answer comes with `collect`."""
+        step = self.num_timesteps
+        model_path = self.snapshots / f"model_{step}.zip"
+        self.model.save(model_path, exclude=["env", "ep_info_buffer", "ep_success_buffer"])
+        normalize = None
+        train_env = self.model.get_env()
+        if isinstance(train_env, VecNormalize):
+            normalize = self.snapshots / f"obs_rms_{step}.pkl"
+            normalize.write_bytes(pickle.dumps(train_env.obs_rms))
+        self.worker.submit(step, model_path, normalize)
+        self.last_eval_step = step
+        return float("nan"), float("nan")
+
+    def collect(self, wait: bool = False) -> None:
+        """Report the answers that are in (all outstanding ones if `wait`), in step order."""
+        while (answer := self.worker.next_answer(wait)) is not None:
+            self.on_eval(answer["step"], answer["mean"], answer["std"])
+
+    def close(self) -> None:
+        self.worker.close()
+        for path in self.snapshots.glob("*"):
+            path.unlink(missing_ok=True)
+        self.snapshots.rmdir()
+
+
+def make_evaluator(
+    spec: ExperimentSpec,
+    eval_env: VecEnv,
+    on_eval: Callable[[int, float, float], None],
+    seed: int | None,
+) -> PeriodicEvalCallback:
+    """The spec's periodic evaluation: in this process, or asynchronously (`evaluation.async`)."""
+    if spec.evaluation.run_async:
+        return AsyncEvalCallback(spec, eval_env, on_eval, seed)
+    e = spec.evaluation
+    return PeriodicEvalCallback(
+        eval_env, e.every_timesteps, e.episodes, e.deterministic, on_eval, seed
+    )
+
+
+def collect(evaluator: PeriodicEvalCallback | None, wait: bool = False) -> None:
+    """Report the asynchronous evaluations that are in (no-op for in-process evaluation)."""
+    if isinstance(evaluator, AsyncEvalCallback):
+        evaluator.collect(wait)
+
+
+def close(evaluator: PeriodicEvalCallback | None) -> None:
+    if isinstance(evaluator, AsyncEvalCallback):
+        evaluator.close()

@@ -1,0 +1,101 @@
+"""The tracking process: MLflow stays out of the training process, and nothing is lost
+silently when either process dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ppo_platform.errors import TrackingError
+from ppo_platform.settings import get_settings
+from ppo_platform.tracking import tags
+from ppo_platform.tracking.remote import shared_tracking_process
+from ppo_platform.training.progress import ProgressEvent
+from ppo_platform.training.runner import run_spec
+from tests.ppo_platform_tests.test_runner import tiny_spec
+
+REPO = Path(__file__).resolve().parents[2]
+CHILD_ENV = {"PYTHONPATH": f"{REPO / 'platform'}{os.pathsep}{REPO}"}
+
+
+def _only_run(home: Path) -> object:
+    client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
+    runs = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert len(runs) == 1
+    return runs[0]
+
+
+def _wait_for_a_run(home: Path, timeout: float = 120.0) -> None:
+    """Until the tracking process has created a run (its folder; MLflow is not polled, so
+    that this process does not race it creating the store's tables)."""
+    deadline = time.monotonic() + timeout
+    while not (home / "runs").is_dir() or not any((home / "runs").iterdir()):
+        assert time.monotonic() < deadline, "the tracking process created no run"
+        time.sleep(0.1)
+
+
+TRAIN_AND_REPORT_MODULES = textwrap.dedent(
+    """
+    import sys
+    from ppo_platform.spec.loader import validate_data
+    from ppo_platform.training.runner import run_spec
+
+    spec = validate_data({
+        "name": "no-mlflow", "env": {"id": "CartPole-v1", "n_envs": 2},
+        "rollout": {"n_steps": 64}, "budget": {"total_timesteps": 256, "seed": 0},
+        "evaluation": {"every_timesteps": 128, "episodes": 2},
+    })
+    result = run_spec(spec)
+    loaded = sorted(m for m in ("mlflow", "matplotlib", "sqlalchemy") if m in sys.modules)
+    print(result.status, result.run_id, ",".join(loaded) or "none")
+    """
+)
+
+
+def test_a_training_process_never_imports_mlflow_or_matplotlib(platform_home: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", TRAIN_AND_REPORT_MODULES],
+        env={**os.environ, **CHILD_ENV},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    status, run_id, loaded = done.stdout.split()
+    assert (status, loaded) == ("FINISHED", "none")
+    run = _only_run(platform_home)
+    assert run.info.run_id == run_id and run.info.status == "FINISHED"  # type: ignore[attr-defined]
+    client = MlflowClient(get_settings().tracking_uri)
+    evals = client.get_metric_history(run_id, "eval/mean_reward")
+    assert sorted(m.step for m in evals) == [128, 256]
+    assert {a.path for a in client.list_artifacts(run_id, "plots")} == {"plots/training_curves.png"}
+    assert run.data.tags[tags.PROCESS].split(":")[1] != str(os.getpid())  # type: ignore[attr-defined]
+
+
+def test_a_dead_tracking_process_fails_the_run_loudly_with_the_reason(
+    platform_home: Path,
+) -> None:
+    process = shared_tracking_process()
+    killed: list[int] = []
+
+    def kill_the_tracking_process(event: ProgressEvent) -> None:
+        if event.kind == "update" and not killed:
+            _wait_for_a_run(platform_home)  # killed after it created the run, mid-training
+            killed.append(process.process.pid)
+            os.kill(process.process.pid, signal.SIGKILL)
+
+    settings = get_settings().model_copy(update={"metrics_flush_seconds": 0.001})
+    with pytest.raises(TrackingError, match=r"tracking process \(pid \d+\) died \(signal SIGKILL"):
+        run_spec(tiny_spec(), settings=settings, on_progress=kill_the_tracking_process)
+    run = _only_run(platform_home)
+    assert run.info.status == "FAILED"  # type: ignore[attr-defined]
+    assert "SIGKILL" in run.data.tags[tags.FAILURE]  # type: ignore[attr-defined]
+    assert shared_tracking_process().process.pid != killed[0]  # the next run gets a new one
