@@ -99,8 +99,8 @@ DERIVED = [
     ("Acrobot-v1", 100_000, 8, 32, 20, 256, 1e-3, 0.98, 0.8, True),  # bounds up to +-28
     ("MountainCar-v0", 100_000, 8, 32, 20, 256, 1e-3, 0.95, 0.85, True),  # 200-step episodes
     ("ppo_platform/GridWorld-v0", 20_000, 8, 16, 20, 128, 6e-4, 0.9, 0.8, False),
-    ("Pendulum-v1", 100_000, 4, 256, 10, 64, 3e-4, 0.95, 0.95, True),  # Gaussian, T >= episode
-    ("Pendulum-v1", 200_000, 4, 512, 10, 64, 3e-4, 0.95, 0.95, True),
+    ("Pendulum-v1", 100_000, 4, 256, 10, 64, 1e-3, 0.95, 0.95, True),  # Gaussian, T >= episode
+    ("Pendulum-v1", 200_000, 4, 512, 10, 64, 1e-3, 0.95, 0.95, True),  # gSDE: LR 1e-3
     ("Pendulum-v1", 1_000_000, 4, 2048, 10, 256, 1e-3, 0.95, 0.95, True),  # max_batch 8192
 ]
 

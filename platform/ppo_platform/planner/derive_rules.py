@@ -146,6 +146,15 @@ def _lr_reason(lr: float, minibatch: int, case: UseCase) -> str:
 
 def derive_learning_rate(b: Basis) -> Choice:
     case = b.case
+    if case.lr_start is not None:
+        value = {"start": case.lr_start, "schedule": case.lr_schedule}
+        reason = (
+            "PPO benefits from decaying the LR linearly to zero (seed 000). A Gaussian policy "
+            f"with gSDE starts at {num(case.lr_start)} whatever the minibatch: its exploration "
+            "noise is learned too (the log std), and at 3e-4 a budget of ~100 updates ends "
+            "before the noise has shrunk (rl-baselines3-zoo's tuned gSDE Pendulum uses 1e-3)"
+        )
+        return Choice("update.learning_rate", value, reason)
     lr = (
         case.lr_cap
         if case in (ATARI, RLHF)
@@ -314,20 +323,6 @@ def derive_normalize_reward(b: Basis) -> Choice:
         else "the per-step rewards are already of order 1"
     )
     return Choice("env.normalize.reward", case.normalize_reward, reason)
-
-
-def derive_net_arch(b: Basis) -> Choice:
-    reason = (
-        "the Nature CNN's 512 features feed the policy and value heads directly"
-        if b.case is ATARI
-        else "two small hidden layers (SB3's default) are plenty for low-dimensional observations"
-    )
-    return Choice("policy.net_arch", list(b.case.net_arch), reason)
-
-
-def derive_activation(b: Basis) -> Choice:
-    reason = "as in the Nature CNN" if b.case is ATARI else "SB3's default for MLP policies"
-    return Choice("policy.activation", b.case.activation, reason)
 
 
 # --- monitoring, evaluation and the run -------------------------------------------------------

@@ -42,6 +42,8 @@ class UseCase:
     source: str  # where the defaults come from, for the plan's reasons
     normalize_reason: str = ""  # why normalization is on, when the use case fixes it
     n_envs_reason: str = ""  # why N, when it is not simply the source's value
+    use_sde: bool = False  # gSDE exploration (Gaussian policies only)
+    lr_start: float | None = None  # None: the linear scaling rule from the minibatch
 
 
 CLASSIC = UseCase(
@@ -94,6 +96,8 @@ CONTINUOUS = UseCase(
     "(rl-baselines3-zoo's Pendulum setting)",
     normalize_reason="seed 002: normalization is close to required in continuous control, where "
     "observation features and rewards come in very different units",
+    use_sde=True,
+    lr_start=1e-3,
 )
 ATARI = UseCase(
     name="atari",
