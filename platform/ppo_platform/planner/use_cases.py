@@ -37,7 +37,7 @@ class UseCase:
     gamma: float | None  # None: derived from the episode horizon
     net_arch: tuple[int, ...]
     activation: str
-    normalize_reward: bool
+    normalize_reward: bool | None  # None: as the observations (continuous control)
     normalize_obs: bool | None  # None: derived from the observation bounds
     source: str  # where the defaults come from, for the plan's reasons
     normalize_reason: str = ""  # why normalization is on, when the use case fixes it
@@ -89,8 +89,8 @@ CONTINUOUS = UseCase(
     gamma=None,
     net_arch=(64, 64),
     activation="tanh",
-    normalize_reward=True,
-    normalize_obs=True,
+    normalize_reward=None,
+    normalize_obs=None,
     source="seed 000's use-case table (MuJoCo / robotics: Gaussian policy, GAE 0.95)",
     n_envs_reason="a few envs, each with a long rollout that holds whole episodes "
     "(rl-baselines3-zoo's Pendulum setting)",
