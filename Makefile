@@ -9,7 +9,7 @@ SPEC ?= specs/cartpole.yaml
 # Extras installed into .venv; `ray` brings the Ray executor and its cluster tests.
 EXTRAS ?= dev,ray
 
-.PHONY: run test lint setup bench bench-zoo-venv
+.PHONY: run test lint setup bench bench-zoo-venv bench-full
 
 setup: $(VENV)/.installed
 
@@ -40,6 +40,12 @@ ZOO_VENV ?= benchmarks/.venv-zoo
 bench: setup
 	-$(MAKE) bench-zoo-venv
 	$(BIN)/python benchmarks/whole_process.py --steps 256 20000 --pairs 3
+
+# Sample efficiency: planner vs rl-baselines3-zoo hyperparameters, 6 envs x 3 seeds (hours on 2
+# loaded cores). LunarLander needs the box2d extra; without it that env is skipped and says so.
+bench-full: setup
+	-$(BIN)/python -m pip install --quiet -e ".[box2d]"
+	PYTHONPATH=platform:. $(BIN)/python benchmarks/sample_efficiency.py
 
 bench-zoo-venv: $(ZOO_VENV)/.installed
 

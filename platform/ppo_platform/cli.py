@@ -13,6 +13,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from ppo_platform.cli_interop import register as register_interop_commands
 from ppo_platform.cli_output import bad_option, fail
 from ppo_platform.cli_service import register as register_service_commands
 from ppo_platform.errors import (
@@ -360,6 +361,7 @@ def tune(
 
 
 register_service_commands(app)  # serve, keys, submit, status, cancel (cli_service.py)
+register_interop_commands(app)  # import-zoo (cli_interop.py)
 
 
 def main() -> None:

@@ -99,9 +99,9 @@ DERIVED = [
     ("Acrobot-v1", 100_000, 8, 32, 20, 256, 1e-3, 0.98, 0.8, True),  # bounds up to +-28
     ("MountainCar-v0", 100_000, 8, 32, 20, 256, 1e-3, 0.95, 0.85, True),  # 200-step episodes
     ("ppo_platform/GridWorld-v0", 20_000, 8, 16, 20, 128, 6e-4, 0.9, 0.8, False),
-    ("Pendulum-v1", 100_000, 4, 256, 10, 64, 3e-4, 0.95, 0.95, True),  # Gaussian, T >= episode
-    ("Pendulum-v1", 200_000, 4, 512, 10, 64, 3e-4, 0.95, 0.95, True),
-    ("Pendulum-v1", 1_000_000, 4, 2048, 10, 256, 1e-3, 0.95, 0.95, True),  # max_batch 8192
+    ("Pendulum-v1", 100_000, 4, 256, 10, 64, 1e-3, 0.95, 0.95, False),  # Gaussian, T >= episode
+    ("Pendulum-v1", 200_000, 4, 512, 10, 64, 1e-3, 0.95, 0.95, False),  # gSDE: LR 1e-3
+    ("Pendulum-v1", 1_000_000, 4, 2048, 10, 256, 1e-3, 0.95, 0.95, False),  # max_batch 8192
 ]
 
 
@@ -142,10 +142,16 @@ def test_cartpole_plan_lands_on_the_rl_zoo_schedules():
     assert spec.surrogate.normalize_advantage is True
 
 
-def test_continuous_control_normalizes_observations_and_rewards():
-    spec = plan_experiment("Pendulum-v1", 200_000).spec
+def test_continuous_control_normalizes_far_from_unit_observations_and_rewards():
+    spec = plan_experiment("MountainCarContinuous-v0", 200_000).spec  # velocity +-0.07
     assert (spec.env.normalize.obs, spec.env.normalize.reward) == (True, True)
     assert spec.advantage.gae_lambda == 0.95
+
+
+def test_continuous_control_with_unit_scale_observations_normalizes_nothing():
+    spec = plan_experiment("Pendulum-v1", 200_000).spec  # cos, sin in +-1, velocity +-8
+    assert (spec.env.normalize.obs, spec.env.normalize.reward) == (False, False)
+    assert (spec.policy.use_sde, spec.policy.sde_sample_freq) == (True, 4)
 
 
 def test_continuous_rollouts_cover_a_whole_episode():

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.planner import derive_policy as policy_rule
 from ppo_platform.planner import derive_rules as rule
 from ppo_platform.planner.derive_rules import Choice
 from ppo_platform.planner.env_info import PLAN_SOURCE, EnvInfo
@@ -89,8 +90,10 @@ RULES: tuple[Callable[[Basis], Choice], ...] = (
     rule.derive_gae_lambda,
     rule.derive_normalize_obs,
     rule.derive_normalize_reward,
-    rule.derive_net_arch,
-    rule.derive_activation,
+    policy_rule.derive_net_arch,
+    policy_rule.derive_activation,
+    policy_rule.derive_use_sde,
+    policy_rule.derive_sde_sample_freq,
     rule.derive_diagnostics_window,
     rule.derive_on_alert,
     rule.derive_evaluation_every,

@@ -96,6 +96,10 @@ def _rollout(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
             f"Reward normalization {'on' if norm.reward else 'off'}",
             reasons["env.normalize.reward"],
         ),
+        _item(
+            f"Exploration: {'gSDE' if spec.policy.use_sde else 'sampled actions'}",
+            reasons["policy.use_sde"],
+        ),
     ]
 
 

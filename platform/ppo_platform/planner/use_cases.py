@@ -37,11 +37,13 @@ class UseCase:
     gamma: float | None  # None: derived from the episode horizon
     net_arch: tuple[int, ...]
     activation: str
-    normalize_reward: bool
+    normalize_reward: bool | None  # None: as the observations (continuous control)
     normalize_obs: bool | None  # None: derived from the observation bounds
     source: str  # where the defaults come from, for the plan's reasons
     normalize_reason: str = ""  # why normalization is on, when the use case fixes it
     n_envs_reason: str = ""  # why N, when it is not simply the source's value
+    use_sde: bool = False  # gSDE exploration (Gaussian policies only)
+    lr_start: float | None = None  # None: the linear scaling rule from the minibatch
 
 
 CLASSIC = UseCase(
@@ -87,13 +89,15 @@ CONTINUOUS = UseCase(
     gamma=None,
     net_arch=(64, 64),
     activation="tanh",
-    normalize_reward=True,
-    normalize_obs=True,
+    normalize_reward=None,
+    normalize_obs=None,
     source="seed 000's use-case table (MuJoCo / robotics: Gaussian policy, GAE 0.95)",
     n_envs_reason="a few envs, each with a long rollout that holds whole episodes "
     "(rl-baselines3-zoo's Pendulum setting)",
     normalize_reason="seed 002: normalization is close to required in continuous control, where "
     "observation features and rewards come in very different units",
+    use_sde=True,
+    lr_start=1e-3,
 )
 ATARI = UseCase(
     name="atari",

@@ -170,8 +170,20 @@ def check_env_usable(
 
 
 def check_spec_env(spec: ExperimentSpec, source: str | None = None) -> None:
-    """`check_env_usable` for the spec's env, then the resource budget with its real sizes."""
-    observation, action = check_env_usable(spec.env.id, spec.env.kwargs, source)
+    """`usable_env`'s check for the spec's env, gSDE only on continuous actions, then the
+    resource budget with its real sizes."""
+    with usable_env(spec.env.id, spec.env.kwargs, source) as env:
+        observation = observation_size_of(env.observation_space)
+        action = observation_size_of(env.action_space)
+        continuous = type(env.action_space).__name__ == "Box"
+    if spec.policy.use_sde and not continuous:
+        raise _env_issue(
+            "policy.use_sde",
+            f"needs continuous (Box) actions; {spec.env.id} has discrete ones.",
+            True,
+            "remove policy.use_sde (gSDE perturbs a Gaussian policy's actions).",
+            source,
+        )
     issues = budget_refusals(spec, observation, action)
     if issues:
         raise SpecError(issues, source)

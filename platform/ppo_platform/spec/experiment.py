@@ -125,6 +125,23 @@ class PolicySpec(StrictModel):
         "tanh", description="Hidden-layer activation (tanh is SB3's default)."
     )
     ortho_init: bool = Field(True, description="Orthogonal initialization (SB3 default).")
+    value_net_arch: list[Annotated[int, Field(ge=1, le=4096)]] | None = Field(
+        None,
+        max_length=8,
+        description="Hidden layer sizes of the critic when they differ from the actor's "
+        "(null: the same as `net_arch`).",
+    )
+    log_std_init: float = Field(
+        0.0, ge=-20, le=5, description="Initial log std of a Gaussian policy (SB3 default 0)."
+    )
+    use_sde: bool = Field(
+        False,
+        description="Generalized state-dependent exploration (gSDE) instead of independent "
+        "Gaussian noise; continuous (Box) actions only.",
+    )
+    sde_sample_freq: int = Field(
+        -1, ge=-1, description="With use_sde: resample the noise every n steps (-1: per rollout)."
+    )
 
 
 class BudgetSpec(StrictModel):

@@ -26,6 +26,10 @@ ALERTS_TOTAL = f"{PREFIX}alerts_total"
 STOP_REASON = f"{PREFIX}stop_reason"  # why a run stopped early (cancelled, drift alert)
 RESUMED_FROM_STEP = f"{PREFIX}resumed_from_step"
 
+# A spec's own tags (tracking.tags, not reserved) that the platform writes into specs it makes
+IMPORTED_FROM = "imported_from"  # import-zoo: "rl-baselines3-zoo ppo.yml"
+IMPORTED_ENTRY = "imported_entry"  # import-zoo: the file's entry, i.e. the env id
+
 # Sweeps: the parent run and its members
 KIND = f"{PREFIX}kind"
 SWEEP_HASH = f"{PREFIX}sweep_hash"

@@ -48,10 +48,13 @@ def policy_name(observation_space: spaces.Space) -> str:
 
 
 def _policy_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
+    policy = spec.policy
+    value_arch = policy.net_arch if policy.value_net_arch is None else policy.value_net_arch
     return {
-        "net_arch": {"pi": list(spec.policy.net_arch), "vf": list(spec.policy.net_arch)},
-        "activation_fn": ACTIVATIONS[spec.policy.activation],
-        "ortho_init": spec.policy.ortho_init,
+        "net_arch": {"pi": list(policy.net_arch), "vf": list(value_arch)},
+        "activation_fn": ACTIVATIONS[policy.activation],
+        "ortho_init": policy.ortho_init,
+        "log_std_init": policy.log_std_init,
     }
 
 
@@ -73,6 +76,8 @@ def ppo_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
         "gamma": spec.advantage.gamma,
         "gae_lambda": spec.advantage.gae_lambda,
         "seed": spec.budget.seed,
+        "use_sde": spec.policy.use_sde,
+        "sde_sample_freq": spec.policy.sde_sample_freq,
         "policy_kwargs": _policy_kwargs(spec),
     }
 
@@ -102,6 +107,8 @@ def a2c_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
         "gamma": spec.advantage.gamma,
         "gae_lambda": spec.advantage.gae_lambda,
         "seed": spec.budget.seed,
+        "use_sde": spec.policy.use_sde,
+        "sde_sample_freq": spec.policy.sde_sample_freq,
         "policy_kwargs": _policy_kwargs(spec),
     }
 

@@ -1,0 +1,283 @@
+"""Sample efficiency: the planner's spec vs rl-baselines3-zoo's hyperparameters, side by side.
+
+For each env, two specs train at the same budget: (a) `ppo-platform plan ENV --budget N` and
+(b) the zoo's PPO entry through `ppo-platform import-zoo` (tests/fixtures/zoo_ppo.yml holds
+the entries, copied from rl_zoo3 2.9.2), with the budget set to N. Every run is one whole
+`ppo-platform run` process (nice 15, its own MLflow store), `--workers` at a time, seeds 0..S-1.
+Every run evaluates 20 deterministic episodes ten times (every N/10 steps) and at the end:
+final mean eval return (mean +- std over seeds), env steps until an evaluation reached the
+env's solve threshold, wall time (median, min-max) with the 1-min load at its start.
+Beside them: rl-baselines3-zoo's published PPO results (benchmark.md; one run each).
+
+    python benchmarks/sample_efficiency.py                    # `make bench-full`
+    python benchmarks/sample_efficiency.py --envs Pendulum-v1 --seeds 3 --workers 2
+
+Results go to benchmarks/results/sample_efficiency.{json,md}, rewritten after every run, so an
+interrupted benchmark leaves the runs it finished.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "platform")]
+
+from whole_process import machine, package_versions  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+ZOO_FILE = ROOT / "tests" / "fixtures" / "zoo_ppo.yml"
+EPISODES = 20
+
+# env: (budget here, zoo budget, solve threshold, where the threshold comes from)
+ENVS: dict[str, tuple[int, int, float, str]] = {
+    "Pendulum-v1": (100_000, 100_000, -200.0, "issue 14"),
+    "CartPole-v1": (100_000, 100_000, 475.0, "gymnasium reward_threshold"),
+    "Acrobot-v1": (100_000, 1_000_000, -100.0, "gymnasium reward_threshold"),
+    "MountainCarContinuous-v0": (20_000, 20_000, 90.0, "gymnasium reward_threshold"),
+    "MountainCar-v0": (100_000, 1_000_000, -110.0, "gymnasium reward_threshold"),
+    "LunarLander-v3": (100_000, 1_000_000, 200.0, "gymnasium reward_threshold"),
+}
+# rl-baselines3-zoo benchmark.md (DLR-RM/rl-baselines3-zoo @ 0088472b8cb6, "Performance of
+# trained agents"): PPO, one trained agent each, deterministic evaluation over ~150k steps.
+PUBLISHED = {
+    "Pendulum-v1": (-172.225, 104.159, "100k", 750),
+    "CartPole-v1": (500.000, 0.000, "100k", 300),
+    "Acrobot-v1": (-73.506, 18.201, "1M", 2013),
+    "MountainCarContinuous-v0": (88.343, 2.572, "20k", 633),
+    "MountainCar-v0": (-110.423, 19.473, "1M", 1358),
+    "LunarLander-v3": (242.119, 31.823, "1M (LunarLander-v2)", 369),
+}
+TRAINING_SECTIONS = ("env", "algorithm", "rollout", "update", "surrogate", "advantage", "policy")
+DONE = re.compile(
+    r"run ([0-9a-f]{32}), (\d+) env steps .*final eval return (\S+) \+- ([-0-9.eE+]+)"
+)
+
+
+def write_specs(env_id: str, budget: int, folder: Path) -> dict[str, Path]:
+    """The planner's and the zoo's spec for `env_id` at `budget`, as files."""
+    from ppo_platform.interop import import_zoo
+    from ppo_platform.planner import plan_experiment
+    from ppo_platform.spec.loader import dump_spec
+
+    planned = plan_experiment(env_id, budget).spec
+    zoo = import_zoo(ZOO_FILE, env_id).spec
+    zoo = zoo.model_copy(
+        update={"budget": zoo.budget.model_copy(update={"total_timesteps": budget})}
+    )
+    paths = {}
+    for variant, spec in (("planner", planned), ("zoo", zoo)):
+        paths[variant] = folder / f"{env_id}-{variant}.yaml"
+        paths[variant].write_text(dump_spec(spec))
+    same = all(
+        planned.resolved()[key] == zoo.resolved()[key] for key in (*TRAINING_SECTIONS, "budget")
+    )
+    if same:  # identical hyperparameters: one set of runs serves both rows
+        paths["zoo"] = paths["planner"]
+    return paths
+
+
+def run_one(job: dict, scratch: Path) -> dict:
+    """One whole `ppo-platform run` process; its final return, eval history and wall time."""
+    budget = job["budget"]
+    overrides = {
+        "budget.seed": job["seed"],
+        "evaluation.every_timesteps": budget // 10,
+        "evaluation.episodes": EPISODES,
+        "checkpoints.every_timesteps": 0,
+    }
+    home = scratch / f"home-{job['env']}-{job['variant']}-{job['seed']}"
+    command = ["nice", "-n", "15", sys.executable, "-m", "ppo_platform.cli", "run"]
+    command += [str(job["spec"]), "--quiet"]
+    for key, value in overrides.items():
+        command += ["--set", f"{key}={value}"]
+    env = {**os.environ, "PPO_PLATFORM_HOME": str(home)}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "platform"), str(ROOT)])
+    load = os.getloadavg()[0]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    found = DONE.search(done.stdout)
+    if done.returncode != 0 or not found:
+        return {**job, "error": (done.stdout + done.stderr)[-1500:], "wall_s": wall}
+    history = eval_history(home, found.group(1))
+    return {
+        **job,
+        "spec": str(job["spec"].name),
+        "final_mean": float(found.group(3)),
+        "final_std": float(found.group(4)),
+        "evaluations": history,
+        "steps_to_threshold": next((s for s, v in history if v >= job["threshold"]), None),
+        "wall_s": wall,
+        "load1_at_start": load,
+    }
+
+
+def eval_history(home: Path, run_id: str) -> list[tuple[int, float]]:
+    from ppo_platform.tracking.gateway import tracking_client
+    from ppo_platform.tracking.queries import metric_history
+
+    client = tracking_client(f"sqlite:///{home / 'mlflow.db'}")
+    return metric_history(client, run_id, ["eval/mean_reward"])["eval/mean_reward"]
+
+
+def jobs_for(
+    envs: list[str], seeds: int, folder: Path, scale: float, skipped: dict[str, str]
+) -> list[dict]:
+    """Planner and zoo alternating, seed after seed, envs in the order given."""
+    from ppo_platform.errors import PlatformError
+
+    jobs = []
+    for env_id in envs:
+        budget, _, threshold, _ = ENVS[env_id]
+        budget = int(budget * scale)
+        try:
+            paths = write_specs(env_id, budget, folder)
+        except PlatformError as error:  # e.g. LunarLander without Box2D: say so, go on
+            skipped[env_id] = str(error)
+            continue
+        for seed in range(seeds):
+            for variant in ("planner", "zoo"):
+                if variant == "zoo" and paths["zoo"] == paths["planner"]:
+                    continue
+                job = {"env": env_id, "variant": variant, "seed": seed, "budget": budget}
+                jobs.append({**job, "threshold": threshold, "spec": paths[variant]})
+    return jobs
+
+
+def _stats(values: list[float]) -> tuple[float, float]:
+    return statistics.mean(values), statistics.pstdev(values) if len(values) > 1 else 0.0
+
+
+def _row(env_id: str, variant: str, runs: list[dict], shared: bool) -> str:
+    _, _, threshold, _ = ENVS[env_id]
+    budget = runs[0]["budget"] if runs else ENVS[env_id][0]
+    done = sorted((r for r in runs if "final_mean" in r), key=lambda r: r["seed"])
+    if not done:
+        return f"| {env_id} | {variant} | {budget:,} | not run | | | | |"
+    mean, std = _stats([r["final_mean"] for r in done])
+    per_seed = ", ".join(f"{r['final_mean']:.1f}" for r in done)
+    solved = [r for r in done if r["final_mean"] >= threshold]
+    reached = [r["steps_to_threshold"] for r in done]
+    steps = ", ".join("never" if s is None else f"{s:,}" for s in reached)
+    walls = [r["wall_s"] for r in done]
+    loads = [r["load1_at_start"] for r in done]
+    wall = f"{statistics.median(walls):.0f} ({min(walls):.0f}-{max(walls):.0f})"
+    label = variant + (" (= planner: same hyperparameters)" if shared else "")
+    return (
+        f"| {env_id} | {label} | {budget:,} | {mean:.1f} +- {std:.1f} ({per_seed}) | "
+        f"{len(solved)}/{len(done)} | {steps} | {wall} | {min(loads):.1f}-{max(loads):.1f} |"
+    )
+
+
+def markdown(report: dict) -> str:
+    m = report["machine"]
+    lines = [
+        "# Sample efficiency: planner vs rl-baselines3-zoo hyperparameters",
+        "",
+        f"`{report['command']}`; {m['date_utc']} UTC, commit {m['git_commit']}, "
+        f"{m['cpu']} ({m['cores']} cores, shared with other jobs), Python {m['python']}, "
+        + ", ".join(f"{k} {v}" for k, v in report["versions"].items())
+        + ".",
+        f"Load: before `{m['uptime_before']}`; after `{report.get('uptime_after', '')}`.",
+        "",
+        f"Each cell: {report['seeds']} seeds; final return = mean eval return over {EPISODES} "
+        "deterministic episodes at the end (mean +- std over seeds, per seed in brackets); "
+        "solved = final return at or above the threshold; steps = first of ten evaluations "
+        f"(every budget/10 steps, {EPISODES} episodes) at or above the threshold; wall = one "
+        "whole `ppo-platform run` process (s, median and min-max), 2 runs in parallel under "
+        "nice 15 on a machine loaded by other engineers (1-min load at each run's start).",
+        "",
+        "| env | spec | budget | final return | solved | steps to threshold | wall s | load |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for env_id in report["envs"]:
+        shared = report["shared"].get(env_id, False)
+        for variant in ("planner", "zoo"):
+            source = "planner" if shared else variant
+            runs = [r for r in report["runs"] if r["env"] == env_id and r["variant"] == source]
+            lines.append(_row(env_id, variant, runs, shared and variant == "zoo"))
+    lines += ["", "Thresholds and rl-baselines3-zoo's published PPO results (benchmark.md):", ""]
+    lines += ["| env | threshold | zoo budget | budget here | published (zoo budget) |"]
+    lines += ["|---|---|---|---|---|"]
+    for env_id in report["envs"]:
+        budget, zoo_budget, threshold, source = ENVS[env_id]
+        mean, std, at, episodes = PUBLISHED[env_id]
+        lines.append(
+            f"| {env_id} | {threshold:g} ({source}) | {zoo_budget:,} | {budget:,} | "
+            f"{mean:.1f} +- {std:.1f} at {at}, {episodes} episodes |"
+        )
+    for env_id, reason in report.get("skipped", {}).items():
+        lines += ["", f"{env_id} skipped: {reason}"]
+    errors = [r for r in report["runs"] if "error" in r]
+    if errors:
+        lines += ["", f"{len(errors)} run(s) failed:"]
+        lines += [
+            f"- {r['env']} {r['variant']} seed {r['seed']}: {r['error'][-300:]}" for r in errors
+        ]
+    lines += [
+        "",
+        "Published source: https://github.com/DLR-RM/rl-baselines3-zoo/blob/master/benchmark.md "
+        "(one trained agent per env, not a mean over seeds).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def save(report: dict, out: Path) -> None:
+    out.with_suffix(".json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    out.with_suffix(".md").write_text(markdown(report))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--envs", nargs="+", default=list(ENVS), choices=list(ENVS))
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=RESULTS / "sample_efficiency")
+    parser.add_argument("--scale", type=float, default=1.0, help="budget factor (smoke tests)")
+    args = parser.parse_args()
+    report: dict = {
+        "command": "python benchmarks/sample_efficiency.py " + " ".join(sys.argv[1:]),
+        "machine": machine(),
+        "versions": package_versions(sys.executable, ["stable-baselines3", "torch", "gymnasium"]),
+        "envs": args.envs,
+        "seeds": args.seeds,
+        "runs": [],
+        "shared": {},
+        "skipped": {},
+    }
+    with tempfile.TemporaryDirectory(prefix="sample-efficiency-") as tmp:
+        scratch = Path(tmp)
+        jobs = jobs_for(args.envs, args.seeds, scratch, args.scale, report["skipped"])
+        for env_id in args.envs:
+            variants = {j["variant"] for j in jobs if j["env"] == env_id}
+            report["shared"][env_id] = variants == {"planner"}
+        with ThreadPoolExecutor(max_workers=args.workers) as pool:
+            futures = [pool.submit(run_one, job, scratch) for job in jobs]
+            for future in as_completed(futures):
+                result = future.result()
+                result["spec"] = Path(str(result["spec"])).name
+                report["runs"].append(result)
+                shown = result.get("final_mean", "FAILED")
+                print(
+                    f"{result['env']} {result['variant']} seed {result['seed']}: {shown} "
+                    f"in {result['wall_s']:.0f} s",
+                    flush=True,
+                )
+                save(report, args.out)
+    report["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout
+    save(report, args.out)
+
+
+if __name__ == "__main__":
+    main()

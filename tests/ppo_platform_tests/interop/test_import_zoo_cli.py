@@ -1,0 +1,68 @@
+"""`ppo-platform import-zoo` through the CLI: exit codes, printed spec, --out and --force."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from ppo_platform.cli import app
+from ppo_platform.errors import EXIT_BAD_INPUT, EXIT_OK
+from ppo_platform.spec.loader import load_spec
+
+ZOO = Path(__file__).resolve().parents[2] / "fixtures" / "zoo_ppo.yml"
+runner = CliRunner()
+
+
+def test_prints_a_spec_that_validates(tmp_path):
+    result = runner.invoke(app, ["import-zoo", str(ZOO), "CartPole-v1"])
+    assert result.exit_code == EXIT_OK, result.output
+    assert "name: cartpole-v1-zoo" in result.stdout
+    path = tmp_path / "spec.yaml"
+    path.write_text(result.stdout)
+    assert load_spec(path).update.epochs == 20
+
+
+def test_out_writes_the_file_and_refuses_to_overwrite(tmp_path):
+    out = tmp_path / "pendulum.yaml"
+    first = runner.invoke(app, ["import-zoo", str(ZOO), "Pendulum-v1", "--out", str(out)])
+    assert first.exit_code == EXIT_OK, first.output
+    assert f"wrote {out}" in first.stdout
+    assert load_spec(out).policy.use_sde is True
+    again = runner.invoke(app, ["import-zoo", str(ZOO), "Pendulum-v1", "--out", str(out)])
+    assert again.exit_code == EXIT_BAD_INPUT
+    assert "refusing to overwrite" in again.output
+    forced = runner.invoke(
+        app, ["import-zoo", str(ZOO), "Pendulum-v1", "--out", str(out), "--force"]
+    )
+    assert forced.exit_code == EXIT_OK
+
+
+def test_refused_entry_exits_2_with_the_rule():
+    result = runner.invoke(app, ["import-zoo", str(ZOO), "HalfCheetahBulletEnv-v0"])
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert result.output.startswith("refused:")
+    assert "clip epsilon 0.4 is above the limit of 0.3" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_unexpressible_entry_exits_2_naming_the_key():
+    result = runner.invoke(app, ["import-zoo", str(ZOO), "atari"])
+    assert result.exit_code == EXIT_BAD_INPUT
+    assert "env_wrapper = ['stable_baselines3.common.atari_wrappers.AtariWrapper']" in result.output
+    assert "frame_stack = 4" in result.output
+
+
+def test_missing_file_and_unknown_entry_exit_2(tmp_path):
+    missing = runner.invoke(app, ["import-zoo", str(tmp_path / "nope.yml"), "CartPole-v1"])
+    assert missing.exit_code == EXIT_BAD_INPUT
+    assert "cannot read the hyperparameter file" in missing.output
+    unknown = runner.invoke(app, ["import-zoo", str(ZOO), "Pendulum-v0"])
+    assert unknown.exit_code == EXIT_BAD_INPUT
+    assert "did you mean Pendulum-v1" in unknown.output
+
+
+def test_note_on_the_effective_minibatch_goes_to_stderr():
+    result = runner.invoke(app, ["import-zoo", str(ZOO), "MountainCarContinuous-v0"])
+    assert result.exit_code == EXIT_OK, result.output
+    assert "note: batch_size 256 is larger than the rollout" in result.stderr
