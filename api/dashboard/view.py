@@ -19,11 +19,13 @@ PROGRESS_PAIRS = (
 
 def progress_fraction(job: Any) -> float:
     """How far the experiment is, 0..1, from its kind's progress counters."""
+    if job.status == "succeeded":  # done, even when the last throttled progress event lags
+        return 1.0
     progress = job.progress or {}
     for done, total in PROGRESS_PAIRS:
         if progress.get(total):
             return max(0.0, min(1.0, float(progress.get(done) or 0) / float(progress[total])))
-    return 1.0 if job.status == "succeeded" else 0.0
+    return 0.0
 
 
 def headline(job: Any) -> str:

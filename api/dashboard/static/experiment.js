@@ -129,6 +129,10 @@
     const badge = document.getElementById("status");
     badge.textContent = status;
     badge.className = "status " + status;
+    if (status === "succeeded") {  // the last progress event is throttled and may lag
+      document.getElementById("progress").value = 100;
+      document.getElementById("progress-text").textContent = "100%";
+    }
     if (["succeeded", "failed", "cancelled"].includes(status)) {
       source.close();
       const cancel = document.getElementById("cancel-form");
