@@ -56,6 +56,7 @@ def children(parent_run_id: str) -> list:
 
 
 _TINY_SWEEP = TINY + "sweep: {grid: {update.epochs: [1, 4]}, seeds: [0, 1]}\n"
+_SWEEP_TAIL = "sweep: {grid: {update.epochs: [1, 4]}}\n"
 _CHECK_LIGHT_EXPANSION = f"""
 import sys
 from ppo_platform.spec.loader import load_spec_text
@@ -101,6 +102,26 @@ def test_members_are_full_specs_without_the_sweep_section_in_the_sweeps_experime
         assert member.spec.experiment_name == "tiny"
         assert member.spec.env.id == "ppo_platform/GridWorld-v0"  # the base's fields are kept
         assert member.spec.update.learning_rate.start == 1e-3
+
+
+def test_a_resolved_sweep_spec_expands_with_aliased_fields_kept(load):
+    # The job service stores the resolved spec (every field, `evaluation.async` by its alias)
+    # and expands that: the members must keep the alias and its value.
+    import yaml
+
+    from ppo_platform.spec.loader import load_spec_text
+
+    spec = load(TINY.replace("episodes: 1}", "episodes: 1, async: true}") + _SWEEP_TAIL)
+    resolved = load_spec_text(yaml.safe_dump(spec.resolved()), "resolved.yaml")
+    members = expand_sweep(resolved)
+    assert [m.spec.evaluation.run_async for m in members] == [True, True]
+    assert [m.spec.update.epochs for m in members] == [1, 4]
+
+
+def test_an_unknown_key_lists_the_keys_as_written_in_yaml(single_issue):
+    issue = single_issue(TINY.replace("episodes: 1}", "episodes: 1, run_async: true}"))
+    assert issue.message == "unknown key."
+    assert "async" in issue.fix and "run_async" not in issue.fix
 
 
 def test_member_names_are_unique_safe_identifiers(load):

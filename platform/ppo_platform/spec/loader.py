@@ -109,7 +109,7 @@ def _issue_from_pydantic(error: Any, positions: dict[PathKey, Position]) -> Spec
     )
     if kind == "extra_forbidden":
         model = _field_model(loc[:-1])
-        allowed = sorted(model.model_fields) if model else []
+        allowed = sorted(f.alias or name for name, f in model.model_fields.items()) if model else []
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         message = "unknown key."
         fix = (

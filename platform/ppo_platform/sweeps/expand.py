@@ -224,7 +224,9 @@ def expand_sweep(spec: ExperimentSpec, source: str | None = None) -> list[SweepM
     if issues:
         raise SpecError(issues, source)
     # What the user wrote (not every default): rules that look at set fields see the same spec.
-    base = spec.model_dump(mode="json", exclude_unset=True, exclude={"sweep", "tune"})
+    base = spec.model_dump(
+        mode="json", by_alias=True, exclude_unset=True, exclude={"sweep", "tune"}
+    )
     members: list[SweepMember] = []
     seen: dict[tuple[str, str, str], SpecIssue] = {}
     for point in grid_points(spec):
