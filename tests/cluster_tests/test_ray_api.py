@@ -102,6 +102,9 @@ def test_the_api_runs_a_job_on_ray_and_reports_every_store(
     assert run.data.tags["ppo_platform.outcome"] == "completed"
 
 
+TOTAL = 16384  # GridWorld env steps of the job killed mid-training
+
+
 def test_a_killed_ray_worker_requeues_the_job_and_it_resumes(
     api: httpx.Client, cluster: Cluster
 ) -> None:
@@ -110,8 +113,10 @@ def test_a_killed_ray_worker_requeues_the_job_and_it_resumes(
     from ppo_platform.jobs.store import JobStore
     from ppo_platform.tracking.tags import RESUMED_FROM_STEP
 
-    job_id = api.post("/v1/experiments", content=spec(3072, 512)).json()["id"]
-    wait_for(api, job_id, lambda j: j["progress"].get("timesteps", 0) >= 1024 or finished(j))
+    # Long enough that the kill lands mid-training, not in the final save (checked below).
+    job_id = api.post("/v1/experiments", content=spec(TOTAL, 512)).json()["id"]
+    seen = wait_for(api, job_id, lambda j: j["progress"].get("timesteps", 0) >= 1024 or finished(j))
+    assert seen["status"] == "running" and seen["progress"]["timesteps"] < TOTAL - 1024, seen
     store = JobStore(cluster.jobs_url, cluster.home, migrate_schema=False)
     try:
         pid = store.get(job_id).pid
@@ -133,7 +138,7 @@ def test_a_killed_ray_worker_requeues_the_job_and_it_resumes(
     run = MlflowClient(cluster.mlflow_uri).get_run(job["mlflow_run_id"])
     assert run.info.status == "FINISHED"
     assert int(run.data.tags[RESUMED_FROM_STEP]) >= 512
-    assert job["result"]["timesteps"] == 3072
+    assert job["result"]["timesteps"] == TOTAL
 
 
 def test_cancel_reaches_a_job_running_on_ray(api: httpx.Client, cluster: Cluster) -> None:

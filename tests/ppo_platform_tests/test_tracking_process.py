@@ -99,3 +99,51 @@ def test_a_dead_tracking_process_fails_the_run_loudly_with_the_reason(
     assert run.info.status == "FAILED"  # type: ignore[attr-defined]
     assert "SIGKILL" in run.data.tags[tags.FAILURE]  # type: ignore[attr-defined]
     assert shared_tracking_process().process.pid != killed[0]  # the next run gets a new one
+
+
+_NOISY_SERVICE = """
+from ppo_platform.tracking import service
+
+answer = service.TrackingService.handle
+
+
+def noisy(self, request):
+    print("View run at http://mlflow:5000/#/...")  # what MLflow prints for a tracking server
+    return answer(self, request)
+
+
+service.TrackingService.handle = noisy
+service.main()
+"""
+
+
+def test_what_libraries_print_in_the_tracking_process_never_reaches_the_reply_pipe() -> None:
+    # MLflow prints "View run ..." links on stdout when it logs to a tracking server; the
+    # replies travel on the process's stdout, so a print there once hung every such run.
+    done = subprocess.run(
+        [sys.executable, "-c", _NOISY_SERVICE],
+        input='{"op": "no_such_op", "seq": 7}\n',
+        env={**os.environ, **CHILD_ENV},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        '{"error": "no_such_op: KeyError: \'no_such_op\'", "seq": 7}'
+    ]
+    assert "View run at http://mlflow:5000" in done.stderr
+
+
+def test_a_torn_request_line_ends_the_tracking_process_cleanly() -> None:
+    # A training process killed mid-write leaves half a line: the service finishes, no crash.
+    done = subprocess.run(
+        [sys.executable, "-m", "ppo_platform.tracking.service"],
+        input='{"op": "rows", "seq": 1, "ro',
+        env={**os.environ, **CHILD_ENV},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr

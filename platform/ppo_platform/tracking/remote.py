@@ -144,11 +144,16 @@ class TrackingProcess:
 
     def _read(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._receive(json.loads(line))
+        garbled: str | None = None
+        try:
+            for line in self.process.stdout:
+                self._receive(json.loads(line))
+        except (ValueError, KeyError, TypeError) as error:  # never a silent hang: a death
+            garbled = f"answered garbage ({type(error).__name__}: {error})"
+            self.process.kill()
         code = self.process.wait()
         with self._state:
-            self._death = _exit_reason(self.process.pid, code)
+            self._death = garbled or _exit_reason(self.process.pid, code)
             self._state.notify_all()
 
     def _receive(self, reply: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ or crashed), it marks that run KILLED with the reason: nothing is left RUNNING.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections import defaultdict
@@ -206,16 +207,31 @@ def serve(requests: IO[str], replies: IO[str]) -> None:
     threading.Thread(target=_warm_plotting, daemon=True).start()
     service = TrackingService()
     listening = True
-    for line in requests:
-        reply = service.handle(json.loads(line))
-        if listening:
+    try:
+        for line in requests:
             try:
-                replies.write(json.dumps(reply) + "\n")
-                replies.flush()
-            except BrokenPipeError:  # the training process is gone: finish what it sent
-                listening = False
-    service.abandon()
+                request = json.loads(line)
+            except ValueError:  # a torn last line: the training process died mid-write
+                break
+            reply = service.handle(request)
+            if listening:
+                try:
+                    replies.write(json.dumps(reply) + "\n")
+                    replies.flush()
+                except BrokenPipeError:  # the training process is gone: finish what it sent
+                    listening = False
+    finally:
+        service.abandon()
+
+
+def main() -> None:
+    """Replies go on the stdout this process was given; anything a library prints there (MLflow
+    prints "View run ..." links for tracking servers) goes to stderr instead."""
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    serve(sys.stdin, replies)
 
 
 if __name__ == "__main__":
-    serve(sys.stdin, sys.stdout)
+    main()

@@ -9,6 +9,7 @@ ones before it closes the run (`collect(wait=True)`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import pickle
 import queue
@@ -59,8 +60,11 @@ class EvalProcess:
 
     def _read(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.answers.put(json.loads(line))
+        try:
+            for line in self.process.stdout:
+                self.answers.put(json.loads(line))
+        except ValueError:  # garbage on the answer pipe: treat it as a death, never a hang
+            self.process.kill()
         self.answers.put(None)  # end of answers: the process is gone
 
     def submit(self, step: int, model: Path, normalize: Path | None) -> None:
@@ -82,9 +86,16 @@ class EvalProcess:
             raise TrainingError(f"evaluation at step {answer['step']} failed: {answer['error']}")
         return answer
 
-    def close(self) -> None:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
+    def close(self, timeout: float = 10.0) -> None:
+        """End its input and wait for it to exit (killed if it does not within `timeout`)."""
+        with contextlib.suppress(OSError, ValueError):
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
 
 
 class AsyncEvalCallback(PeriodicEvalCallback):

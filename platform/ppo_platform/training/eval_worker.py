@@ -10,6 +10,7 @@ equal for the same snapshot. The snapshot files are deleted once evaluated.
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import sys
 from pathlib import Path
@@ -54,5 +55,14 @@ def serve(requests: IO[str], replies: IO[str]) -> None:
         replies.flush()
 
 
+def main() -> None:
+    """Answers go on the stdout this process was given; anything an env or library prints there
+    goes to stderr instead of corrupting the answers."""
+    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    serve(sys.stdin, answers)
+
+
 if __name__ == "__main__":
-    serve(sys.stdin, sys.stdout)
+    main()
