@@ -27,6 +27,9 @@ from ppo_platform.execution.threads import pin_threads
 
 FORWARDED_PREFIXES = ("PPO_PLATFORM_", "MLFLOW_")
 NOT_FORWARDED = frozenset({"PPO_PLATFORM_API_KEYS", "PPO_PLATFORM_API_KEY"})  # tasks need none
+# A task's runtime env is shown by Ray's dashboard: secrets never travel in it (a node that
+# needs one, e.g. MLFLOW_TRACKING_PASSWORD, has it in its own environment).
+SECRET_MARKERS = ("PASSWORD", "TOKEN", "SECRET", "KEY")
 CANCELLED_RUNNING = "Cancelled: the Ray task was cancelled"
 POLL_SECONDS = 0.2
 
@@ -96,7 +99,9 @@ def forwarded_env() -> dict[str, str]:
     return {
         k: v
         for k, v in os.environ.items()
-        if k.startswith(FORWARDED_PREFIXES) and k not in NOT_FORWARDED
+        if k.startswith(FORWARDED_PREFIXES)
+        and k not in NOT_FORWARDED
+        and not any(marker in k for marker in SECRET_MARKERS)
     }
 
 
