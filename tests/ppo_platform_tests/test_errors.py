@@ -145,4 +145,6 @@ def test_cli_exits_with_the_mapped_code_for_an_unavailable_storage(tmp_path: Pat
     blocker.write_text("")
     result = CliRunner().invoke(app, ["tune", str(spec), "--storage", f"sqlite:///{blocker}/x"])
     assert result.exit_code == EXIT_UNAVAILABLE, result.output
-    assert result.output.startswith("error: storage sqlite:///")
+    assert result.output.startswith(
+        "error: the Optuna storage (--storage, or PPO_PLATFORM_OPTUNA_STORAGE_URL) sqlite:///"
+    )
