@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -27,6 +26,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 sys.path[:0] = [str(ROOT / "platform"), str(ROOT), str(ROOT / "benchmarks")]
+
+from in_process import platform_run, summary  # noqa: E402
 
 
 def tracking_cpu() -> float:
@@ -51,40 +52,9 @@ def timed(call) -> dict[str, float]:  # type: ignore[no-untyped-def]
 
 
 def plain(steps: int) -> None:
-    import torch
-    from plain_sb3_cartpole import linear
-    from stable_baselines3 import PPO
-    from stable_baselines3.common.env_util import make_vec_env
+    from plain_sb3_cartpole import train_plain
 
-    env = make_vec_env("CartPole-v1", n_envs=8, seed=0)
-    PPO(
-        "MlpPolicy",
-        env,
-        n_steps=32,
-        batch_size=256,
-        n_epochs=20,
-        learning_rate=linear(1.0e-3),
-        clip_range=linear(0.2),
-        max_grad_norm=0.5,
-        gamma=0.98,
-        gae_lambda=0.8,
-        policy_kwargs={"net_arch": [64, 64], "activation_fn": torch.nn.Tanh},
-        seed=0,
-        device="cpu",
-    ).learn(steps)
-
-
-def platform_member(steps: int) -> None:
-    from ppo_platform.spec.loader import load_spec
-    from ppo_platform.training.runner import run_spec
-
-    overrides = [f"budget.total_timesteps={steps}", "evaluation.every_timesteps=0"]
-    overrides += ["evaluation.episodes=1", "checkpoints.every_timesteps=0"]
-    run_spec(load_spec(ROOT / "specs" / "cartpole.yaml", overrides))
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+    train_plain(steps)
 
 
 def main() -> None:
@@ -98,11 +68,11 @@ def main() -> None:
     pin_threads(1)
     load = [os.getloadavg()[0]]
     first = {"plain": timed(lambda: plain(args.steps))}
-    first["platform"] = timed(lambda: platform_member(args.steps))
+    first["platform"] = timed(lambda: platform_run(args.steps))
     samples: dict[str, list[dict[str, float]]] = {"plain": [], "platform": []}
     for _ in range(args.pairs):
         samples["plain"].append(timed(lambda: plain(args.steps)))
-        samples["platform"].append(timed(lambda: platform_member(args.steps)))
+        samples["platform"].append(timed(lambda: platform_run(args.steps)))
         load.append(os.getloadavg()[0])
     extra = {
         kind: [

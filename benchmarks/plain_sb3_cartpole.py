@@ -16,18 +16,14 @@ def linear(start: float):
     return lambda progress_remaining: start * max(0.0, min(1.0, progress_remaining))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=20_000)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-
+def train_plain(steps: int, seed: int = 0) -> None:
+    """The script's whole training: build SB3's PPO with the spec's values and `learn`."""
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
     torch.set_num_threads(1)
-    env = make_vec_env("CartPole-v1", n_envs=8, seed=args.seed)
+    env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
     model = PPO(
         "MlpPolicy",
         env,
@@ -42,11 +38,20 @@ def main() -> None:
         gamma=0.98,
         gae_lambda=0.8,
         policy_kwargs={"net_arch": [64, 64], "activation_fn": torch.nn.Tanh},
-        seed=args.seed,
+        seed=seed,
         device="cpu",
         verbose=0,
     )
-    model.learn(args.steps)
+    model.learn(steps)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    train_plain(args.steps, args.seed)
 
 
 if __name__ == "__main__":
