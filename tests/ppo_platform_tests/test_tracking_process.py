@@ -147,3 +147,46 @@ def test_a_torn_request_line_ends_the_tracking_process_cleanly() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_run_that_fails_while_finishing_is_closed_failed_with_the_reason(
+    platform_home: Path,
+) -> None:
+    def block_the_final_folder(event: ProgressEvent) -> None:
+        if event.kind == "update":
+            _wait_for_a_run(platform_home)
+            (run_dir,) = (platform_home / "runs").iterdir()
+            (run_dir / "final").touch()  # the final model's folder cannot be created
+
+    with pytest.raises(FileExistsError):
+        run_spec(tiny_spec(), on_progress=block_the_final_folder)
+    run = _only_run(platform_home)
+    assert run.info.status == "FAILED"  # type: ignore[attr-defined]
+    assert run.data.tags[tags.FAILURE].startswith("FileExistsError while finishing")  # type: ignore[attr-defined]
+
+
+def test_a_new_run_closes_one_its_worker_left_open_failed(platform_home: Path) -> None:
+    from ppo_platform.tracking.service import SUPERSEDED_REASON, TrackingService
+
+    uri = get_settings().tracking_uri
+    service = TrackingService()
+
+    def open_run(name: str) -> str:
+        return service.open(
+            {
+                "uri": uri,
+                "experiment": "superseded",
+                "artifact_root": None,
+                "tags": {"mlflow.runName": name},
+                "params": {},
+                "spec_text": "name: x\n",
+                "runs_dir": str(platform_home / "runs"),
+            }
+        )["run_id"]
+
+    first = open_run("left-open")
+    second = open_run("next")
+    client = MlflowClient(uri)
+    assert client.get_run(first).info.status == "FAILED"
+    assert client.get_run(first).data.tags[tags.FAILURE] == SUPERSEDED_REASON
+    assert client.get_run(second).info.status == "RUNNING"

@@ -35,6 +35,10 @@ ABANDONED_REASON = (
     "the training process exited without closing the run (killed by a signal, the OOM killer "
     "or a crash); metric rows acknowledged before that are stored"
 )
+SUPERSEDED_REASON = (
+    "the training process started another run before closing this one (it failed while "
+    "finishing); metric rows acknowledged before that are stored"
+)
 MAX_BATCH_PARAMS = 100
 
 
@@ -96,6 +100,7 @@ class TrackingService:
         """Create the run (experiment created if missing), params, spec file and folder."""
         from ppo_platform.tracking.tracker import ensure_experiment
 
+        self.close_superseded()
         client = tracking_client(request["uri"])
         root = request["artifact_root"]
         experiment_id = ensure_experiment(
@@ -114,6 +119,7 @@ class TrackingService:
 
     def reopen(self, request: dict[str, Any]) -> dict[str, Any]:
         """Mark a resumed run RUNNING again; its stored curves are read back for the plot."""
+        self.close_superseded()
         client = tracking_client(request["uri"])
         run_id = request["run_id"]
         self.run = OpenRun(request["uri"], run_id)
@@ -170,6 +176,14 @@ class TrackingService:
         retry(partial(run.client.set_terminated, run.run_id, status=request["status"]))
         self.run = None
         return {}
+
+    def close_superseded(self) -> None:
+        """A new run while one is open (a warm worker whose last run failed before closing
+        it): close the old one FAILED, never leave it RUNNING."""
+        if self.run is None:
+            return
+        tags = {tag.OUTCOME: "failed", tag.FAILURE: SUPERSEDED_REASON}
+        self.finish({"tags": tags, "status": "FAILED"})
 
     def abandon(self) -> None:
         """End of input with a run open: the training process is gone; mark the run KILLED."""

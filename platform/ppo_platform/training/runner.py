@@ -239,6 +239,19 @@ class TrainingSession:
         return self._finish(model, evaluator)
 
     def _finish(self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback) -> RunResult:
+        """The final evaluation, checkpoint, artifacts and status; a failure here closes the
+        run FAILED with the reason instead of leaving it RUNNING."""
+        try:
+            return self._finish_run(model, evaluator)
+        except TrackingError:
+            raise  # the tracker has recorded it (`_close`) or the tracking process is gone
+        except Exception as error:
+            reason = f"{type(error).__name__} while finishing: {error}"
+            with contextlib.suppress(TrackingError):
+                self._close("FAILED", {tag.OUTCOME: "failed", tag.FAILURE: reason})
+            raise
+
+    def _finish_run(self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback) -> RunResult:
         outcome: Outcome = "completed"
         message = ""
         if self.cancel.is_set():
