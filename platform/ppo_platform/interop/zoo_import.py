@@ -19,9 +19,8 @@ import yaml
 from ppo_platform.errors import BadInputError, SpecError, SpecIssue
 from ppo_platform.interop.zoo_fields import convert_entry
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.loader import dump_spec, read_regular_file, validate_data
+from ppo_platform.spec.loader import dump_spec, read_spec_text, validate_data
 from ppo_platform.spec.names import refuse_overwrite
-from ppo_platform.spec.yaml_source import MAX_SPEC_BYTES, decode_spec_bytes
 from ppo_platform.tracking import tags as tag
 
 SOURCE_NAME = "rl-baselines3-zoo"
@@ -56,20 +55,7 @@ def _source(path: Path, env_id: str) -> str:
 def read_zoo_file(path: str | Path) -> dict[str, Any]:
     """The zoo file as a mapping of entries; SpecError if it cannot be read or is no mapping."""
     path = Path(path)
-    try:
-        raw = read_regular_file(path, MAX_SPEC_BYTES + 1)
-    except OSError as exc:
-        raise SpecError(
-            [
-                SpecIssue(
-                    "",
-                    f"cannot read the hyperparameter file: {exc.strerror}.",
-                    fix="give the path of a zoo hyperparameter file, e.g. hyperparams/ppo.yml.",
-                )
-            ],
-            str(path),
-        ) from None
-    text = decode_spec_bytes(raw, str(path))
+    text = read_spec_text(path, "hyperparameter file", "hyperparams/ppo.yml")
     try:
         document = yaml.safe_load(text)
     except yaml.MarkedYAMLError as exc:

@@ -198,8 +198,11 @@ def load_spec(path: str | Path, overrides: Iterable[str] = ()) -> ExperimentSpec
     return load_spec_text(read_spec_text(path), str(path), overrides)
 
 
-def read_spec_text(path: str | Path) -> str:
-    """A spec file's text: a regular file of at most 1 MiB in UTF-8, else a SpecError."""
+def read_spec_text(
+    path: str | Path, what: str = "spec file", example: str = "specs/cartpole.yaml"
+) -> str:
+    """A spec file's (or another YAML input's, named by `what`) text: a regular file of at
+    most 1 MiB in UTF-8, else a SpecError."""
     path = Path(path)
     try:
         raw = read_regular_file(path, MAX_SPEC_BYTES + 1)
@@ -208,8 +211,8 @@ def read_spec_text(path: str | Path) -> str:
             [
                 SpecIssue(
                     "",
-                    f"cannot read the spec file: {exc.strerror}.",
-                    fix="give the path of a YAML spec file, e.g. specs/cartpole.yaml.",
+                    f"cannot read the {what}: {exc.strerror}.",
+                    fix=f"give the path of a {what}, e.g. {example}.",
                 )
             ],
             str(path),

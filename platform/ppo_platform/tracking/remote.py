@@ -60,21 +60,27 @@ def same_code_env() -> dict[str, str]:
     }
 
 
+def spawn_child(module: str) -> subprocess.Popen[str]:
+    """`python -m module` running this process's code, talking JSON lines on its stdin and
+    stdout, in its own session: a terminal's Ctrl-C reaches only the parent, which closes what
+    the child holds; the child finishes on end of input."""
+    return subprocess.Popen(
+        [sys.executable, "-m", module],
+        env=same_code_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
+    )
+
+
 class TrackingProcess:
     """The child process, the pipe to it, and the answers that came back."""
 
     def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "ppo_platform.tracking.service"],
-            env=same_code_env(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-            # Its own session: a terminal's Ctrl-C reaches only the trainer, which then closes
-            # its run through this process. On end of input (trainer gone) it closes the run.
-            start_new_session=True,
-        )
+        # On end of input (the trainer gone) it closes the run KILLED.
+        self.process = spawn_child("ppo_platform.tracking.service")
         self._send_lock = threading.Lock()
         self._state = threading.Condition()
         self._seq = 0

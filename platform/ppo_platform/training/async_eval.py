@@ -14,7 +14,6 @@ import json
 import pickle
 import queue
 import subprocess
-import sys
 import tempfile
 import threading
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from ppo_platform.errors import TrainingError
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.tracking.remote import same_code_env
+from ppo_platform.tracking.remote import spawn_child
 from trainers.callbacks import PeriodicEvalCallback
 
 
@@ -33,15 +32,7 @@ class EvalProcess:
     """The evaluation process, fed snapshots; a reader thread queues its answers."""
 
     def __init__(self, spec: ExperimentSpec) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "ppo_platform.training.eval_worker"],
-            env=same_code_env(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-            start_new_session=True,  # Ctrl-C reaches the trainer only; EOF ends this process
-        )
+        self.process = spawn_child("ppo_platform.training.eval_worker")
         self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.outstanding = 0
         self._send(spec.resolved())
