@@ -71,16 +71,7 @@ def plot_kl(
 ) -> Path:
     """Approx KL per update vs env steps: mean over seeds per variant, min-max band."""
     fig, axis = _pyplot().subplots(figsize=(9, 5.5))
-    if _plot_bands(axis, groups, "approx_kl"):
-        axis.set_yscale("log")
-        if kl_alert is not None:
-            axis.axhline(
-                kl_alert, color="tab:red", linestyle="--", linewidth=1, label=f"alert {kl_alert:g}"
-            )
-    else:
-        axis.text(
-            0.5, 0.5, "no approx KL logged", ha="center", va="center", transform=axis.transAxes
-        )
+    _kl_bands(axis, groups, "approx_kl", kl_alert, "no approx KL logged")
     _finish(
         fig,
         axis,
@@ -105,21 +96,7 @@ def plot_update_size(
     """
     plt = _pyplot()
     fig, (kl_axis, clip_axis) = plt.subplots(2, 1, figsize=(9, 8), sharex=True)
-    if _plot_bands(kl_axis, groups, "approx_kl_post"):
-        kl_axis.set_yscale("log")
-        if kl_alert is not None:
-            kl_axis.axhline(
-                kl_alert, color="tab:red", linestyle="--", linewidth=1, label=f"alert {kl_alert:g}"
-            )
-    else:
-        kl_axis.text(
-            0.5,
-            0.5,
-            "no post-update KL logged",
-            ha="center",
-            va="center",
-            transform=kl_axis.transAxes,
-        )
+    _kl_bands(kl_axis, groups, "approx_kl_post", kl_alert, "no post-update KL logged")
     kl_axis.set_title(f"{title}: post-update KL and clip fraction per update", fontsize=10)
     kl_axis.set_ylabel("post-update KL")
     _plot_bands(clip_axis, groups, "clip_fraction")
@@ -137,6 +114,20 @@ def plot_update_size(
     fig.savefig(path, dpi=90)
     plt.close(fig)
     return path
+
+
+def _kl_bands(
+    axis: Any, groups: dict[str, list[SeedRun]], key: str, kl_alert: float | None, empty: str
+) -> None:
+    """A KL metric's bands on a log scale with the alert line, or `empty` if none was logged."""
+    if not _plot_bands(axis, groups, key):
+        axis.text(0.5, 0.5, empty, ha="center", va="center", transform=axis.transAxes)
+        return
+    axis.set_yscale("log")
+    if kl_alert is not None:
+        axis.axhline(
+            kl_alert, color="tab:red", linestyle="--", linewidth=1, label=f"alert {kl_alert:g}"
+        )
 
 
 def _finish(fig: Any, axis: Any, path: Path, title: str, ylabel: str) -> None:
