@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -168,11 +169,18 @@ class TrainingSession:
 
     def save_checkpoint(self, steps: int) -> None:
         assert self.model is not None
-        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
-        self.model.save(ckpt.model_path(self.checkpoint_dir, steps))
+        # Written in a side folder, then moved into place (normalization stats first): a kill
+        # mid-write never leaves a partial checkpoint for a resume to load.
+        partial = self.checkpoint_dir / ".partial"
+        partial.mkdir(parents=True, exist_ok=True)
+        model_path = ckpt.model_path(self.checkpoint_dir, steps)
         env = self.model.get_vec_normalize_env()
         if env is not None:
-            env.save(str(ckpt.normalize_path(self.checkpoint_dir, steps)))
+            stats = ckpt.normalize_path(self.checkpoint_dir, steps)
+            env.save(str(partial / stats.name))
+            os.replace(partial / stats.name, stats)
+        self.model.save(partial / model_path.name)
+        os.replace(partial / model_path.name, model_path)
         ckpt.prune_checkpoints(self.checkpoint_dir, self.spec.checkpoints.keep_last)
 
     def train(
