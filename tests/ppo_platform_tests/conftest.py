@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -15,6 +17,9 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # The smallest valid spec; every other field takes its documented default.
 MINIMAL_SPEC = "name: run\nenv: CartPole-v1\n"
+
+# What the light paths (validate, plan, sweep expansion, the API) must never import.
+HEAVY_MODULES = ("torch", "stable_baselines3", "mlflow", "optuna")
 
 
 @pytest.fixture
@@ -66,3 +71,23 @@ def single_issue() -> Callable[..., SpecIssue]:
         return issues[0]
 
     return issue_of
+
+
+@pytest.fixture
+def heavy_imports_of() -> Callable[[str], list[str]]:
+    """Run a Python snippet in a fresh interpreter at the repository root; return the heavy
+    modules (HEAVY_MODULES) it left imported."""
+
+    def run(snippet: str) -> list[str]:
+        report = f"\nprint(','.join(n for n in {HEAVY_MODULES!r} if n in sys.modules))\n"
+        done = subprocess.run(
+            [sys.executable, "-c", "import sys\n" + snippet + report],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return [name for name in done.stdout.strip().split(",") if name]
+
+    return run
