@@ -15,9 +15,12 @@ from fastapi import FastAPI
 
 from api.errors import install_error_handlers
 from api.limits import BodyLimitMiddleware
+from api.present import experiment_json
 from api.routes import artifacts, events, experiments, health, specs
 from ppo_platform.jobs import Dispatcher, JobStore, ServiceSettings, get_service_settings
+from ppo_platform.jobs.intake_pool import IntakePool
 from ppo_platform.jobs.keys import KeyCache
+from ppo_platform.jobs.snapshots import StatusSnapshots
 from ppo_platform.settings import Settings, get_settings
 
 VERSION = "1"
@@ -39,11 +42,16 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
             store, service, home / "dispatcher.lock", torch_threads=settings.torch_threads
         )
         app.state.store, app.state.dispatcher = store, dispatcher
+        app.state.snapshots = StatusSnapshots(store, experiment_json)
+        app.state.intake = IntakePool(service.intake_workers)
+        app.state.intake.start()
         dispatcher.start()
         try:
             yield
         finally:
             dispatcher.stop()
+            app.state.intake.close()
+            app.state.snapshots.close()
             store.close()
 
     app = FastAPI(

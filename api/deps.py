@@ -13,7 +13,9 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
 from ppo_platform.jobs import JobStore, ServiceSettings
+from ppo_platform.jobs.intake_pool import IntakePool
 from ppo_platform.jobs.keys import KeyCache, settings_owner, stored_owner
+from ppo_platform.jobs.snapshots import StatusSnapshots
 from ppo_platform.settings import Settings
 
 bearer = HTTPBearer(auto_error=False, description="An API key from `ppo-platform keys create`.")
@@ -22,6 +24,16 @@ bearer = HTTPBearer(auto_error=False, description="An API key from `ppo-platform
 async def get_store(request: Request) -> JobStore:
     store: JobStore = request.app.state.store
     return store
+
+
+async def get_snapshots(request: Request) -> StatusSnapshots[bytes]:
+    snapshots: StatusSnapshots[bytes] = request.app.state.snapshots
+    return snapshots
+
+
+async def get_intake(request: Request) -> IntakePool:
+    intake: IntakePool = request.app.state.intake
+    return intake
 
 
 async def get_service(request: Request) -> ServiceSettings:
@@ -36,6 +48,8 @@ async def get_settings(request: Request) -> Settings:
 
 StoreDep = Annotated[JobStore, Depends(get_store)]
 ServiceDep = Annotated[ServiceSettings, Depends(get_service)]
+IntakeDep = Annotated[IntakePool, Depends(get_intake)]
+SnapshotsDep = Annotated[StatusSnapshots[bytes], Depends(get_snapshots)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 

@@ -1,0 +1,100 @@
+"""Specs are read and validated in worker processes, off the API process's event loop.
+
+Parsing YAML, validating the spec and creating its env once costs a submission about half a
+millisecond of CPU, and a large or awkward spec much more; in the API process that time holds
+the GIL that status reads need. An `IntakePool` runs `prepare_submission` (and the validate
+route's check) in `workers` spawned processes instead, so a slow submission delays no other
+request. Workers start with the API and import the spec machinery in the background; with
+`workers=0` the work runs in a thread of the calling process, as before.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
+from typing import Any, TypeVar
+
+from ppo_platform.errors import UnavailableError
+from ppo_platform.jobs import intake
+
+Result = TypeVar("Result")
+RESTARTED = "the process reading specs stopped and was restarted; send the request again."
+
+
+def warm_up() -> int:
+    """Import what a submission needs and create the example env once (its registry too)."""
+    grid = "name: warm-up\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\n"
+    intake.prepare_submission(grid, 10**9, "warm-up")
+    return 0
+
+
+def validation_summary(text: str) -> dict[str, Any]:
+    """The validate route's answer: kind, name, hash and resolved spec (SpecError if not)."""
+    spec = intake.parse_spec(text)
+    intake.total_env_steps(spec, "request")
+    return {
+        "kind": intake.kind_of(spec),
+        "name": spec.name,
+        "spec_hash": spec.spec_hash(),
+        "spec": spec.resolved(),
+    }
+
+
+class IntakePool:
+    """`workers` processes (0: threads of this process) that read submitted specs."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._lock = threading.Lock()
+        self._executor = self._new_executor()
+
+    def _new_executor(self) -> Executor:
+        if self.workers == 0:
+            return ThreadPoolExecutor(4, thread_name_prefix="intake")
+        return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+
+    def start(self) -> None:
+        """Start the workers and warm them up without waiting (the API answers meanwhile)."""
+        if self.workers:
+            for _ in range(self.workers):
+                self._executor.submit(warm_up)
+
+    def submit(self, fn: Callable[..., Result], *args: Any) -> Future[Result]:
+        """`fn(*args)` in a worker; its exceptions (SpecError ...) come back as they are. A
+        worker that died is replaced and the request answered with UnavailableError."""
+        with self._lock:
+            executor = self._executor
+        outer: Future[Result] = Future()
+        try:
+            inner = executor.submit(fn, *args)
+        except (BrokenProcessPool, RuntimeError):  # broken, or shut down by a replacement
+            self._replace(executor)
+            raise UnavailableError(RESTARTED) from None
+
+        def relay(done: Future[Result]) -> None:
+            error: BaseException | None = (
+                UnavailableError(RESTARTED) if done.cancelled() else done.exception()
+            )
+            if isinstance(error, BrokenProcessPool):
+                self._replace(executor)
+                error = UnavailableError(RESTARTED)
+            if error is not None:
+                outer.set_exception(error)
+            else:
+                outer.set_result(done.result())
+
+        inner.add_done_callback(relay)
+        return outer
+
+    def _replace(self, broken: Executor) -> None:
+        with self._lock:
+            if broken is self._executor:
+                old, self._executor = self._executor, self._new_executor()
+                old.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,41 @@
+"""Specs read in intake worker processes: results and typed errors come back; a worker that
+dies is replaced."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ppo_platform.errors import SpecError, UnavailableError
+from ppo_platform.jobs.intake import prepare_submission
+from ppo_platform.jobs.intake_pool import IntakePool, validation_summary
+
+GRID = "name: g\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\nbudget: {total_timesteps: 512}\n"
+
+
+@pytest.mark.parametrize("workers", [1, 0])
+def test_submissions_and_their_spec_errors_come_back_from_the_workers(workers: int) -> None:
+    pool = IntakePool(workers)
+    pool.start()
+    try:
+        job = pool.submit(prepare_submission, GRID, 10**6).result(timeout=60)
+        assert (job.kind, job.name, job.total_timesteps) == ("run", "g", 512)
+        assert validation_summary(GRID) == pool.submit(validation_summary, GRID).result(60)
+        with pytest.raises(SpecError) as raised:
+            pool.submit(prepare_submission, GRID.replace("GridWorld", "Nope"), 10**6).result(60)
+        assert [issue.path for issue in raised.value.issues] == ["env.id"]
+        assert raised.value.issues[0].value == "ppo_platform/Nope-v0"
+    finally:
+        pool.close()
+
+
+def test_a_worker_that_dies_is_replaced_and_the_request_is_unavailable() -> None:
+    pool = IntakePool(1)
+    try:
+        with pytest.raises(UnavailableError, match="send the request again"):
+            pool.submit(os._exit, 3).result(timeout=60)
+        job = pool.submit(prepare_submission, GRID, 10**6).result(timeout=60)
+        assert job.name == "g"
+    finally:
+        pool.close()
