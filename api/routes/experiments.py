@@ -14,7 +14,7 @@ from api.errors import ERROR_RESPONSES
 from api.present import experiment_public
 from api.schemas import ExperimentList, ExperimentPublic
 from api.spec_body import SPEC_BODY, read_spec_text
-from ppo_platform.jobs import prepare_submission
+from ppo_platform.jobs.intake_pool import submit_spec
 
 router = APIRouter(prefix="/v1/experiments", tags=["experiments"], responses=ERROR_RESPONSES)
 IdempotencyKey = Annotated[
@@ -44,11 +44,17 @@ async def submit_experiment(
 ) -> Any:
     """Queue a spec (run, sweep or tune, from its sections): 202 with its id and links."""
     text = await read_spec_text(request)
-    # Read and validated in an intake process (a slow spec holds up no other request).
-    job = await asyncio.wrap_future(intake.submit(prepare_submission, text, service.max_env_steps))
-    row, created = await run_in_threadpool(
-        store.submit, owner, job, idempotency_key, service.max_queued
+    # Read, validated and queued by an intake process (a slow spec holds up no other request).
+    future = intake.submit(
+        submit_spec,
+        store.url,
+        owner,
+        text,
+        idempotency_key,
+        service.max_env_steps,
+        service.max_queued,
     )
+    row, created = await asyncio.wrap_future(future)
     body = experiment_public(row).model_dump(mode="json")
     headers = {"Location": f"/v1/experiments/{row.id}"}
     return JSONResponse(body, status_code=202 if created else 200, headers=headers)

@@ -1,11 +1,11 @@
 """Specs are read and validated in worker processes, off the API process's event loop.
 
-Parsing YAML, validating the spec and creating its env once costs a submission about half a
-millisecond of CPU, and a large or awkward spec much more; in the API process that time holds
-the GIL that status reads need. An `IntakePool` runs `prepare_submission` (and the validate
-route's check) in `workers` spawned processes instead, so a slow submission delays no other
-request. Workers start with the API and import the spec machinery in the background; with
-`workers=0` the work runs in a thread of the calling process, as before.
+Parsing YAML, validating the spec, creating its env once and writing the row cost a submission
+about 1.5 ms of CPU, and a large or awkward spec much more; in the API process that time holds
+the GIL that status reads need. An `IntakePool` runs `submit_spec` (and the validate route's
+check) in `workers` spawned processes instead, each with its own connection to the job store,
+so a slow submission delays no other request. Workers start with the API and import the spec
+machinery in the background; with `workers=0` the work runs in threads of the calling process.
 """
 
 from __future__ import annotations
@@ -15,10 +15,13 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar
 
 from ppo_platform.errors import UnavailableError
 from ppo_platform.jobs import intake
+from ppo_platform.jobs.models import Experiment
+from ppo_platform.jobs.store import JobStore
 
 Result = TypeVar("Result")
 RESTARTED = "the process reading specs stopped and was restarted; send the request again."
@@ -29,6 +32,27 @@ def warm_up() -> int:
     grid = "name: warm-up\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\n"
     intake.prepare_submission(grid, 10**9, "warm-up")
     return 0
+
+
+_stores: dict[str, JobStore] = {}
+_stores_lock = threading.Lock()
+
+
+def submit_spec(
+    database_url: str,
+    owner: str,
+    text: str,
+    idempotency_key: str | None,
+    max_env_steps: int,
+    max_queued: int,
+) -> tuple[Experiment, bool]:
+    """Validate `text` in full and queue it for `owner`: (experiment, created)."""
+    job = intake.prepare_submission(text, max_env_steps)
+    with _stores_lock:  # one engine per worker process (and per store URL)
+        store = _stores.get(database_url)
+        if store is None:
+            store = _stores[database_url] = JobStore(database_url, Path("."), migrate_schema=False)
+    return store.submit(owner, job, idempotency_key, max_queued)
 
 
 def validation_summary(text: str) -> dict[str, Any]:

@@ -7,9 +7,10 @@ import os
 
 import pytest
 
-from ppo_platform.errors import SpecError, UnavailableError
+from ppo_platform.errors import LimitError, SpecError, UnavailableError
+from ppo_platform.jobs import JobStore
 from ppo_platform.jobs.intake import prepare_submission
-from ppo_platform.jobs.intake_pool import IntakePool, validation_summary
+from ppo_platform.jobs.intake_pool import IntakePool, submit_spec, validation_summary
 
 GRID = "name: g\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\nbudget: {total_timesteps: 512}\n"
 
@@ -37,5 +38,21 @@ def test_a_worker_that_dies_is_replaced_and_the_request_is_unavailable() -> None
             pool.submit(os._exit, 3).result(timeout=60)
         job = pool.submit(prepare_submission, GRID, 10**6).result(timeout=60)
         assert job.name == "g"
+    finally:
+        pool.close()
+
+
+def test_a_worker_queues_the_submission_in_the_store(store: JobStore) -> None:
+    pool = IntakePool(1)
+    try:
+        row, created = pool.submit(submit_spec, store.url, "alice", GRID, "k1", 10**6, 5).result(60)
+        again, created_again = pool.submit(
+            submit_spec, store.url, "alice", GRID, "k1", 10**6, 5
+        ).result(60)
+        assert (created, created_again, again.id) == (True, False, row.id)
+        assert (store.get(row.id, "alice").status, row.kind) == ("queued", "run")
+        with pytest.raises(LimitError, match="max_queued"):
+            for _ in range(5):
+                pool.submit(submit_spec, store.url, "alice", GRID, None, 10**6, 5).result(60)
     finally:
         pool.close()
