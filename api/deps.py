@@ -12,6 +12,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
+from api.services import ServiceOpener, Services
 from ppo_platform.jobs import JobStore, ServiceSettings
 from ppo_platform.jobs.intake_pool import IntakePool
 from ppo_platform.jobs.keys import KeyCache, settings_owner, stored_owner
@@ -21,19 +22,25 @@ from ppo_platform.settings import Settings
 bearer = HTTPBearer(auto_error=False, description="An API key from `ppo-platform keys create`.")
 
 
-async def get_store(request: Request) -> JobStore:
-    store: JobStore = request.app.state.store
-    return store
+async def get_services(request: Request) -> Services:
+    """The job service's parts, once open (a request in the first second waits for them)."""
+    opener: ServiceOpener = request.app.state.opener
+    return opener.opened() or await opener.wait()
 
 
-async def get_snapshots(request: Request) -> StatusSnapshots[bytes]:
-    snapshots: StatusSnapshots[bytes] = request.app.state.snapshots
-    return snapshots
+ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-async def get_intake(request: Request) -> IntakePool:
-    intake: IntakePool = request.app.state.intake
-    return intake
+async def get_store(services: ServicesDep) -> JobStore:
+    return services.store
+
+
+async def get_snapshots(services: ServicesDep) -> StatusSnapshots[bytes]:
+    return services.snapshots
+
+
+async def get_intake(services: ServicesDep) -> IntakePool:
+    return services.intake
 
 
 async def get_service(request: Request) -> ServiceSettings:
