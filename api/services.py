@@ -8,6 +8,7 @@ second). A request that needs them waits until they are open; `/readyz` says 503
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from ppo_platform.jobs import Dispatcher, JobStore, ServiceSettings
 from ppo_platform.jobs.intake_pool import IntakePool
 from ppo_platform.jobs.snapshots import StatusSnapshots
 from ppo_platform.settings import Settings
+
+log = logging.getLogger("api")
 
 
 @dataclass
@@ -61,7 +64,8 @@ class ServiceOpener:
     def _open(self) -> None:
         try:
             self.future.set_result(open_services(self.settings, self.service))
-        except BaseException as error:  # every request then answers with it (503 or 4xx)
+        except BaseException as error:  # /readyz says 503, every other request too
+            log.exception("the job service did not open")
             self.future.set_exception(error)
 
     def opened(self) -> Services | None:

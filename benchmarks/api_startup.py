@@ -36,8 +36,10 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_until(url: str, deadline: float) -> float:
+def wait_until(url: str, deadline: float, process: subprocess.Popen[bytes]) -> float:
     while time.perf_counter() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server exited with {process.returncode}")
         try:
             if httpx.get(url, timeout=0.5).status_code == 200:
                 return time.perf_counter()
@@ -62,12 +64,13 @@ def one_start(tree: Path) -> dict[str, float]:
     process = subprocess.Popen(
         [sys.executable, "-m", "ppo_platform.cli", "serve", "--port", str(port)],
         env=env,
+        cwd=tree,  # `python -m` puts the working directory first on sys.path
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=(home / "server.log").open("wb"),
     )
     try:
-        healthy = wait_until(f"http://127.0.0.1:{port}/healthz", started + 60)
-        ready = wait_until(f"http://127.0.0.1:{port}/readyz", started + 60)
+        healthy = wait_until(f"http://127.0.0.1:{port}/healthz", started + 120, process)
+        ready = wait_until(f"http://127.0.0.1:{port}/readyz", started + 120, process)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
