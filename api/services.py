@@ -1,8 +1,9 @@
 """The app's services: the job store, status snapshots, intake workers and the dispatcher.
 
 They open in a thread after the server starts listening, so `/healthz` answers as soon as the
-process is up (opening the store runs its Alembic migrations, which alone takes a good part of a
-second). A request that needs them waits until they are open; `/readyz` says 503 until then.
+process is up (opening the store runs its Alembic migrations, and the intake workers import the
+spec machinery: about a second together). A request that needs them waits until they are open;
+`/readyz` says 503 until then.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ppo_platform.jobs.snapshots import StatusSnapshots
 from ppo_platform.settings import Settings
 
 log = logging.getLogger("api")
+WARM_UP_SECONDS = 120
 
 
 @dataclass
@@ -42,11 +44,13 @@ def open_services(settings: Settings, service: ServiceSettings) -> Services:
     home = settings.ensure_home()
     store = JobStore(service.database_url(settings), home)
     intake = IntakePool(service.intake_workers)
-    intake.start()
+    warming = intake.start()
     dispatcher = Dispatcher(
         store, service, home / "dispatcher.lock", torch_threads=settings.torch_threads
     )
     dispatcher.start()
+    for future in warming:  # ready means a submission is answered without a cold start
+        future.result(timeout=WARM_UP_SECONDS)
     return Services(store, dispatcher, StatusSnapshots(store, experiment_json), intake)
 
 

@@ -51,14 +51,14 @@ def at_nice_zero() -> None:
         os.setpriority(os.PRIO_PROCESS, 0, 0)
 
 
-def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str, float, float]:
+def start_server(home: Path, tree: Path) -> tuple[subprocess.Popen[bytes], str, float, float]:
     """The server process, its URL, and seconds until /healthz and /readyz answer."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     env = {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT / "platform"), str(ROOT)]),
+        "PYTHONPATH": os.pathsep.join([str(tree / "platform"), str(tree)]),
         "PPO_PLATFORM_HOME": str(home),
         "PPO_PLATFORM_API_KEYS": json.dumps({"bench": KEY}),
         "PPO_PLATFORM_MAX_RUNNING": "1",
@@ -70,6 +70,7 @@ def start_server(home: Path) -> tuple[subprocess.Popen[bytes], str, float, float
     process = subprocess.Popen(
         command,
         env=env,
+        cwd=tree,  # `python -m` puts the working directory first on sys.path
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         preexec_fn=at_nice_zero,
@@ -165,17 +166,21 @@ def job_pid(home: Path, job_id: str) -> int:
 
 
 def start_training(url: str, home: Path) -> tuple[str, int]:
+    """Submit the long training job and wait until it trains (its progress moves)."""
     training = httpx.post(
         f"{url}/v1/experiments",
         content=SPEC.format(name="background-training", steps=4_000_000),
         headers=HEADERS,
+        timeout=60,
     ).json()["id"]
-    while httpx.get(f"{url}/v1/experiments/{training}", headers=HEADERS).json()["status"] != (
-        "running"
-    ):
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        job = httpx.get(f"{url}/v1/experiments/{training}", headers=HEADERS, timeout=60).json()
+        if job["status"] == "running" and job["progress"].get("timesteps", 0) > 0:
+            time.sleep(2)
+            return training, job_pid(home, training)
         time.sleep(0.2)
-    time.sleep(8)  # the job process is past its imports and training
-    return training, job_pid(home, training)
+    raise TimeoutError("the training job did not start within 300 s")
 
 
 def nice_of(pid: int) -> int:
@@ -200,35 +205,55 @@ def run_level(url: str, server: int, job_id: str, clients: int, requests: int, t
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=200, help="Submissions per measurement.")
-    parser.add_argument("--clients", default="1,10", help="Concurrent client levels.")
-    parser.add_argument("--repeat", type=int, default=3, help="Measurements per level.")
-    parser.add_argument("--pin", action="store_true", help="Also measure pinned (see above).")
-    args = parser.parse_args()
-    levels = [int(c) for c in args.clients.split(",")]
+def session(args: argparse.Namespace, tree: Path, label: str, round_: int) -> list[dict]:
+    """One server (from `tree`) with its training job: every level, free (and pinned)."""
     home = Path(tempfile.mkdtemp(prefix="api-bench-"))
-    process, url, healthz, readyz = start_server(home)
+    process, url, healthz, readyz = start_server(home, tree)
     runs: list[dict[str, Any]] = []
     try:
         job_id, job = start_training(url, home)
         placement = Placement(process.pid, job)
-        nice = {"server": nice_of(process.pid), "training_job": nice_of(job)}
-        for round_ in range(args.repeat):
-            for clients in levels:
-                for pinned in (False, True) if args.pin else (False,):
-                    placement.apply(pinned)
-                    tag = f"{round_}-{clients}-{int(pinned)}"
-                    row = run_level(url, process.pid, job_id, clients, args.requests, tag)
-                    runs.append({**row, "round": round_, "pinned": pinned})
-                    print(json.dumps(runs[-1]), flush=True)
+        common = {
+            "tree": label,
+            "round": round_,
+            "healthz_s": healthz,
+            "readyz_s": readyz,
+            "nice_server": nice_of(process.pid),
+            "nice_job": nice_of(job),
+        }
+        for clients in [int(c) for c in args.clients.split(",")]:
+            for pinned in (False, True) if args.pin else (False,):
+                placement.apply(pinned)
+                tag = f"{round_}-{clients}-{int(pinned)}"  # in spec names: no label
+                row = run_level(url, process.pid, job_id, clients, args.requests, tag)
+                runs.append({**common, **row, "pinned": pinned})
+                print(json.dumps(runs[-1]), flush=True)
         placement.apply(False)
         httpx.post(f"{url}/v1/experiments/{job_id}/cancel", headers=HEADERS)
     finally:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
-    write_results(args, {"healthz_s": healthz, "readyz_s": readyz}, nice, runs)
+    return runs
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=200, help="Submissions per measurement.")
+    parser.add_argument("--clients", default="1,10", help="Concurrent client levels.")
+    parser.add_argument("--repeat", type=int, default=3, help="Server sessions per tree.")
+    parser.add_argument("--pin", action="store_true", help="Also measure pinned (see above).")
+    parser.add_argument(
+        "--tree", type=Path, action="append", help="Source tree(s) to serve (default: this one)."
+    )
+    parser.add_argument("--label", action="append", help="A label per --tree.")
+    args = parser.parse_args()
+    trees = [t.resolve() for t in args.tree or [ROOT]]
+    labels = args.label or ["this tree" for _ in trees]
+    runs: list[dict[str, Any]] = []
+    for round_ in range(args.repeat):  # trees alternate: A B A B ...
+        for tree, label in zip(trees, labels, strict=True):
+            runs += session(args, tree, label, round_)
+    write_results(args, runs)
 
 
 def spread(values: list[float]) -> str:
@@ -242,58 +267,80 @@ def versions() -> str:
     return ", ".join(f"{n} {version(n)}" for n in names)
 
 
-def write_results(
-    args: argparse.Namespace, startup: dict[str, float], nice: dict[str, int], runs: list[dict]
-) -> None:
+def summary_rows(runs: list[dict]) -> list[str]:
+    """One row per tree, placement and client level: median (min-max) over the sessions."""
+    lines = []
+    for tree in dict.fromkeys(r["tree"] for r in runs):
+        for pinned in sorted({r["pinned"] for r in runs}):
+            for clients in sorted({r["clients"] for r in runs}):
+                rows = [
+                    r
+                    for r in runs
+                    if (r["tree"], r["pinned"], r["clients"]) == (tree, pinned, clients)
+                ]
+                loads = [r["load_before"] for r in rows] + [r["load_after"] for r in rows]
+                cells = [
+                    spread([r[key] for r in rows])
+                    for key in ("submit_p50", "submit_p99", "status_p50", "status_p99")
+                ]
+                lines.append(
+                    f"| {tree} | {'pinned' if pinned else 'free'} | {clients} | "
+                    + " | ".join(cells)
+                    + f" | {sum(r['errors'] for r in rows)} | "
+                    f"{spread([r['server_cpu_ms_per_pair'] for r in rows])} | "
+                    f"{min(loads):.1f}-{max(loads):.1f} |"
+                )
+    return lines
+
+
+def write_results(args: argparse.Namespace, runs: list[dict]) -> None:
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     pin = " --pin" if args.pin else ""
+    trees = "".join(
+        f" --tree {t} --label '{label}'"
+        for t, label in zip(args.tree or [], args.label or [], strict=False)
+    )
     lines = [
         "# REST API latency",
         "",
         f"`python benchmarks/api_latency.py --requests {args.requests} --clients "
-        f"{args.clients} --repeat {args.repeat}{pin}`, {now}; {os.cpu_count()} cores shared "
-        f"with other work, Python {platform.python_version()}, {versions()}. While one "
+        f"{args.clients} --repeat {args.repeat}{pin}{trees}`, {now}; {os.cpu_count()} cores "
+        f"shared with other work, Python {platform.python_version()}, {versions()}. While one "
         "GridWorld training job runs in the job service, each client thread alternates POST "
         "/v1/experiments (a queued run) and GET /v1/experiments/{id} of the training job; "
-        "milliseconds over real HTTP on loopback. Niceness: server "
-        f"{nice['server']}, training job {nice['training_job']}. "
-        "'pinned': server + intake workers on core 0, training job on core 1 (clients free).",
+        "milliseconds over real HTTP on loopback. Server and training job at nice "
+        f"{sorted({(r['nice_server'], r['nice_job']) for r in runs})} (server, job). 'pinned': "
+        "server + intake workers on core 0, training job on core 1 (clients free). Trees "
+        "alternate session by session (a fresh server and training job each).",
         "",
-        f"Server start-up: /healthz answers after **{startup['healthz_s']:.2f} s**, /readyz "
-        f"(store migrated, dispatcher running) after {startup['readyz_s']:.2f} s.",
+        f"Median (min-max) over the {args.repeat} sessions of each tree:",
         "",
-        f"Median (min-max) over the {args.repeat} measurements of each row:",
+        "| tree | placement | clients | submit p50 | submit p99 | status p50 | status p99 "
+        "| errors | server CPU ms per submit+status | load average (1 min) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        *summary_rows(runs),
         "",
-        "| placement | clients | submit p50 | submit p99 | status p50 | status p99 | errors "
-        "| server CPU ms per submit+status | load average (1 min) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "Server start-up, process start -> /healthz 200 and -> /readyz 200 (seconds):",
+        "",
     ]
-    for pinned in sorted({r["pinned"] for r in runs}):
-        for clients in sorted({r["clients"] for r in runs}):
-            rows = [r for r in runs if r["pinned"] == pinned and r["clients"] == clients]
-            loads = [r["load_before"] for r in rows] + [r["load_after"] for r in rows]
-
-            def cell(key: str, rows: list[dict] = rows) -> str:
-                return spread([r[key] for r in rows])
-
-            lines.append(
-                f"| {'pinned' if pinned else 'free'} | {clients} | {cell('submit_p50')} | "
-                f"{cell('submit_p99')} | {cell('status_p50')} | {cell('status_p99')} | "
-                f"{sum(r['errors'] for r in rows)} | {cell('server_cpu_ms_per_pair')} | "
-                f"{min(loads):.1f}-{max(loads):.1f} |"
-            )
+    for tree in dict.fromkeys(r["tree"] for r in runs):
+        starts = {r["round"]: r for r in runs if r["tree"] == tree}.values()
+        lines.append(
+            f"- {tree}: /healthz {spread([r['healthz_s'] for r in starts])}, "
+            f"/readyz {spread([r['readyz_s'] for r in starts])}"
+        )
     lines += [
         "",
         "Every measurement, in order:",
         "",
-        "| round | placement | clients | submit p50 / p99 | status p50 / p99 | server CPU ms "
-        "| load before, after |",
-        "|---:|---|---:|---:|---:|---:|---|",
+        "| tree | session | placement | clients | submit p50 / p99 | status p50 / p99 "
+        "| server CPU ms | load before, after |",
+        "|---|---:|---|---:|---:|---:|---:|---|",
     ]
     for r in runs:
         lines.append(
-            f"| {r['round']} | {'pinned' if r['pinned'] else 'free'} | {r['clients']} | "
-            f"{r['submit_p50']:.1f} / {r['submit_p99']:.1f} | "
+            f"| {r['tree']} | {r['round']} | {'pinned' if r['pinned'] else 'free'} | "
+            f"{r['clients']} | {r['submit_p50']:.1f} / {r['submit_p99']:.1f} | "
             f"{r['status_p50']:.1f} / {r['status_p99']:.1f} | "
             f"{r['server_cpu_ms_per_pair']:.2f} | {r['load_before']:.1f}, {r['load_after']:.1f} |"
         )
@@ -302,7 +349,7 @@ def write_results(
     if out.exists() and NOTES in out.read_text():
         notes = out.read_text().split(NOTES, 1)[1]
     out.write_text("\n".join(lines) + "\n\n" + NOTES + notes)
-    record = {"date": now, "args": vars(args), "startup": startup, "nice": nice, "runs": runs}
+    record = {"date": now, "args": {k: str(v) for k, v in vars(args).items()}, "runs": runs}
     out.with_suffix(".json").write_text(json.dumps(record, indent=1))
     print("\n".join(lines))
 

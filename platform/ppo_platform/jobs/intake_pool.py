@@ -80,11 +80,9 @@ class IntakePool:
             return ThreadPoolExecutor(4, thread_name_prefix="intake")
         return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
 
-    def start(self) -> None:
-        """Start the workers and warm them up without waiting (the API answers meanwhile)."""
-        if self.workers:
-            for _ in range(self.workers):
-                self._executor.submit(warm_up)
+    def start(self) -> list[Future[int]]:
+        """Start the workers and warm them up; wait on the futures to know they are ready."""
+        return [self._executor.submit(warm_up) for _ in range(self.workers)]
 
     def submit(self, fn: Callable[..., Result], *args: Any) -> Future[Result]:
         """`fn(*args)` in a worker; its exceptions (SpecError ...) come back as they are. A
