@@ -51,7 +51,9 @@ def at_nice_zero() -> None:
         os.setpriority(os.PRIO_PROCESS, 0, 0)
 
 
-def start_server(home: Path, tree: Path) -> tuple[subprocess.Popen[bytes], str, float, float]:
+def start_server(
+    home: Path, tree: Path, extra: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], str, float, float]:
     """The server process, its URL, and seconds until /healthz and /readyz answer."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -63,6 +65,7 @@ def start_server(home: Path, tree: Path) -> tuple[subprocess.Popen[bytes], str, 
         "PPO_PLATFORM_API_KEYS": json.dumps({"bench": KEY}),
         "PPO_PLATFORM_MAX_RUNNING": "1",
         "PPO_PLATFORM_MAX_QUEUED": "100000",
+        **extra,
     }
     url = f"http://127.0.0.1:{port}"
     started = time.perf_counter()
@@ -126,10 +129,19 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU the server process has used (its intake workers not included)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def own_cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(server: int, job: int) -> float:
+    """User + system CPU of the server and its intake workers (every child but the training
+    job's processes; the queued runs never start while the training job runs)."""
+    skip = {job, *descendants(job)}
+    return sum(own_cpu_seconds(p) for p in [server, *descendants(server)] if p not in skip)
 
 
 def descendants(pid: int) -> list[int]:
@@ -187,8 +199,11 @@ def nice_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
 
 
-def run_level(url: str, server: int, job_id: str, clients: int, requests: int, tag: str) -> dict:
-    cpu, load = cpu_seconds(server), os.getloadavg()[0]
+def run_level(
+    url: str, placement: Placement, job_id: str, clients: int, requests: int, tag: str
+) -> dict:
+    server, job = placement.server, placement.job
+    cpu, load = cpu_seconds(server, job), os.getloadavg()[0]
     t = measure(url, clients, requests, job_id, tag)
     n = len(t["submit"])
     return {
@@ -199,7 +214,7 @@ def run_level(url: str, server: int, job_id: str, clients: int, requests: int, t
         "status_p50": statistics.median(t["status"]),
         "status_p99": percentile(t["status"], 0.99),
         "errors": len(t["errors"]),
-        "server_cpu_ms_per_pair": (cpu_seconds(server) - cpu) * 1000 / n,
+        "server_cpu_ms_per_pair": (cpu_seconds(server, job) - cpu) * 1000 / n,
         "load_before": load,
         "load_after": os.getloadavg()[0],
     }
@@ -208,7 +223,8 @@ def run_level(url: str, server: int, job_id: str, clients: int, requests: int, t
 def session(args: argparse.Namespace, tree: Path, label: str, round_: int) -> list[dict]:
     """One server (from `tree`) with its training job: every level, free (and pinned)."""
     home = Path(tempfile.mkdtemp(prefix="api-bench-"))
-    process, url, healthz, readyz = start_server(home, tree)
+    extra = dict(item.split("=", 1) for item in args.server_env or [])
+    process, url, healthz, readyz = start_server(home, tree, extra)
     runs: list[dict[str, Any]] = []
     try:
         job_id, job = start_training(url, home)
@@ -225,7 +241,7 @@ def session(args: argparse.Namespace, tree: Path, label: str, round_: int) -> li
             for pinned in (False, True) if args.pin else (False,):
                 placement.apply(pinned)
                 tag = f"{round_}-{clients}-{int(pinned)}"  # in spec names: no label
-                row = run_level(url, process.pid, job_id, clients, args.requests, tag)
+                row = run_level(url, placement, job_id, clients, args.requests, tag)
                 runs.append({**common, **row, "pinned": pinned})
                 print(json.dumps(runs[-1]), flush=True)
         placement.apply(False)
@@ -246,6 +262,9 @@ def main() -> None:
         "--tree", type=Path, action="append", help="Source tree(s) to serve (default: this one)."
     )
     parser.add_argument("--label", action="append", help="A label per --tree.")
+    parser.add_argument(
+        "--server-env", action="append", help="NAME=VALUE for the server (e.g. a setting)."
+    )
     args = parser.parse_args()
     trees = [t.resolve() for t in args.tree or [ROOT]]
     labels = args.label or ["this tree" for _ in trees]
@@ -296,6 +315,7 @@ def summary_rows(runs: list[dict]) -> list[str]:
 def write_results(args: argparse.Namespace, runs: list[dict]) -> None:
     now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     pin = " --pin" if args.pin else ""
+    pin += "".join(f" --server-env {item}" for item in args.server_env or [])
     trees = "".join(
         f" --tree {t} --label '{label}'"
         for t, label in zip(args.tree or [], args.label or [], strict=False)
