@@ -43,7 +43,7 @@ def open_services(settings: Settings, service: ServiceSettings) -> Services:
     """Open (and migrate) the store, start the intake workers and the dispatcher."""
     home = settings.ensure_home()
     store = JobStore(service.database_url(settings), home)
-    intake = IntakePool(service.intake_workers)
+    intake = IntakePool(service.intake_workers, store)
     warming = intake.start()
     dispatcher = Dispatcher(
         store, service, home / "dispatcher.lock", torch_threads=settings.torch_threads

@@ -11,7 +11,9 @@ machinery in the background; with `workers=0` the work runs in threads of the ca
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
@@ -25,6 +27,18 @@ from ppo_platform.jobs.store import JobStore
 
 Result = TypeVar("Result")
 RESTARTED = "the process reading specs stopped and was restarted; send the request again."
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Worker initializer: a worker whose API process is gone (even SIGKILLed) exits too, so
+    no orphan waits for work forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def warm_up() -> int:
@@ -70,15 +84,23 @@ def validation_summary(text: str) -> dict[str, Any]:
 class IntakePool:
     """`workers` processes (0: threads of this process) that read submitted specs."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, store: JobStore | None = None) -> None:
         self.workers = workers
         self._lock = threading.Lock()
         self._executor = self._new_executor()
+        if workers == 0 and store is not None:  # threads of this process: its own store
+            with _stores_lock:
+                _stores[store.url] = store
 
     def _new_executor(self) -> Executor:
         if self.workers == 0:
             return ThreadPoolExecutor(4, thread_name_prefix="intake")
-        return ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        return ProcessPoolExecutor(
+            self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_exit_with_parent,
+            initargs=(os.getpid(),),
+        )
 
     def start(self) -> list[Future[int]]:
         """Start the workers and warm them up; wait on the futures to know they are ready."""

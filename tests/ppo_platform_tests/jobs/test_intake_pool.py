@@ -4,6 +4,10 @@ dies is replaced."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +60,21 @@ def test_a_worker_queues_the_submission_in_the_store(store: JobStore) -> None:
                 pool.submit(submit_spec, store.url, "alice", GRID, None, 10**6, 5).result(60)
     finally:
         pool.close()
+
+
+def test_workers_exit_when_the_api_process_is_killed() -> None:
+    script = (
+        "import os, signal; from ppo_platform.jobs.intake_pool import IntakePool; "
+        "pool = IntakePool(1); print(pool.submit(os.getpid).result(60), flush=True); "
+        "os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    command = [sys.executable, "-c", script]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    worker = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and Path(f"/proc/{worker}").exists():
+        time.sleep(0.2)
+    assert (
+        not Path(f"/proc/{worker}").exists()
+        or "\nState:\tZ" in Path(f"/proc/{worker}/status").read_text()
+    )
