@@ -37,5 +37,10 @@ def experiment_public(job: Experiment) -> ExperimentPublic:
     )
 
 
+def experiment_json(job: Experiment) -> bytes:
+    """The status body as served (cached by StatusSnapshots)."""
+    return experiment_public(job).model_dump_json().encode()
+
+
 def event_public(event: Event) -> EventPublic:
     return EventPublic(id=event.id, kind=event.kind, data=event.data, created_at=event.created_at)

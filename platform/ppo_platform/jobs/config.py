@@ -28,6 +28,13 @@ class ServiceSettings(BaseSettings):
     jobs_concurrency: int = Field(
         default_factory=default_workers, ge=1, description="Jobs running at once (one per core)."
     )
+    intake_workers: int = Field(
+        default_factory=lambda: min(2, max(1, default_workers() // 2)),
+        ge=0,
+        le=16,
+        description="Processes that read and validate submitted specs off the API's event "
+        "loop (0: threads of the API process).",
+    )
     api_keys: dict[str, str] = Field(
         default_factory=dict,
         description='Extra API keys from settings, as JSON {"owner name": "key"}.',

@@ -18,6 +18,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    literal_column,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -43,6 +44,7 @@ class Experiment(Base):
         UniqueConstraint("owner", "idempotency_key", name="uq_owner_idempotency"),
         Index("ix_experiments_owner_status", "owner", "status"),
     )
+    __mapper_args__ = {"eager_defaults": True}  # noqa: RUF012 (fetch row_version after flush)
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(32), unique=True, index=True)
@@ -67,6 +69,10 @@ class Experiment(Base):
     cancel_requested: Mapped[bool] = mapped_column(default=False)
     pid: Mapped[int | None] = mapped_column(Integer)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # Moved on by every UPDATE, ORM or Core (migration 0003): StatusSnapshots compares it.
+    row_version: Mapped[int] = mapped_column(
+        Integer, default=0, server_default="0", onupdate=literal_column("row_version + 1")
+    )
 
 
 class Event(Base):
