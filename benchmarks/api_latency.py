@@ -220,10 +220,13 @@ def run_level(
     }
 
 
-def session(args: argparse.Namespace, tree: Path, label: str, round_: int) -> list[dict]:
+def session(
+    args: argparse.Namespace, tree: Path, label: str, round_: int, tree_env: str
+) -> list[dict]:
     """One server (from `tree`) with its training job: every level, free (and pinned)."""
     home = Path(tempfile.mkdtemp(prefix="api-bench-"))
-    extra = dict(item.split("=", 1) for item in args.server_env or [])
+    items = [*(args.server_env or []), *(i for i in tree_env.split(",") if "=" in i)]
+    extra = dict(item.split("=", 1) for item in items)
     process, url, healthz, readyz = start_server(home, tree, extra)
     runs: list[dict[str, Any]] = []
     try:
@@ -263,15 +266,25 @@ def main() -> None:
     )
     parser.add_argument("--label", action="append", help="A label per --tree.")
     parser.add_argument(
+        "--tree-env",
+        action="append",
+        help="Per --tree: NAME=VALUE[,NAME=VALUE] for that tree's server ('-' for none); "
+        "the same tree twice with two settings compares them.",
+    )
+    parser.add_argument(
+        "--out", default="api_latency", help="Results name in benchmarks/results/ (.md, .json)."
+    )
+    parser.add_argument(
         "--server-env", action="append", help="NAME=VALUE for the server (e.g. a setting)."
     )
     args = parser.parse_args()
     trees = [t.resolve() for t in args.tree or [ROOT]]
     labels = args.label or ["this tree" for _ in trees]
+    tree_envs = args.tree_env or ["-" for _ in trees]
     runs: list[dict[str, Any]] = []
     for round_ in range(args.repeat):  # trees alternate: A B A B ...
-        for tree, label in zip(trees, labels, strict=True):
-            runs += session(args, tree, label, round_)
+        for tree, label, env in zip(trees, labels, tree_envs, strict=True):
+            runs += session(args, tree, label, round_, env)
     write_results(args, runs)
 
 
@@ -320,6 +333,8 @@ def write_results(args: argparse.Namespace, runs: list[dict]) -> None:
         f" --tree {t} --label '{label}'"
         for t, label in zip(args.tree or [], args.label or [], strict=False)
     )
+    trees += "".join(f" --tree-env {e}" for e in args.tree_env or [])
+    trees += f" --out {args.out}" if args.out != "api_latency" else ""
     lines = [
         "# REST API latency",
         "",
@@ -364,7 +379,7 @@ def write_results(args: argparse.Namespace, runs: list[dict]) -> None:
             f"{r['status_p50']:.1f} / {r['status_p99']:.1f} | "
             f"{r['server_cpu_ms_per_pair']:.2f} | {r['load_before']:.1f}, {r['load_after']:.1f} |"
         )
-    out = ROOT / "benchmarks" / "results" / "api_latency.md"
+    out = ROOT / "benchmarks" / "results" / f"{Path(args.out).name}.md"
     notes = ""
     if out.exists() and NOTES in out.read_text():
         notes = out.read_text().split(NOTES, 1)[1]

@@ -46,6 +46,12 @@ class ServiceSettings(BaseSettings):
         "process stops working within this time (0: look every key up).",
     )
     max_body_bytes: int = Field(1_000_000, ge=1024, description="Largest request body accepted.")
+    login_attempts: int = Field(
+        10, ge=1, description="Failed dashboard logins allowed per client address per window."
+    )
+    login_window_seconds: float = Field(
+        60.0, gt=0, description="The window of login_attempts; past it the login form is 429."
+    )
     max_env_steps: int = Field(
         5_000_000, ge=1, description="Most env steps one experiment may train (all its runs)."
     )

@@ -1,4 +1,5 @@
-"""The job store's tables: experiments, their events, API keys (SQLAlchemy 2 declarative).
+"""The job store's tables: experiments, their events, API keys, dashboard sessions (SQLAlchemy 2
+declarative).
 
 The schema itself is owned by the Alembic migrations in `migrations/versions`; these classes
 must match them (tests/ppo_platform_tests/jobs checks that the migrated schema does).
@@ -99,4 +100,18 @@ class ApiKey(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True)
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class WebSession(Base):
+    """A dashboard sign-in: only the SHA-256 of its random id is stored, with the hash of the
+    API key it was opened with (a revoked key ends it), its expiry and its logout time."""
+
+    __tablename__ = "web_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(64))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), index=True)
     revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
