@@ -6,15 +6,14 @@ import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import IntakeDep, OwnerDep, ServiceDep, SnapshotsDep, StoreDep
 from api.errors import ERROR_RESPONSES
-from api.present import experiment_public
+from api.present import experiment_public, submit_rendered
 from api.schemas import ExperimentList, ExperimentPublic
 from api.spec_body import SPEC_BODY, read_spec_text
-from ppo_platform.jobs.intake_pool import submit_spec
 
 router = APIRouter(prefix="/v1/experiments", tags=["experiments"], responses=ERROR_RESPONSES)
 IdempotencyKey = Annotated[
@@ -46,7 +45,7 @@ async def submit_experiment(
     text = await read_spec_text(request)
     # Read, validated and queued by an intake process (a slow spec holds up no other request).
     future = intake.submit(
-        submit_spec,
+        submit_rendered,
         store.url,
         owner,
         text,
@@ -54,10 +53,11 @@ async def submit_experiment(
         service.max_env_steps,
         service.max_queued,
     )
-    row, created = await asyncio.wrap_future(future)
-    body = experiment_public(row).model_dump(mode="json")
-    headers = {"Location": f"/v1/experiments/{row.id}"}
-    return JSONResponse(body, status_code=202 if created else 200, headers=headers)
+    experiment_id, body, created = await asyncio.wrap_future(future)
+    headers = {"Location": f"/v1/experiments/{experiment_id}"}
+    return Response(
+        body, status_code=202 if created else 200, headers=headers, media_type="application/json"
+    )
 
 
 @router.get("", response_model=ExperimentList)
