@@ -35,6 +35,14 @@ class ServiceSettings(BaseSettings):
         description="Processes that read and validate submitted specs off the API's event "
         "loop (0: threads of the API process).",
     )
+    job_nice: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="Niceness of job processes (and their children): under contention for "
+        "the cores the API answers first; an idle machine still gives training every core "
+        "(0: same priority as the API).",
+    )
     api_keys: dict[str, str] = Field(
         default_factory=dict,
         description='Extra API keys from settings, as JSON {"owner name": "key"}.',
