@@ -42,9 +42,14 @@ class Services:
 def open_services(settings: Settings, service: ServiceSettings) -> Services:
     """Open (and migrate) the store, start the intake workers and the dispatcher."""
     home = settings.ensure_home()
-    store = JobStore(service.database_url(settings), home)
-    intake = IntakePool(service.intake_workers, store)
-    warming = intake.start()
+    intake = IntakePool(service.intake_workers)
+    warming = intake.start()  # the workers import and warm up while the store migrates
+    try:
+        store = JobStore(service.database_url(settings), home)
+    except BaseException:
+        intake.close()
+        raise
+    intake.share_store(store)
     dispatcher = Dispatcher(
         store, service, home / "dispatcher.lock", torch_threads=settings.torch_threads
     )

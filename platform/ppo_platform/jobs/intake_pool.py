@@ -88,7 +88,12 @@ class IntakePool:
         self.workers = workers
         self._lock = threading.Lock()
         self._executor = self._new_executor()
-        if workers == 0 and store is not None:  # threads of this process: its own store
+        if store is not None:
+            self.share_store(store)
+
+    def share_store(self, store: JobStore) -> None:
+        """With threads (workers=0), submissions use `store` instead of opening their own."""
+        if self.workers == 0:
             with _stores_lock:
                 _stores[store.url] = store
 
