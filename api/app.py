@@ -1,8 +1,9 @@
 """The FastAPI application: `create_app(settings)`; `ppo-platform serve` runs it with uvicorn.
 
-The app opens the job store (migrating it) and starts the job dispatcher when it starts, and
-stops dispatching when it stops. It imports no torch, SB3 or MLflow: jobs run in their own
-processes, and MLflow is loaded only by the metrics route, on first use.
+The app opens the job store (migrating it) and starts the job dispatcher in a thread once it
+starts (api/services.py; /healthz answers meanwhile), and stops dispatching when it stops. It
+imports no torch, SB3 or MLflow: jobs run in their own processes, and MLflow is loaded only by
+the metrics route, on first use.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from api.dashboard import install_dashboard
 from api.errors import install_error_handlers
 from api.limits import BodyLimitMiddleware
 from api.routes import artifacts, events, experiments, health, specs
-from ppo_platform.jobs import Dispatcher, JobStore, ServiceSettings, get_service_settings
+from api.services import ServiceOpener
+from ppo_platform.jobs import ServiceSettings, get_service_settings
 from ppo_platform.jobs.keys import KeyCache
 from ppo_platform.settings import Settings, get_settings
 
@@ -32,20 +34,15 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Requests are short (about a millisecond of Python each): hand the GIL on every 1 ms
-        # instead of 5, so a cheap status read does not wait behind submissions in threads.
+        # instead of 5, so a cheap status read does not wait behind other threads.
         sys.setswitchinterval(0.001)
-        home = settings.ensure_home()
-        store = JobStore(service.database_url(settings), home)
-        dispatcher = Dispatcher(
-            store, service, home / "dispatcher.lock", torch_threads=settings.torch_threads
-        )
-        app.state.store, app.state.dispatcher = store, dispatcher
-        dispatcher.start()
+        opener = ServiceOpener(settings, service)
+        app.state.opener = opener
+        opener.start()  # the server listens meanwhile: /healthz answers at once
         try:
             yield
         finally:
-            dispatcher.stop()
-            store.close()
+            opener.close()
 
     app = FastAPI(
         title="ppo-platform",

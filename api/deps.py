@@ -12,16 +12,35 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
+from api.services import ServiceOpener, Services
 from ppo_platform.jobs import JobStore, ServiceSettings
+from ppo_platform.jobs.intake_pool import IntakePool
 from ppo_platform.jobs.keys import KeyCache, settings_owner, stored_owner
+from ppo_platform.jobs.snapshots import StatusSnapshots
 from ppo_platform.settings import Settings
 
 bearer = HTTPBearer(auto_error=False, description="An API key from `ppo-platform keys create`.")
 
 
-async def get_store(request: Request) -> JobStore:
-    store: JobStore = request.app.state.store
-    return store
+async def get_services(request: Request) -> Services:
+    """The job service's parts, once open (a request in the first second waits for them)."""
+    opener: ServiceOpener = request.app.state.opener
+    return opener.opened() or await opener.wait()
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+async def get_store(services: ServicesDep) -> JobStore:
+    return services.store
+
+
+async def get_snapshots(services: ServicesDep) -> StatusSnapshots[bytes]:
+    return services.snapshots
+
+
+async def get_intake(services: ServicesDep) -> IntakePool:
+    return services.intake
 
 
 async def get_service(request: Request) -> ServiceSettings:
@@ -36,6 +55,8 @@ async def get_settings(request: Request) -> Settings:
 
 StoreDep = Annotated[JobStore, Depends(get_store)]
 ServiceDep = Annotated[ServiceSettings, Depends(get_service)]
+IntakeDep = Annotated[IntakePool, Depends(get_intake)]
+SnapshotsDep = Annotated[StatusSnapshots[bytes], Depends(get_snapshots)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from api.schemas import EventPublic, ExperimentLinks, ExperimentPublic
 from ppo_platform.jobs import Event, Experiment
+from ppo_platform.jobs.intake_pool import submit_spec
 
 
 def experiment_public(job: Experiment) -> ExperimentPublic:
@@ -35,6 +36,27 @@ def experiment_public(job: Experiment) -> ExperimentPublic:
             cancel=f"{base}/cancel",
         ),
     )
+
+
+def experiment_json(job: Experiment) -> bytes:
+    """The status body as served (cached by StatusSnapshots)."""
+    return experiment_public(job).model_dump_json().encode()
+
+
+def submit_rendered(
+    database_url: str,
+    owner: str,
+    text: str,
+    idempotency_key: str | None,
+    max_env_steps: int,
+    max_queued: int,
+) -> tuple[str, bytes, bool]:
+    """`submit_spec`, run in an intake worker, answered as (id, JSON body, created): the worker
+    renders the body, so the API process neither unpickles a row nor builds its model."""
+    row, created = submit_spec(
+        database_url, owner, text, idempotency_key, max_env_steps, max_queued
+    )
+    return row.id, experiment_json(row), created
 
 
 def event_public(event: Event) -> EventPublic:

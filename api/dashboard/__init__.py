@@ -1,5 +1,6 @@
 """The web dashboard: server-rendered pages (Jinja2) at /, their static files at /static, and
-the /ui routes their scripts call; the same API keys as the REST API, kept in a session cookie.
+the /ui routes their scripts call; the same API keys as the REST API open a server-side
+session (the cookie holds only its id).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from fastapi.staticfiles import StaticFiles
 
 from api.dashboard import actions, pages
 from api.dashboard.auth import LoginRequired
+from api.dashboard.throttle import LoginThrottle
 
 STATIC = Path(__file__).parent / "static"
 
@@ -21,7 +23,9 @@ async def _to_login(_request: Request, _error: Exception) -> Response:
 
 
 def install_dashboard(app: FastAPI) -> None:
-    """Mount the dashboard on `app`."""
+    """Mount the dashboard on `app` (after `app.state.service` is set)."""
+    service = app.state.service
+    app.state.login_throttle = LoginThrottle(service.login_attempts, service.login_window_seconds)
     app.add_exception_handler(LoginRequired, _to_login)
     app.include_router(pages.router)
     app.include_router(actions.router)

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
 from api.dashboard.auth import SecretDep, UiViewer, check_csrf, read_form
-from api.deps import ServiceDep, SettingsDep, StoreDep
+from api.deps import IntakeDep, ServiceDep, SettingsDep, StoreDep
 from api.routes import artifacts, events, experiments, specs
 from ppo_platform.errors import IssueError
 
@@ -17,14 +17,12 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 
 
 @router.post("/specs/validate")
-async def validate(
-    request: Request, viewer: UiViewer, service: ServiceDep, secret: SecretDep
-) -> Any:
+async def validate(request: Request, viewer: UiViewer, intake: IntakeDep, secret: SecretDep) -> Any:
     """As POST /v1/specs/validate, but a spec with issues is a 200 `{"valid": false, issues}`:
     a refusal is the answer the page asks for, not a failed request (no console error)."""
     check_csrf(request, secret, viewer, None)
     try:
-        checked = await specs.validate_spec(request, viewer.owner, service)
+        checked = await specs.validate_spec(request, viewer.owner, intake)
     except IssueError as error:
         message = f"{len(error.issues)} issue(s)"
         return {"valid": False, "message": message, "issues": error.to_dict()}
@@ -37,13 +35,14 @@ async def submit(
     viewer: UiViewer,
     store: StoreDep,
     service: ServiceDep,
+    intake: IntakeDep,
     secret: SecretDep,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=128)] = None,
 ) -> Any:
     """As POST /v1/experiments."""
     check_csrf(request, secret, viewer, None)
     return await experiments.submit_experiment(
-        request, viewer.owner, store, service, idempotency_key
+        request, viewer.owner, store, service, intake, idempotency_key
     )
 
 

@@ -1,4 +1,5 @@
-"""Who the browser is: the session cookie -> API key -> owner, the same keys as the REST API.
+"""Who the browser is: the session cookie -> server-side session -> owner (the same keys as the
+REST API open a session; a revoked key ends it).
 
 Pages without a valid session redirect to the login form (`LoginRequired`); the dashboard's
 JSON and SSE routes answer 401. State-changing requests must come from this origin and carry
@@ -14,13 +15,14 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import Depends, HTTPException, Request
 from starlette.concurrency import run_in_threadpool
 
-from api.dashboard.session import COOKIE, Session, csrf_valid, decode_session, load_secret
+from api.dashboard.session import COOKIE, csrf_valid, load_secret
 from api.deps import ServiceDep, SettingsDep, StoreDep
 from ppo_platform.jobs import JobStore, ServiceSettings
 from ppo_platform.jobs.keys import KeyCache, settings_owner, stored_owner
+from ppo_platform.jobs.web_sessions import OpenSession, find_session
 
 CSRF_HEADER = "X-CSRF-Token"
-MAX_FORM_BYTES = 1_000_000
+MAX_FORM_BYTES = 64 * 1024  # the largest form is the plan page's spec, a few kB
 
 
 class LoginRequired(Exception):
@@ -32,7 +34,7 @@ class Viewer:
     """A signed-in browser: the key's owner and its session."""
 
     owner: str
-    session: Session
+    session: OpenSession
 
 
 async def get_secret(request: Request, settings: SettingsDep) -> bytes:
@@ -57,14 +59,12 @@ async def owner_of_key(
     return owner
 
 
-async def _viewer(
-    request: Request, store: StoreDep, service: ServiceDep, secret: SecretDep
-) -> Viewer | None:
-    session = decode_session(secret, request.cookies.get(COOKIE))
-    if session is None:
+async def _viewer(request: Request, store: StoreDep, service: ServiceDep) -> Viewer | None:
+    cookie = request.cookies.get(COOKIE)
+    if not cookie:
         return None
-    owner = await owner_of_key(request, store, service, session.key)
-    return None if owner is None else Viewer(owner, session)
+    session = await run_in_threadpool(find_session, store, cookie, service.api_keys)
+    return None if session is None else Viewer(session.owner, session)
 
 
 async def page_viewer(viewer: Annotated[Viewer | None, Depends(_viewer)]) -> Viewer:
@@ -100,6 +100,20 @@ def check_csrf(request: Request, secret: bytes, viewer: Viewer, token: str | Non
 
 
 async def read_form(request: Request) -> dict[str, str]:
-    """An urlencoded form's fields (the first value of each); no multipart parser needed."""
-    body = (await request.body())[:MAX_FORM_BYTES].decode("utf-8", "replace")
+    """An urlencoded form's fields (the first value of each); no multipart parser needed. A
+    body over MAX_FORM_BYTES is refused (413) before more of it is read."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_FORM_BYTES:
+        raise _form_too_large()
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_FORM_BYTES:
+            raise _form_too_large()
+        chunks.append(chunk)
+    body = b"".join(chunks).decode("utf-8", "replace")
     return {name: values[0] for name, values in parse_qs(body).items()}
+
+
+def _form_too_large() -> HTTPException:
+    return HTTPException(413, f"the form is over the limit of {MAX_FORM_BYTES} bytes.")

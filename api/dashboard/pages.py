@@ -21,12 +21,14 @@ from api.dashboard.auth import (
 )
 from api.dashboard.details import error_text, experiment_context
 from api.dashboard.markdown import render
-from api.dashboard.session import COOKIE, MAX_AGE_SECONDS, csrf_token, encode_session, new_session
+from api.dashboard.session import COOKIE, MAX_AGE_SECONDS, csrf_token
+from api.dashboard.throttle import LoginThrottle
 from api.dashboard.view import KINDS, STATUSES, row
 from api.deps import ServiceDep, SettingsDep, StoreDep
 from ppo_platform.errors import NotFoundError, PlatformError
 from ppo_platform.jobs.intake import plan_for_service
 from ppo_platform.jobs.listing import experiment_summaries
+from ppo_platform.jobs.web_sessions import close_session, open_session
 
 router = APIRouter(include_in_schema=False)
 templates = Jinja2Templates(directory=str(Path(__file__).parent / "templates"))
@@ -51,23 +53,24 @@ def login_form(request: Request) -> Response:
 
 
 @router.post("/login")
-async def login(
-    request: Request, store: StoreDep, service: ServiceDep, secret: SecretDep
-) -> Response:
-    """Check the key, then keep it in the signed session cookie."""
+async def login(request: Request, store: StoreDep, service: ServiceDep) -> Response:
+    """Check the key, then open a server-side session; its random id is the cookie."""
     check_origin(request)
+    throttle: LoginThrottle = request.app.state.login_throttle
+    address = request.client.host if request.client else "-"
+    if (wait := throttle.retry_after(address)) is not None:
+        return _login_refused(request, 429, _too_many(wait), {"Retry-After": str(wait)})
     key = (await read_form(request)).get("api_key", "").strip()
     owner = await owner_of_key(request, store, service, key) if key else None
     if owner is None:
-        context = {
-            "owner": None,
-            "error": "unknown or revoked API key: paste a key from `ppo-platform keys create`.",
-        }
-        return templates.TemplateResponse(request, "login.html", context, status_code=401)
+        throttle.failed(address)
+        error = "unknown or revoked API key: paste a key from `ppo-platform keys create`."
+        return _login_refused(request, 401, error, {})
+    session_id = await run_in_threadpool(open_session, store, owner, key, MAX_AGE_SECONDS)
     response = RedirectResponse("/", status_code=303)
     response.set_cookie(
         COOKIE,
-        encode_session(secret, new_session(key)),
+        session_id,
         max_age=MAX_AGE_SECONDS,
         httponly=True,
         samesite="strict",
@@ -76,10 +79,24 @@ async def login(
     return response
 
 
+def _too_many(wait: int) -> str:
+    return f"too many failed logins from this address: try again in {wait} s."
+
+
+def _login_refused(request: Request, code: int, error: str, headers: dict[str, str]) -> Response:
+    context = {"owner": None, "error": error}
+    return templates.TemplateResponse(
+        request, "login.html", context, status_code=code, headers=headers
+    )
+
+
 @router.post("/logout")
-async def logout(request: Request, viewer: PageViewer, secret: SecretDep) -> Response:
-    """Forget the session."""
+async def logout(
+    request: Request, viewer: PageViewer, store: StoreDep, secret: SecretDep
+) -> Response:
+    """End the session on the server (a replayed cookie opens nothing) and drop the cookie."""
     check_csrf(request, secret, viewer, (await read_form(request)).get("csrf_token"))
+    await run_in_threadpool(close_session, store, viewer.session.id)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, httponly=True, samesite="strict")
     return response

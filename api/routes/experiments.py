@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import OwnerDep, ServiceDep, StoreDep
+from api.deps import IntakeDep, OwnerDep, ServiceDep, SnapshotsDep, StoreDep
 from api.errors import ERROR_RESPONSES
-from api.present import experiment_public
+from api.present import experiment_public, submit_rendered
 from api.schemas import ExperimentList, ExperimentPublic
 from api.spec_body import SPEC_BODY, read_spec_text
-from ppo_platform.jobs import prepare_submission
 
 router = APIRouter(prefix="/v1/experiments", tags=["experiments"], responses=ERROR_RESPONSES)
 IdempotencyKey = Annotated[
@@ -38,19 +38,26 @@ async def submit_experiment(
     owner: OwnerDep,
     store: StoreDep,
     service: ServiceDep,
+    intake: IntakeDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
     """Queue a spec (run, sweep or tune, from its sections): 202 with its id and links."""
     text = await read_spec_text(request)
-
-    def submit() -> tuple[Any, bool]:
-        job = prepare_submission(text, service.max_env_steps)
-        return store.submit(owner, job, idempotency_key, service.max_queued)
-
-    row, created = await run_in_threadpool(submit)
-    body = experiment_public(row).model_dump(mode="json")
-    headers = {"Location": f"/v1/experiments/{row.id}"}
-    return JSONResponse(body, status_code=202 if created else 200, headers=headers)
+    # Read, validated and queued by an intake process (a slow spec holds up no other request).
+    future = intake.submit(
+        submit_rendered,
+        store.url,
+        owner,
+        text,
+        idempotency_key,
+        service.max_env_steps,
+        service.max_queued,
+    )
+    experiment_id, body, created = await asyncio.wrap_future(future)
+    headers = {"Location": f"/v1/experiments/{experiment_id}"}
+    return Response(
+        body, status_code=202 if created else 200, headers=headers, media_type="application/json"
+    )
 
 
 @router.get("", response_model=ExperimentList)
@@ -77,12 +84,14 @@ def list_experiments(
 
 
 @router.get("/{experiment_id}", response_model=ExperimentPublic)
-async def get_experiment(experiment_id: str, owner: OwnerDep, store: StoreDep) -> Any:
+async def get_experiment(experiment_id: str, owner: OwnerDep, snapshots: SnapshotsDep) -> Any:
     """Status, progress, diagnostics, alert count, MLflow ids, and the result or error."""
-    # The hot path of clients that poll: one trip to a thread for the query, and the body
-    # serialised once (returning a Response skips FastAPI's second validation of the model).
-    row = await run_in_threadpool(store.get, experiment_id, owner)
-    return JSONResponse(experiment_public(row).model_dump(mode="json"))
+    # The hot path of clients that poll: from memory on the event loop while the row is
+    # unchanged (StatusSnapshots checks that against the store), else one thread trip.
+    body = snapshots.lookup(experiment_id, owner)
+    if body is None:
+        body = await run_in_threadpool(snapshots.load, experiment_id, owner)
+    return Response(body, media_type="application/json")
 
 
 @router.post("/{experiment_id}/cancel", response_model=ExperimentPublic, status_code=202)

@@ -10,7 +10,7 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from api.deps import SettingsDep, StoreDep
+from api.deps import SettingsDep
 from api.schemas import HealthPublic, ReadyPublic
 from ppo_platform.errors import PlatformError
 from ppo_platform.jobs.readiness import http_answers, other_stores
@@ -26,15 +26,18 @@ def healthz() -> HealthPublic:
 
 
 @router.get("/readyz", response_model=ReadyPublic, responses={503: {"model": ReadyPublic}})
-def readyz(request: Request, store: StoreDep, settings: SettingsDep) -> JSONResponse:
-    """Each store answers (job, tracking, Optuna; Ray when used); jobs are dispatched."""
+def readyz(request: Request, settings: SettingsDep) -> JSONResponse:
+    """Each store answers (job, tracking, Optuna; Ray when used); jobs are dispatched (503
+    while the job service is still opening)."""
+    services = request.app.state.opener.opened()
+    job_store = services is not None
     try:
-        store.ping()
-        job_store = True
+        if services is not None:
+            services.store.ping()
     except PlatformError:
         job_store = False
     tracking = tracking_store_answers(settings.tracking_uri)
-    dispatcher = request.app.state.dispatcher.active.is_set()
+    dispatcher = services is not None and services.dispatcher.active.is_set()
     stores = {"job_store": job_store, "tracking_store": tracking, **other_stores(settings)}
     ready = all(stores.values())
     body = ReadyPublic(

@@ -2,38 +2,28 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
-from starlette.concurrency import run_in_threadpool
 
-from api.deps import OwnerDep, ServiceDep
+from api.deps import IntakeDep, OwnerDep
 from api.errors import ERROR_RESPONSES
 from api.schemas import PlanCreate, PlanPublic, ValidationPublic
 from api.spec_body import SPEC_BODY, read_spec_text
-from ppo_platform.jobs import kind_of, parse_spec
-from ppo_platform.jobs.intake import plan_for_service, total_env_steps
+from ppo_platform.jobs.intake import plan_for_service
+from ppo_platform.jobs.intake_pool import validation_summary
 
 router = APIRouter(prefix="/v1", tags=["specs"], responses=ERROR_RESPONSES)
 
 
 @router.post("/specs/validate", response_model=ValidationPublic, openapi_extra=SPEC_BODY)
-async def validate_spec(request: Request, _owner: OwnerDep, service: ServiceDep) -> Any:
+async def validate_spec(request: Request, _owner: OwnerDep, intake: IntakeDep) -> Any:
     """Validate a spec (YAML or JSON): 200 with the resolved spec, or 422 with every issue."""
     text = await read_spec_text(request)
-
-    def check() -> ValidationPublic:
-        spec = parse_spec(text)
-        total_env_steps(spec, "request")
-        return ValidationPublic(
-            kind=kind_of(spec),  # type: ignore[arg-type]
-            name=spec.name,
-            spec_hash=spec.spec_hash(),
-            spec=spec.resolved(),
-        )
-
-    return await run_in_threadpool(check)
+    summary = await asyncio.wrap_future(intake.submit(validation_summary, text))
+    return ValidationPublic(**summary)
 
 
 @router.post(

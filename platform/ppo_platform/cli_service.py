@@ -29,7 +29,13 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="uvicorn worker processes.")] = 1,
     access_log: Annotated[bool, typer.Option(help="Log every request.")] = False,
 ) -> None:
-    """Run the REST API (and the job dispatcher) with uvicorn."""
+    """Run the REST API (and the job dispatcher) with uvicorn.
+
+    Settings from the environment (all in the README, Settings):
+    PPO_PLATFORM_INTAKE_WORKERS: processes validating submitted specs (0: threads).
+    PPO_PLATFORM_JOB_NICE: niceness of job processes (default 10: the API goes first).
+    PPO_PLATFORM_JOBS_CONCURRENCY, PPO_PLATFORM_JOBS_DATABASE_URL: jobs at once, job store.
+    """
     import uvicorn
 
     uvicorn.run(

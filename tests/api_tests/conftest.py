@@ -72,17 +72,23 @@ class Server:
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        deadline = started + 60
+        self._wait_for("/healthz", started + 60)
+        self.startup_seconds = time.monotonic() - started
+        # The job service opens after the server listens (migrations, intake workers): a test
+        # starts once it is ready, as a client that watches /readyz would.
+        self._wait_for("/readyz", started + 120)
+
+    def _wait_for(self, route: str, deadline: float) -> None:
+        assert self.process is not None
         while time.monotonic() < deadline:
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    self.startup_seconds = time.monotonic() - started
+                if httpx.get(f"{self.url}{route}", timeout=1).status_code == 200:
                     return
             except httpx.TransportError:
                 pass
             assert self.process.poll() is None, (self.home / "server.log").read_text()
             time.sleep(0.1)
-        raise AssertionError("the server did not answer /healthz within 60 s")
+        raise AssertionError(f"the server did not answer {route} within its deadline")
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.process is not None and self.process.poll() is None:

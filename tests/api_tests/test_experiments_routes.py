@@ -131,3 +131,13 @@ def test_list_filters_and_pages_with_a_cursor(bob, post_spec, tiny) -> None:
     assert seen[:3] == ids[::-1]
     assert bob.get("/v1/experiments", params={"status": "bogus"}).status_code == 422
     assert bob.get("/v1/experiments", params={"kind": "tune"}).json()["items"] == []
+
+
+def test_a_status_read_sees_a_committed_change_at_once(alice, post_spec, tiny) -> None:
+    # The status route answers from memory while the row is unchanged; never after a commit.
+    job_id = post_spec(alice, tiny(name="fresh")).json()["id"]
+    assert alice.get(f"/v1/experiments/{job_id}").json()["cancel_requested"] is False  # held
+    cancelled = alice.post(f"/v1/experiments/{job_id}/cancel").json()
+    now = alice.get(f"/v1/experiments/{job_id}").json()
+    assert now["cancel_requested"] is True and cancelled["cancel_requested"] is True
+    assert now["status"] == cancelled["status"] or now["status"] in ("cancelled", "succeeded")

@@ -7,6 +7,7 @@ platform home (and so the default SQLite file) comes from `Settings`.
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -25,8 +26,29 @@ class ServiceSettings(BaseSettings):
         description="SQLAlchemy URL of the job store (e.g. postgresql+psycopg://...); "
         "default sqlite:///<home>/jobs.db.",
     )
+    jobs_sqlite_synchronous: Literal["normal", "full"] = Field(
+        "normal",
+        description="SQLite job store: 'normal' (WAL, no fsync per commit: a crash or SIGKILL "
+        "of any process loses nothing committed, a power loss or OS crash may lose the last "
+        "commits) or 'full' (an fsync per commit: ~2 ms, tails of 20-40 ms on a busy disk).",
+    )
     jobs_concurrency: int = Field(
         default_factory=default_workers, ge=1, description="Jobs running at once (one per core)."
+    )
+    intake_workers: int = Field(
+        default_factory=lambda: min(2, max(1, default_workers() // 2)),
+        ge=0,
+        le=16,
+        description="Processes that read and validate submitted specs off the API's event "
+        "loop (0: threads of the API process).",
+    )
+    job_nice: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="Niceness of job processes (and their children): under contention for "
+        "the cores the API answers first; an idle machine still gives training every core "
+        "(0: same priority as the API).",
     )
     api_keys: dict[str, str] = Field(
         default_factory=dict,
@@ -39,6 +61,12 @@ class ServiceSettings(BaseSettings):
         "process stops working within this time (0: look every key up).",
     )
     max_body_bytes: int = Field(1_000_000, ge=1024, description="Largest request body accepted.")
+    login_attempts: int = Field(
+        10, ge=1, description="Failed dashboard logins allowed per client address per window."
+    )
+    login_window_seconds: float = Field(
+        60.0, gt=0, description="The window of login_attempts; past it the login form is 429."
+    )
     max_env_steps: int = Field(
         5_000_000, ge=1, description="Most env steps one experiment may train (all its runs)."
     )

@@ -3,6 +3,9 @@
 SQLite is shared by the API process and every job process: WAL journal (readers never wait
 for the writer), a busy timeout, and `BEGIN IMMEDIATE` on write sessions, so a transaction
 that reads and then writes waits for the lock instead of failing with "database is locked".
+`synchronous=NORMAL` by default: a commit is in the WAL file before the 202 is sent, so a
+crashed or killed process loses nothing; only a power loss or OS crash can take back the last
+commits (before a checkpoint). `PPO_PLATFORM_JOBS_SQLITE_SYNCHRONOUS=full` fsyncs every commit.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from ppo_platform.errors import BadInputError, SpecIssue, UnavailableError
+from ppo_platform.jobs.config import get_service_settings
 from ppo_platform.spec.names import refuse_unknown_host
 
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
@@ -32,7 +36,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None  # SQLAlchemy's "begin" event issues BEGIN
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute(f"PRAGMA synchronous={get_service_settings().jobs_sqlite_synchronous.upper()}")
     cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_SECONDS * 1000}")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()

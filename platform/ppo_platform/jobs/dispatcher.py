@@ -188,5 +188,6 @@ class Dispatcher:
                 continue
             self.running[job_id] = owner
             counts[owner] += 1
-            self.executor.submit(Task(job_id, run_job, (job_id, self.store.url)))
+            task = Task(job_id, run_job, (job_id, self.store.url, self.service.job_nice))
+            self.executor.submit(task)
             free -= 1

@@ -5,13 +5,16 @@ sweep members or search space, and the per-key env-step limit.
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Any
 
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.jobs.store import Submission
-from ppo_platform.spec.env_ids import check_env_id, check_spec_env
+from ppo_platform.spec.env_ids import check_env_id, check_env_usable
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec_text
+from ppo_platform.spec.resources import budget_refusals
 
 
 def kind_of(spec: ExperimentSpec) -> str:
@@ -23,12 +26,27 @@ def kind_of(spec: ExperimentSpec) -> str:
     return "run"
 
 
+@lru_cache(maxsize=256)
+def _env_sizes(env_id: str, kwargs_json: str, source: str) -> tuple[int, int]:
+    """`check_env_usable`, remembered: the service sees the same few envs again and again and
+    need not create each once per submission (only envs that passed are remembered)."""
+    return check_env_usable(env_id, json.loads(kwargs_json), source)
+
+
+def check_env_remembered(spec: ExperimentSpec, source: str) -> None:
+    """`check_spec_env` with the env check remembered; the resource budget is checked anew."""
+    kwargs = json.dumps(spec.env.kwargs, sort_keys=True, default=repr)
+    issues = budget_refusals(spec, *_env_sizes(spec.env.id, kwargs, source))
+    if issues:
+        raise SpecError(issues, source)
+
+
 def parse_spec(text: str, source: str = "request") -> ExperimentSpec:
     """A validated spec whose env id is a registered gymnasium id (nothing imported by name,
     checked before the env is created) and whose env PPO can train (`check_spec_env`)."""
     spec = load_spec_text(text, source)
     check_env_id(spec.env.id, source)
-    check_spec_env(spec, source)
+    check_env_remembered(spec, source)
     return spec
 
 
@@ -40,7 +58,7 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
 
         members = expand_sweep(spec, source)
         for member in members:  # a grid may change the env's kwargs or n_envs
-            check_spec_env(member.spec, source)
+            check_env_remembered(member.spec, source)
         return sum(m.spec.budget.total_timesteps for m in members)
     if kind == "tune":
         from ppo_platform.tuning import check_space

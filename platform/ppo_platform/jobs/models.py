@@ -1,4 +1,5 @@
-"""The job store's tables: experiments, their events, API keys (SQLAlchemy 2 declarative).
+"""The job store's tables: experiments, their events, API keys, dashboard sessions (SQLAlchemy 2
+declarative).
 
 The schema itself is owned by the Alembic migrations in `migrations/versions`; these classes
 must match them (tests/ppo_platform_tests/jobs checks that the migrated schema does).
@@ -18,6 +19,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    literal_column,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -43,6 +45,7 @@ class Experiment(Base):
         UniqueConstraint("owner", "idempotency_key", name="uq_owner_idempotency"),
         Index("ix_experiments_owner_status", "owner", "status"),
     )
+    __mapper_args__ = {"eager_defaults": True}  # noqa: RUF012 (fetch row_version after flush)
 
     pk: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     id: Mapped[str] = mapped_column(String(32), unique=True, index=True)
@@ -67,6 +70,10 @@ class Experiment(Base):
     cancel_requested: Mapped[bool] = mapped_column(default=False)
     pid: Mapped[int | None] = mapped_column(Integer)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # Moved on by every UPDATE, ORM or Core (migration 0003): StatusSnapshots compares it.
+    row_version: Mapped[int] = mapped_column(
+        Integer, default=0, server_default="0", onupdate=literal_column("row_version + 1")
+    )
 
 
 class Event(Base):
@@ -93,4 +100,18 @@ class ApiKey(Base):
     name: Mapped[str] = mapped_column(String(64), unique=True)
     key_hash: Mapped[str] = mapped_column(String(64), unique=True)
     created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class WebSession(Base):
+    """A dashboard sign-in: only the SHA-256 of its random id is stored, with the hash of the
+    API key it was opened with (a revoked key ends it), its expiry and its logout time."""
+
+    __tablename__ = "web_sessions"
+
+    id_hash: Mapped[str] = mapped_column(String(64), primary_key=True)
+    owner: Mapped[str] = mapped_column(String(64))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    expires_at: Mapped[dt.datetime] = mapped_column(DateTime(timezone=True), index=True)
     revoked_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Select, func, select, text, update
+from sqlalchemy import Select, func, insert, select, text, update
 from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlalchemy.orm import Session
 
@@ -98,29 +98,7 @@ class JobStore:
                 if idempotency_key and (found := self._by_key(session, owner, idempotency_key)):
                     return found, False
                 self._check_queue(session, owner, max_queued)
-                row = Experiment(
-                    id=new_id(),
-                    owner=owner,
-                    kind=job.kind,
-                    status="queued",
-                    name=job.name,
-                    spec=job.spec,
-                    spec_hash=job.spec_hash,
-                    total_timesteps=job.total_timesteps,
-                    idempotency_key=idempotency_key,
-                    created_at=utcnow(),
-                    mlflow_run_ids=[],
-                    progress={"timesteps": 0, "total_timesteps": job.total_timesteps},
-                    diagnostics={},
-                    alerts=0,
-                    result={},
-                    cancel_requested=False,
-                    attempts=0,
-                )
-                session.add(row)
-                session.flush()
-                session.add(_event(row.id, "status", {"status": "queued"}))
-                return row, True
+                return _insert_queued(session, owner, job, idempotency_key), True
         except IntegrityError:  # another request with the same key won the race
             with self.read() as session:
                 found = self._by_key(session, owner, idempotency_key or "")
@@ -315,6 +293,51 @@ class JobStore:
             session.execute(
                 update(Experiment).where(Experiment.id == experiment_id).values(**changes)
             )
+
+
+# Executed on the session's Connection: plain Core statements, compiled once and cached.
+_INSERT_EXPERIMENT = insert(Experiment).returning(Experiment.pk)
+_INSERT_EVENT = insert(Event)
+
+
+def _insert_queued(
+    session: Session, owner: str, job: Submission, idempotency_key: str | None
+) -> Experiment:
+    """The row of a new queued experiment and its first event, as two cached Core INSERTs (the
+    ORM's unit of work cost a third of a submission's CPU); returned as a detached row."""
+    values: dict[str, Any] = {
+        "id": new_id(),
+        "owner": owner,
+        "kind": job.kind,
+        "status": "queued",
+        "name": job.name,
+        "spec": job.spec,
+        "spec_hash": job.spec_hash,
+        "total_timesteps": job.total_timesteps,
+        "idempotency_key": idempotency_key,
+        "created_at": utcnow(),
+        "started_at": None,
+        "finished_at": None,
+        "mlflow_run_id": None,
+        "mlflow_run_ids": [],
+        "progress": {"timesteps": 0, "total_timesteps": job.total_timesteps},
+        "diagnostics": {},
+        "alerts": 0,
+        "result": {},
+        "error": None,
+        "cancel_requested": False,
+        "pid": None,
+        "attempts": 0,
+        "row_version": 0,
+    }
+    connection = session.connection()
+    pk = connection.execute(_INSERT_EXPERIMENT, values).scalar_one()
+    event = {"status": "queued"}
+    connection.execute(
+        _INSERT_EVENT,
+        {"experiment_id": values["id"], "kind": "status", "data": event, "created_at": utcnow()},
+    )
+    return Experiment(pk=pk, **values)
 
 
 def _event(experiment_id: str, kind: str, data: dict[str, Any]) -> Event:

@@ -9,6 +9,7 @@ the service re-queues it and it resumes from its checkpoint.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from pathlib import Path
@@ -28,8 +29,10 @@ def job_folder(settings: Settings, job_id: str) -> Path:
     return settings.home / "jobs" / job_id
 
 
-def run_job(job_id: str, database_url: str) -> str:
-    """Run experiment `job_id` to its end; its final status ("orphaned": left running)."""
+def run_job(job_id: str, database_url: str, nice: int = 0) -> str:
+    """Run experiment `job_id` to its end; its final status ("orphaned": left running). The
+    process (and every thread and process it starts) runs at niceness `nice` or above."""
+    lower_priority(nice)
     store = JobStore(database_url, Path("."), migrate_schema=False)
     try:
         job = store.get(job_id)
@@ -45,6 +48,15 @@ def run_job(job_id: str, database_url: str) -> str:
         return status
     finally:
         store.close()
+
+
+def lower_priority(nice: int) -> None:
+    """Training is batch work: under contention for the cores, the API process (and its
+    status reads and submissions) goes first. Never raises the priority (that needs root)."""
+    current = os.getpriority(os.PRIO_PROCESS, 0)
+    if nice > current:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, 0, min(nice, 19))
 
 
 def _ensure_tracking_store() -> None:

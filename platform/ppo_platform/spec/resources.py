@@ -14,6 +14,7 @@ import itertools
 import math
 import os
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -95,11 +96,21 @@ def _machine_memory() -> int:
         return 2**62
 
 
+_FREE_DISK_SECONDS = 2.0  # a service validates many specs a second: look at most this often
+_free_disk_seen: dict[Path, tuple[float, int]] = {}
+
+
 def _free_disk(folder: Path) -> int:
+    seen = _free_disk_seen.get(folder)
+    if seen is not None and time.monotonic() - seen[0] < _FREE_DISK_SECONDS:
+        return seen[1]
+    free = 2**62
     for candidate in (folder, *folder.parents):
         if candidate.exists():
-            return shutil.disk_usage(candidate).free
-    return 2**62
+            free = shutil.disk_usage(candidate).free
+            break
+    _free_disk_seen[folder] = (time.monotonic(), free)
+    return free
 
 
 def budgets(settings: Settings | None = None) -> tuple[int, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -94,3 +95,27 @@ def test_cancel_stops_a_running_job_within_seconds_and_keeps_a_checkpoint(
     assert job.status == "cancelled"
     assert time.monotonic() - asked < 10
     assert list((platform_home / "runs" / job.mlflow_run_id / "checkpoints").glob("*.zip"))
+
+
+def _niceness(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[16])
+
+
+def test_job_processes_run_at_the_configured_niceness(store: JobStore, platform_home: Path) -> None:
+    service = ServiceSettings(jobs_concurrency=1, job_nice=7)
+    running = Dispatcher(store, service, platform_home / "dispatcher.lock")
+    running.start()
+    try:
+        job_id = _submit(store, TINY_RUN % 100_000)
+        deadline = time.monotonic() + 120
+        while (job := store.get(job_id)).pid is None or job.progress.get("timesteps", 0) == 0:
+            assert time.monotonic() < deadline and job.status not in TERMINAL, job.error
+            time.sleep(0.2)
+        # Never below this process's own niceness (raising priority needs root).
+        assert job.pid is not None and _niceness(job.pid) == max(
+            7, os.getpriority(os.PRIO_PROCESS, 0)
+        )
+        store.cancel(job_id)
+        assert _wait(store, job_id).status == "cancelled"
+    finally:
+        running.stop()

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import inspect, text
 
 from ppo_platform.errors import ConflictError, LimitError, NotFoundError, SpecError
-from ppo_platform.jobs import JobStore, prepare_submission
+from ppo_platform.jobs import JobStore, get_service_settings, prepare_submission
 from ppo_platform.jobs.keys import authenticate, create_key, list_keys, revoke_key
 
 TINY_RUN = """name: tiny
@@ -156,3 +156,19 @@ def test_key_cache_remembers_known_keys_until_revoked_or_expired(store: JobStore
     assert authenticate(store, other, {}, short) == "erin"
     time.sleep(0.25)
     assert short.get(hash_key(other)) is None and authenticate(store, other, {}, short) is None
+
+
+@pytest.mark.parametrize(("setting", "pragma"), [(None, 1), ("full", 2)])
+def test_sqlite_commits_are_fsynced_only_when_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: str | None, pragma: int
+) -> None:
+    if setting:
+        monkeypatch.setenv("PPO_PLATFORM_JOBS_SQLITE_SYNCHRONOUS", setting)
+    get_service_settings.cache_clear()
+    store = JobStore(f"sqlite:///{tmp_path / 'jobs.db'}", tmp_path)
+    try:
+        with store.read() as session:  # 1 = NORMAL (WAL: durable across crashes), 2 = FULL
+            assert session.execute(text("PRAGMA synchronous")).scalar_one() == pragma
+    finally:
+        store.close()
+        get_service_settings.cache_clear()

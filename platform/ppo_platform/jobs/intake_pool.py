@@ -1,0 +1,149 @@
+"""Specs are read and validated in worker processes, off the API process's event loop.
+
+Parsing YAML, validating the spec, creating its env once and writing the row cost a submission
+about 1.5 ms of CPU, and a large or awkward spec much more; in the API process that time holds
+the GIL that status reads need. An `IntakePool` runs `submit_spec` (and the validate route's
+check) in `workers` spawned processes instead, each with its own connection to the job store,
+so a slow submission delays no other request. Workers start with the API and import the spec
+machinery in the background; with `workers=0` the work runs in threads of the calling process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from ppo_platform.errors import UnavailableError
+from ppo_platform.jobs import intake
+from ppo_platform.jobs.models import Experiment
+from ppo_platform.jobs.store import JobStore
+
+Result = TypeVar("Result")
+RESTARTED = "the process reading specs stopped and was restarted; send the request again."
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Worker initializer: a worker whose API process is gone (even SIGKILLed) exits too, so
+    no orphan waits for work forever."""
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def warm_up() -> int:
+    """Import what a submission needs and create the example env once (its registry too)."""
+    grid = "name: warm-up\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\n"
+    intake.prepare_submission(grid, 10**9, "warm-up")
+    return 0
+
+
+_stores: dict[str, JobStore] = {}
+_stores_lock = threading.Lock()
+
+
+def submit_spec(
+    database_url: str,
+    owner: str,
+    text: str,
+    idempotency_key: str | None,
+    max_env_steps: int,
+    max_queued: int,
+) -> tuple[Experiment, bool]:
+    """Validate `text` in full and queue it for `owner`: (experiment, created)."""
+    job = intake.prepare_submission(text, max_env_steps)
+    with _stores_lock:  # one engine per worker process (and per store URL)
+        store = _stores.get(database_url)
+        if store is None:
+            store = _stores[database_url] = JobStore(database_url, Path("."), migrate_schema=False)
+    return store.submit(owner, job, idempotency_key, max_queued)
+
+
+def validation_summary(text: str) -> dict[str, Any]:
+    """The validate route's answer: kind, name, hash and resolved spec (SpecError if not)."""
+    spec = intake.parse_spec(text)
+    intake.total_env_steps(spec, "request")
+    return {
+        "kind": intake.kind_of(spec),
+        "name": spec.name,
+        "spec_hash": spec.spec_hash(),
+        "spec": spec.resolved(),
+    }
+
+
+class IntakePool:
+    """`workers` processes (0: threads of this process) that read submitted specs."""
+
+    def __init__(self, workers: int, store: JobStore | None = None) -> None:
+        self.workers = workers
+        self._lock = threading.Lock()
+        self._executor = self._new_executor()
+        if store is not None:
+            self.share_store(store)
+
+    def share_store(self, store: JobStore) -> None:
+        """With threads (workers=0), submissions use `store` instead of opening their own."""
+        if self.workers == 0:
+            with _stores_lock:
+                _stores[store.url] = store
+
+    def _new_executor(self) -> Executor:
+        if self.workers == 0:
+            return ThreadPoolExecutor(4, thread_name_prefix="intake")
+        return ProcessPoolExecutor(
+            self.workers,
+            mp_context=multiprocessing.get_context("spawn"),
+            initializer=_exit_with_parent,
+            initargs=(os.getpid(),),
+        )
+
+    def start(self) -> list[Future[int]]:
+        """Start the workers and warm them up; wait on the futures to know they are ready."""
+        return [self._executor.submit(warm_up) for _ in range(self.workers)]
+
+    def submit(self, fn: Callable[..., Result], *args: Any) -> Future[Result]:
+        """`fn(*args)` in a worker; its exceptions (SpecError ...) come back as they are. A
+        worker that died is replaced and the request answered with UnavailableError."""
+        with self._lock:
+            executor = self._executor
+        outer: Future[Result] = Future()
+        try:
+            inner = executor.submit(fn, *args)
+        except (BrokenProcessPool, RuntimeError):  # broken, or shut down by a replacement
+            self._replace(executor)
+            raise UnavailableError(RESTARTED) from None
+
+        def relay(done: Future[Result]) -> None:
+            error: BaseException | None = (
+                UnavailableError(RESTARTED) if done.cancelled() else done.exception()
+            )
+            if isinstance(error, BrokenProcessPool):
+                self._replace(executor)
+                error = UnavailableError(RESTARTED)
+            if error is not None:
+                outer.set_exception(error)
+            else:
+                outer.set_result(done.result())
+
+        inner.add_done_callback(relay)
+        return outer
+
+    def _replace(self, broken: Executor) -> None:
+        with self._lock:
+            if broken is self._executor:
+                old, self._executor = self._executor, self._new_executor()
+                old.shutdown(wait=False, cancel_futures=True)
+
+    def close(self) -> None:
+        with self._lock:
+            self._executor.shutdown(wait=False, cancel_futures=True)

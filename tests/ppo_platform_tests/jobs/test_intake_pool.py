@@ -1,0 +1,80 @@
+"""Specs read in intake worker processes: results and typed errors come back; a worker that
+dies is replaced."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ppo_platform.errors import LimitError, SpecError, UnavailableError
+from ppo_platform.jobs import JobStore
+from ppo_platform.jobs.intake import prepare_submission
+from ppo_platform.jobs.intake_pool import IntakePool, submit_spec, validation_summary
+
+GRID = "name: g\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\nbudget: {total_timesteps: 512}\n"
+
+
+@pytest.mark.parametrize("workers", [1, 0])
+def test_submissions_and_their_spec_errors_come_back_from_the_workers(workers: int) -> None:
+    pool = IntakePool(workers)
+    pool.start()
+    try:
+        job = pool.submit(prepare_submission, GRID, 10**6).result(timeout=60)
+        assert (job.kind, job.name, job.total_timesteps) == ("run", "g", 512)
+        assert validation_summary(GRID) == pool.submit(validation_summary, GRID).result(60)
+        with pytest.raises(SpecError) as raised:
+            pool.submit(prepare_submission, GRID.replace("GridWorld", "Nope"), 10**6).result(60)
+        assert [issue.path for issue in raised.value.issues] == ["env.id"]
+        assert raised.value.issues[0].value == "ppo_platform/Nope-v0"
+    finally:
+        pool.close()
+
+
+def test_a_worker_that_dies_is_replaced_and_the_request_is_unavailable() -> None:
+    pool = IntakePool(1)
+    try:
+        with pytest.raises(UnavailableError, match="send the request again"):
+            pool.submit(os._exit, 3).result(timeout=60)
+        job = pool.submit(prepare_submission, GRID, 10**6).result(timeout=60)
+        assert job.name == "g"
+    finally:
+        pool.close()
+
+
+def test_a_worker_queues_the_submission_in_the_store(store: JobStore) -> None:
+    pool = IntakePool(1)
+    try:
+        row, created = pool.submit(submit_spec, store.url, "alice", GRID, "k1", 10**6, 5).result(60)
+        again, created_again = pool.submit(
+            submit_spec, store.url, "alice", GRID, "k1", 10**6, 5
+        ).result(60)
+        assert (created, created_again, again.id) == (True, False, row.id)
+        assert (store.get(row.id, "alice").status, row.kind) == ("queued", "run")
+        with pytest.raises(LimitError, match="max_queued"):
+            for _ in range(5):
+                pool.submit(submit_spec, store.url, "alice", GRID, None, 10**6, 5).result(60)
+    finally:
+        pool.close()
+
+
+def test_workers_exit_when_the_api_process_is_killed() -> None:
+    script = (
+        "import os, signal; from ppo_platform.jobs.intake_pool import IntakePool; "
+        "pool = IntakePool(1); print(pool.submit(os.getpid).result(60), flush=True); "
+        "os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    command = [sys.executable, "-c", script]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    worker = int(done.stdout.split()[0])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and Path(f"/proc/{worker}").exists():
+        time.sleep(0.2)
+    assert (
+        not Path(f"/proc/{worker}").exists()
+        or "\nState:\tZ" in Path(f"/proc/{worker}/status").read_text()
+    )
