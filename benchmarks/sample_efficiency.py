@@ -11,6 +11,11 @@ Beside them: rl-baselines3-zoo's published PPO results (benchmark.md; one run ea
 
     python benchmarks/sample_efficiency.py                    # `make bench-full`
     python benchmarks/sample_efficiency.py --envs Pendulum-v1 --seeds 3 --workers 2
+    python benchmarks/sample_efficiency.py --envs Acrobot-v1 --variants planner --merge
+
+`--merge` keeps the runs already in the results file except those this command re-runs (same
+env, spec and seed), so a subset can be (re-)run without repeating what is still valid; the
+header then lists every command whose runs the table holds.
 
 Results go to benchmarks/results/sample_efficiency.{json,md}, rewritten after every run, so an
 interrupted benchmark leaves the runs it finished.
@@ -38,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 ZOO_FILE = ROOT / "tests" / "fixtures" / "zoo_ppo.yml"
 EPISODES = 20
+VARIANTS = ("planner", "zoo")
 
 # env: (budget here, zoo budget, solve threshold, where the threshold comes from)
 ENVS: dict[str, tuple[int, int, float, str]] = {
@@ -132,7 +138,12 @@ def eval_history(home: Path, run_id: str) -> list[tuple[int, float]]:
 
 
 def jobs_for(
-    envs: list[str], seeds: int, folder: Path, scale: float, skipped: dict[str, str]
+    envs: list[str],
+    seeds: list[int],
+    folder: Path,
+    scale: float,
+    skipped: dict[str, str],
+    variants: tuple[str, ...] = ("planner", "zoo"),
 ) -> list[dict]:
     """Planner and zoo alternating, seed after seed, envs in the order given."""
     from ppo_platform.errors import PlatformError
@@ -146,8 +157,8 @@ def jobs_for(
         except PlatformError as error:  # e.g. LunarLander without Box2D: say so, go on
             skipped[env_id] = str(error)
             continue
-        for seed in range(seeds):
-            for variant in ("planner", "zoo"):
+        for seed in seeds:
+            for variant in variants:
                 if variant == "zoo" and paths["zoo"] == paths["planner"]:
                     continue
                 job = {"env": env_id, "variant": variant, "seed": seed, "budget": budget}
@@ -181,15 +192,10 @@ def _row(env_id: str, variant: str, runs: list[dict], shared: bool) -> str:
 
 
 def markdown(report: dict) -> str:
-    m = report["machine"]
     lines = [
         "# Sample efficiency: planner vs rl-baselines3-zoo hyperparameters",
         "",
-        f"`{report['command']}`; {m['date_utc']} UTC, commit {m['git_commit']}, "
-        f"{m['cpu']} ({m['cores']} cores, shared with other jobs), Python {m['python']}, "
-        + ", ".join(f"{k} {v}" for k, v in report["versions"].items())
-        + ".",
-        f"Load: before `{m['uptime_before']}`; after `{report.get('uptime_after', '')}`.",
+        *_header(report),
         "",
         f"Each cell: {report['seeds']} seeds; final return = mean eval return over {EPISODES} "
         "deterministic episodes at the end (mean +- std over seeds, per seed in brackets); "
@@ -233,6 +239,53 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def merged(report: dict, previous_file: Path, jobs: list[dict]) -> dict:
+    """`report` extended by the runs of `previous_file` that none of `jobs` re-runs."""
+    if not previous_file.exists():
+        return report
+    previous = json.loads(previous_file.read_text())
+    again = {(j["env"], j["variant"], j["seed"]) for j in jobs}
+    kept = [r for r in previous["runs"] if (r["env"], r["variant"], r["seed"]) not in again]
+    old_commands = previous.get("commands") or [
+        {"command": previous["command"], "date_utc": previous["machine"]["date_utc"]}
+    ]
+    envs = previous["envs"] + [e for e in report["envs"] if e not in previous["envs"]]
+    return {
+        **report,
+        "envs": [e for e in ENVS if e in envs],
+        "runs": kept,
+        "shared": {**previous.get("shared", {}), **report["shared"]},
+        "skipped": {**previous.get("skipped", {}), **report["skipped"]},
+        "commands": [*old_commands, _command_entry(report)],
+    }
+
+
+def _command_entry(report: dict) -> dict:
+    m = report["machine"]
+    return {"command": report["command"], "date_utc": m["date_utc"], "commit": m["git_commit"]}
+
+
+def _header(report: dict) -> list[str]:
+    """The command(s) whose runs the table holds, with date and commit, and the machine."""
+    m = report["machine"]
+    machine_text = (
+        f"{m['cpu']} ({m['cores']} cores, shared with other jobs), Python {m['python']}, "
+        + ", ".join(f"{k} {v}" for k, v in report["versions"].items())
+    )
+    commands = report.get("commands")
+    if not commands:
+        return [
+            f"`{report['command']}`; {m['date_utc']} UTC, commit {m['git_commit']}, "
+            f"{machine_text}.",
+            f"Load: before `{m['uptime_before']}`; after `{report.get('uptime_after', '')}`.",
+        ]
+    lines = ["Commands (each run's row comes from one of them, later ones replace earlier runs):"]
+    lines += [f"- `{c['command']}` ({c['date_utc']} UTC, commit {c['commit']})" for c in commands]
+    lines += ["", f"Machine: {machine_text}. Last command's load: before "]
+    lines[-1] += f"`{m['uptime_before']}`; after `{report.get('uptime_after', '')}`."
+    return lines
+
+
 def save(report: dict, out: Path) -> None:
     out.with_suffix(".json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     out.with_suffix(".md").write_text(markdown(report))
@@ -244,8 +297,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS / "sample_efficiency")
+    parser.add_argument("--seed-ids", type=int, nargs="+", help="these seeds instead of 0..S-1")
+    parser.add_argument("--variants", nargs="+", default=["planner", "zoo"], choices=VARIANTS)
+    parser.add_argument("--merge", action="store_true", help="keep the other runs in --out")
     parser.add_argument("--scale", type=float, default=1.0, help="budget factor (smoke tests)")
     args = parser.parse_args()
+    seeds = args.seed_ids if args.seed_ids is not None else list(range(args.seeds))
     report: dict = {
         "command": "python benchmarks/sample_efficiency.py " + " ".join(sys.argv[1:]),
         "machine": machine(),
@@ -258,10 +315,14 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory(prefix="sample-efficiency-") as tmp:
         scratch = Path(tmp)
-        jobs = jobs_for(args.envs, args.seeds, scratch, args.scale, report["skipped"])
+        jobs = jobs_for(
+            args.envs, seeds, scratch, args.scale, report["skipped"], tuple(args.variants)
+        )
         for env_id in args.envs:
             variants = {j["variant"] for j in jobs if j["env"] == env_id}
-            report["shared"][env_id] = variants == {"planner"}
+            report["shared"][env_id] = variants == {"planner"} and "zoo" in args.variants
+        if args.merge:
+            report = merged(report, args.out.with_suffix(".json"), jobs)
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
             futures = [pool.submit(run_one, job, scratch) for job in jobs]
             for future in as_completed(futures):
