@@ -246,9 +246,7 @@ def merged(report: dict, previous_file: Path, jobs: list[dict]) -> dict:
     previous = json.loads(previous_file.read_text())
     again = {(j["env"], j["variant"], j["seed"]) for j in jobs}
     kept = [r for r in previous["runs"] if (r["env"], r["variant"], r["seed"]) not in again]
-    old_commands = previous.get("commands") or [
-        {"command": previous["command"], "date_utc": previous["machine"]["date_utc"]}
-    ]
+    old_commands = previous.get("commands") or [_command_entry(previous)]
     envs = previous["envs"] + [e for e in report["envs"] if e not in previous["envs"]]
     return {
         **report,
@@ -258,6 +256,16 @@ def merged(report: dict, previous_file: Path, jobs: list[dict]) -> dict:
         "skipped": {**previous.get("skipped", {}), **report["skipped"]},
         "commands": [*old_commands, _command_entry(report)],
     }
+
+
+def fold(out: Path, sources: list[Path]) -> None:
+    """Merge the runs of `sources` (results of parallel subset commands) into `out`."""
+    for source in sources:
+        part = json.loads(source.read_text())
+        report = merged(part, out.with_suffix(".json"), part["runs"])
+        report["runs"] += part["runs"]
+        report["commands"][-1]["command"] += f"  (folded in from {source.name})"
+        save(report, out)
 
 
 def _command_entry(report: dict) -> dict:
@@ -280,7 +288,9 @@ def _header(report: dict) -> list[str]:
             f"Load: before `{m['uptime_before']}`; after `{report.get('uptime_after', '')}`.",
         ]
     lines = ["Commands (each run's row comes from one of them, later ones replace earlier runs):"]
-    lines += [f"- `{c['command']}` ({c['date_utc']} UTC, commit {c['commit']})" for c in commands]
+    lines += [
+        f"- `{c['command']}` ({c['date_utc']} UTC, commit {c.get('commit', '?')})" for c in commands
+    ]
     lines += ["", f"Machine: {machine_text}. Last command's load: before "]
     lines[-1] += f"`{m['uptime_before']}`; after `{report.get('uptime_after', '')}`."
     return lines
@@ -300,9 +310,15 @@ def main() -> None:
     parser.add_argument("--seed-ids", type=int, nargs="+", help="these seeds instead of 0..S-1")
     parser.add_argument("--variants", nargs="+", default=["planner", "zoo"], choices=VARIANTS)
     parser.add_argument("--merge", action="store_true", help="keep the other runs in --out")
+    parser.add_argument(
+        "--merge-from", type=Path, nargs="+", help="fold these results files into --out, no runs"
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="budget factor (smoke tests)")
     args = parser.parse_args()
     seeds = args.seed_ids if args.seed_ids is not None else list(range(args.seeds))
+    if args.merge_from:
+        fold(args.out, args.merge_from)
+        return
     report: dict = {
         "command": "python benchmarks/sample_efficiency.py " + " ".join(sys.argv[1:]),
         "machine": machine(),

@@ -13,7 +13,11 @@ from typing import Any
 
 from ppo_platform.planner.env_info import EnvInfo
 from ppo_platform.planner.render import num
-from ppo_platform.planner.reward_probe import PENALTY_GAMMA
+from ppo_platform.planner.reward_probe import (
+    PENALTY_GAMMA,
+    penalty_gamma_reason,
+    penalty_reward_reason,
+)
 from ppo_platform.planner.sizing import CLASSIC_MINIBATCH, GRADIENT_STEPS_PER_ROLLOUT, Basis, fmt
 from ppo_platform.planner.use_cases import ATARI, CLASSIC, RLHF, UseCase
 from ppo_platform.spec.rules import MAX_CLIP_EPSILON, MAX_EPOCHS
@@ -252,12 +256,7 @@ def derive_gamma(b: Basis) -> Choice:
     elif case.gamma is not None:
         reason = "the seeds' standard value for long episodes"
     elif info.step_penalty is not None:
-        reason = (
-            f"random play paid {info.step_penalty:g} on every step (a time penalty): the return "
-            "counts the steps to the goal, and the value must tell a goal 80 steps away from "
-            "one 200 steps away, so the discount horizon is the longest the planner uses, "
-            "1/(1-gamma) = 100 steps, not a tenth of the episode limit"
-        )
+        reason = penalty_gamma_reason(info.step_penalty)
     elif info.horizon is None:
         reason = "the seeds' default, since the episode horizon is unknown"
     else:
@@ -333,13 +332,7 @@ def derive_normalize_obs(b: Basis) -> Choice:
 def derive_normalize_reward(b: Basis) -> Choice:
     case = b.case
     if b.info.step_penalty is not None and case.normalize_reward is False and case is CLASSIC:
-        reason = (
-            f"random play paid {b.info.step_penalty:g} on every step (a time penalty): the "
-            f"discounted return grows to about {b.info.step_penalty:g} / (1 - gamma) = "
-            f"{b.info.step_penalty / (1 - _gamma(b.info, case)):.0f} before the goal is found; "
-            "dividing rewards by a running std of the return keeps the critic's targets of "
-            "order 1 (rl-baselines3-zoo normalizes both time-penalty classic-control tasks)"
-        )
+        reason = penalty_reward_reason(b.info.step_penalty, _gamma(b.info, case))
         return Choice("env.normalize.reward", True, reason)
     if case.normalize_reward is None:  # continuous control: as the observations
         on = _normalize_obs(b.info, case)[0]

@@ -47,7 +47,9 @@ def time_penalty(rewards: list[float]) -> float | None:
     return first if all(r == first for r in rewards) else None
 
 
-def probe_rewards(env: Any, steps: int = PROBE_STEPS, seconds: float = PROBE_SECONDS) -> RewardProbe:
+def probe_rewards(
+    env: Any, steps: int = PROBE_STEPS, seconds: float = PROBE_SECONDS
+) -> RewardProbe:
     """Play `env` with seeded random actions; never raises (a failing env gives no verdict)."""
     non_final: list[float] = []
     played = ended = 0
@@ -63,7 +65,7 @@ def probe_rewards(env: Any, steps: int = PROBE_STEPS, seconds: float = PROBE_SEC
                 env.reset()
             else:
                 non_final.append(float(reward))
-    except Exception:  # noqa: BLE001 - a probe must never break a plan: no verdict instead
+    except Exception:  # a probe must never break a plan: no verdict instead
         return RewardProbe(None, played, ended)
     return RewardProbe(time_penalty(non_final), played, ended)
 
@@ -79,3 +81,22 @@ def penalty_rollout_steps() -> int:
     """The shortest power-of-two T whose GAE span at (PENALTY_GAMMA, PENALTY_LAMBDA) is <= T/6."""
     span = 1 / (1 - PENALTY_GAMMA * PENALTY_LAMBDA)
     return 2 ** math.ceil(math.log2(GAE_SPAN_FRACTION * span))
+
+
+def penalty_gamma_reason(penalty: float) -> str:
+    return (
+        f"random play paid {penalty:g} on every step (a time penalty): the return counts the "
+        "steps to the goal, and the value must tell a goal 80 steps away from one 200 steps "
+        "away, so the discount horizon is the longest the planner uses, 1/(1-gamma) = 100 "
+        "steps, not a tenth of the episode limit"
+    )
+
+
+def penalty_reward_reason(penalty: float, gamma: float) -> str:
+    return (
+        f"random play paid {penalty:g} on every step (a time penalty): the discounted return "
+        f"grows to about {penalty:g} / (1 - gamma) = {penalty / (1 - gamma):.0f} before the "
+        "goal is found; dividing rewards by a running std of the return keeps the critic's "
+        "targets of order 1 (rl-baselines3-zoo normalizes its time-penalty classic-control "
+        "entries too)"
+    )
