@@ -144,6 +144,7 @@ def jobs_for(
     scale: float,
     skipped: dict[str, str],
     variants: tuple[str, ...] = ("planner", "zoo"),
+    budget_override: int | None = None,
 ) -> list[dict]:
     """Planner and zoo alternating, seed after seed, envs in the order given."""
     from ppo_platform.errors import PlatformError
@@ -151,7 +152,7 @@ def jobs_for(
     jobs = []
     for env_id in envs:
         budget, _, threshold, _ = ENVS[env_id]
-        budget = int(budget * scale)
+        budget = int((budget_override or budget) * scale)
         try:
             paths = write_specs(env_id, budget, folder)
         except PlatformError as error:  # e.g. LunarLander without Box2D: say so, go on
@@ -218,9 +219,11 @@ def markdown(report: dict) -> str:
     lines += ["|---|---|---|---|---|"]
     for env_id in report["envs"]:
         budget, zoo_budget, threshold, source = ENVS[env_id]
+        ran = sorted({r["budget"] for r in report["runs"] if r["env"] == env_id}) or [budget]
         mean, std, at, episodes = PUBLISHED[env_id]
         lines.append(
-            f"| {env_id} | {threshold:g} ({source}) | {zoo_budget:,} | {budget:,} | "
+            f"| {env_id} | {threshold:g} ({source}) | {zoo_budget:,} | "
+            f"{', '.join(f'{b:,}' for b in ran)} | "
             f"{mean:.1f} +- {std:.1f} at {at}, {episodes} episodes |"
         )
     for env_id, reason in report.get("skipped", {}).items():
@@ -309,6 +312,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "sample_efficiency")
     parser.add_argument("--seed-ids", type=int, nargs="+", help="these seeds instead of 0..S-1")
     parser.add_argument("--variants", nargs="+", default=["planner", "zoo"], choices=VARIANTS)
+    parser.add_argument("--budget", type=int, help="env steps per run instead of the table's")
     parser.add_argument("--merge", action="store_true", help="keep the other runs in --out")
     parser.add_argument(
         "--merge-from", type=Path, nargs="+", help="fold these results files into --out, no runs"
@@ -332,7 +336,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="sample-efficiency-") as tmp:
         scratch = Path(tmp)
         jobs = jobs_for(
-            args.envs, seeds, scratch, args.scale, report["skipped"], tuple(args.variants)
+            args.envs,
+            seeds,
+            scratch,
+            args.scale,
+            report["skipped"],
+            tuple(args.variants),
+            args.budget,
         )
         for env_id in args.envs:
             variants = {j["variant"] for j in jobs if j["env"] == env_id}
