@@ -11,6 +11,11 @@ Beside them: rl-baselines3-zoo's published PPO results (benchmark.md; one run ea
 
     python benchmarks/sample_efficiency.py                    # `make bench-full`
     python benchmarks/sample_efficiency.py --envs Pendulum-v1 --seeds 3 --workers 2
+    python benchmarks/sample_efficiency.py --envs Acrobot-v1 --variants planner --merge
+
+`--merge` keeps the runs already in the results file except those this command re-runs (same
+env, spec and seed), so a subset can be (re-)run without repeating what is still valid; the
+header then lists every command whose runs the table holds.
 
 Results go to benchmarks/results/sample_efficiency.{json,md}, rewritten after every run, so an
 interrupted benchmark leaves the runs it finished.
@@ -38,6 +43,7 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 ZOO_FILE = ROOT / "tests" / "fixtures" / "zoo_ppo.yml"
 EPISODES = 20
+VARIANTS = ("planner", "zoo")
 
 # env: (budget here, zoo budget, solve threshold, where the threshold comes from)
 ENVS: dict[str, tuple[int, int, float, str]] = {
@@ -58,6 +64,23 @@ PUBLISHED = {
     "MountainCar-v0": (-110.423, 19.473, "1M", 1358),
     "LunarLander-v3": (242.119, 31.823, "1M (LunarLander-v2)", 369),
 }
+NOTES = (
+    "Budgets: the zoo's own for Pendulum-v1, CartPole-v1 (1e5), MountainCarContinuous-v0 (2e4) "
+    "and MountainCar-v0 (1e6, `--budget 1000000`); a stated smaller budget, the same for both "
+    "specs, where the zoo's 1e6 does not fit the time on 2 shared cores (Acrobot-v1 and "
+    "LunarLander-v3 at 1e5). At 1e5 the zoo's LunarLander-v3 entry (16 x 1024 steps per "
+    "rollout) makes only 6 updates, so that row measures its budget, not its hyperparameters. "
+    "MountainCar-v0 at 1e5 (same commands without --budget, 08:20-08:25 UTC): planner -140.8 "
+    "+- 2.3, zoo -140.1 +- 3.0, neither solved.",
+    "The planner's rows are the planner's current rules: Acrobot-v1 and MountainCar-v0 pay -1 on "
+    "every step (a time penalty, probed by random play), which now plans gamma 0.99, T = 128 "
+    "(1e5) or 256 (1e6), GAE(0.95) and normalized rewards (`planner/reward_probe.py`); before, "
+    "Acrobot-v1 planned gamma 0.98, T = 32, lambda 0.8 and reached -98.2 +- 10.8 (1/3 seeds at "
+    "-100, commit 620cfd7). Pendulum-v1's planner row is the rule without normalization for "
+    "unit-scale observations (`pendulum_planner_rule.md`).",
+    "Wall times are not comparable between rows: the machine's load (other engineers' jobs) "
+    "changed from run to run (load column).",
+)
 TRAINING_SECTIONS = ("env", "algorithm", "rollout", "update", "surrogate", "advantage", "policy")
 DONE = re.compile(
     r"run ([0-9a-f]{32}), (\d+) env steps .*final eval return (\S+) \+- ([-0-9.eE+]+)"
@@ -132,7 +155,13 @@ def eval_history(home: Path, run_id: str) -> list[tuple[int, float]]:
 
 
 def jobs_for(
-    envs: list[str], seeds: int, folder: Path, scale: float, skipped: dict[str, str]
+    envs: list[str],
+    seeds: list[int],
+    folder: Path,
+    scale: float,
+    skipped: dict[str, str],
+    variants: tuple[str, ...] = ("planner", "zoo"),
+    budget_override: int | None = None,
 ) -> list[dict]:
     """Planner and zoo alternating, seed after seed, envs in the order given."""
     from ppo_platform.errors import PlatformError
@@ -140,14 +169,14 @@ def jobs_for(
     jobs = []
     for env_id in envs:
         budget, _, threshold, _ = ENVS[env_id]
-        budget = int(budget * scale)
+        budget = int((budget_override or budget) * scale)
         try:
             paths = write_specs(env_id, budget, folder)
         except PlatformError as error:  # e.g. LunarLander without Box2D: say so, go on
             skipped[env_id] = str(error)
             continue
-        for seed in range(seeds):
-            for variant in ("planner", "zoo"):
+        for seed in seeds:
+            for variant in variants:
                 if variant == "zoo" and paths["zoo"] == paths["planner"]:
                     continue
                 job = {"env": env_id, "variant": variant, "seed": seed, "budget": budget}
@@ -181,15 +210,10 @@ def _row(env_id: str, variant: str, runs: list[dict], shared: bool) -> str:
 
 
 def markdown(report: dict) -> str:
-    m = report["machine"]
     lines = [
         "# Sample efficiency: planner vs rl-baselines3-zoo hyperparameters",
         "",
-        f"`{report['command']}`; {m['date_utc']} UTC, commit {m['git_commit']}, "
-        f"{m['cpu']} ({m['cores']} cores, shared with other jobs), Python {m['python']}, "
-        + ", ".join(f"{k} {v}" for k, v in report["versions"].items())
-        + ".",
-        f"Load: before `{m['uptime_before']}`; after `{report.get('uptime_after', '')}`.",
+        *_header(report),
         "",
         f"Each cell: {report['seeds']} seeds; final return = mean eval return over {EPISODES} "
         "deterministic episodes at the end (mean +- std over seeds, per seed in brackets); "
@@ -212,9 +236,11 @@ def markdown(report: dict) -> str:
     lines += ["|---|---|---|---|---|"]
     for env_id in report["envs"]:
         budget, zoo_budget, threshold, source = ENVS[env_id]
+        ran = sorted({r["budget"] for r in report["runs"] if r["env"] == env_id}) or [budget]
         mean, std, at, episodes = PUBLISHED[env_id]
         lines.append(
-            f"| {env_id} | {threshold:g} ({source}) | {zoo_budget:,} | {budget:,} | "
+            f"| {env_id} | {threshold:g} ({source}) | {zoo_budget:,} | "
+            f"{', '.join(f'{b:,}' for b in ran)} | "
             f"{mean:.1f} +- {std:.1f} at {at}, {episodes} episodes |"
         )
     for env_id, reason in report.get("skipped", {}).items():
@@ -230,7 +256,65 @@ def markdown(report: dict) -> str:
         "Published source: https://github.com/DLR-RM/rl-baselines3-zoo/blob/master/benchmark.md "
         "(one trained agent per env, not a mean over seeds).",
     ]
+    lines += ["", "Notes:", ""] + [f"- {note}" for note in NOTES]
     return "\n".join(lines) + "\n"
+
+
+def merged(report: dict, previous_file: Path, jobs: list[dict]) -> dict:
+    """`report` extended by the runs of `previous_file` that none of `jobs` re-runs."""
+    if not previous_file.exists():
+        return report
+    previous = json.loads(previous_file.read_text())
+    again = {(j["env"], j["variant"], j["seed"]) for j in jobs}
+    kept = [r for r in previous["runs"] if (r["env"], r["variant"], r["seed"]) not in again]
+    old_commands = previous.get("commands") or [_command_entry(previous)]
+    envs = previous["envs"] + [e for e in report["envs"] if e not in previous["envs"]]
+    return {
+        **report,
+        "envs": [e for e in ENVS if e in envs],
+        "runs": kept,
+        "shared": {**previous.get("shared", {}), **report["shared"]},
+        "skipped": {**previous.get("skipped", {}), **report["skipped"]},
+        "commands": [*old_commands, _command_entry(report)],
+    }
+
+
+def fold(out: Path, sources: list[Path]) -> None:
+    """Merge the runs of `sources` (results of parallel subset commands) into `out`."""
+    for source in sources:
+        part = json.loads(source.read_text())
+        report = merged(part, out.with_suffix(".json"), part["runs"])
+        report["runs"] += part["runs"]
+        report["commands"][-1]["command"] += f"  (folded in from {source.name})"
+        save(report, out)
+
+
+def _command_entry(report: dict) -> dict:
+    m = report["machine"]
+    return {"command": report["command"], "date_utc": m["date_utc"], "commit": m["git_commit"]}
+
+
+def _header(report: dict) -> list[str]:
+    """The command(s) whose runs the table holds, with date and commit, and the machine."""
+    m = report["machine"]
+    machine_text = (
+        f"{m['cpu']} ({m['cores']} cores, shared with other jobs), Python {m['python']}, "
+        + ", ".join(f"{k} {v}" for k, v in report["versions"].items())
+    )
+    commands = report.get("commands")
+    if not commands:
+        return [
+            f"`{report['command']}`; {m['date_utc']} UTC, commit {m['git_commit']}, "
+            f"{machine_text}.",
+            f"Load: before `{m['uptime_before']}`; after `{report.get('uptime_after', '')}`.",
+        ]
+    lines = ["Commands (each run's row comes from one of them, later ones replace earlier runs):"]
+    lines += [
+        f"- `{c['command']}` ({c['date_utc']} UTC, commit {c.get('commit', '?')})" for c in commands
+    ]
+    lines += ["", f"Machine: {machine_text}. Last command's load: before "]
+    lines[-1] += f"`{m['uptime_before']}`; after `{report.get('uptime_after', '')}`."
+    return lines
 
 
 def save(report: dict, out: Path) -> None:
@@ -244,8 +328,19 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=RESULTS / "sample_efficiency")
+    parser.add_argument("--seed-ids", type=int, nargs="+", help="these seeds instead of 0..S-1")
+    parser.add_argument("--variants", nargs="+", default=["planner", "zoo"], choices=VARIANTS)
+    parser.add_argument("--budget", type=int, help="env steps per run instead of the table's")
+    parser.add_argument("--merge", action="store_true", help="keep the other runs in --out")
+    parser.add_argument(
+        "--merge-from", type=Path, nargs="+", help="fold these results files into --out, no runs"
+    )
     parser.add_argument("--scale", type=float, default=1.0, help="budget factor (smoke tests)")
     args = parser.parse_args()
+    seeds = args.seed_ids if args.seed_ids is not None else list(range(args.seeds))
+    if args.merge_from:
+        fold(args.out, args.merge_from)
+        return
     report: dict = {
         "command": "python benchmarks/sample_efficiency.py " + " ".join(sys.argv[1:]),
         "machine": machine(),
@@ -258,10 +353,20 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory(prefix="sample-efficiency-") as tmp:
         scratch = Path(tmp)
-        jobs = jobs_for(args.envs, args.seeds, scratch, args.scale, report["skipped"])
+        jobs = jobs_for(
+            args.envs,
+            seeds,
+            scratch,
+            args.scale,
+            report["skipped"],
+            tuple(args.variants),
+            args.budget,
+        )
         for env_id in args.envs:
             variants = {j["variant"] for j in jobs if j["env"] == env_id}
-            report["shared"][env_id] = variants == {"planner"}
+            report["shared"][env_id] = variants == {"planner"} and "zoo" in args.variants
+        if args.merge:
+            report = merged(report, args.out.with_suffix(".json"), jobs)
         with ThreadPoolExecutor(max_workers=args.workers) as pool:
             futures = [pool.submit(run_one, job, scratch) for job in jobs]
             for future in as_completed(futures):

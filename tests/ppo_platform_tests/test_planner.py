@@ -96,9 +96,10 @@ DERIVED = [
     ("CartPole-v1", 50_000, 8, 16, 20, 128, 6e-4, 0.98, 0.8, False),  # smaller batch, lower LR
     ("CartPole-v1", 200_000, 8, 64, 10, 256, 1e-3, 0.98, 0.9, False),  # 2 minibatches, K halves
     ("CartPole-v1", 1_000_000, 8, 256, 4, 256, 1e-3, 0.98, 0.95, False),  # long T, K floor 4
-    ("Acrobot-v1", 100_000, 8, 32, 20, 256, 1e-3, 0.98, 0.8, True),  # bounds up to +-28
-    ("MountainCar-v0", 100_000, 8, 32, 20, 256, 1e-3, 0.95, 0.85, True),  # 200-step episodes
-    ("ppo_platform/GridWorld-v0", 20_000, 8, 16, 20, 128, 6e-4, 0.9, 0.8, False),
+    ("Acrobot-v1", 100_000, 8, 128, 5, 256, 1e-3, 0.99, 0.95, True),  # -1 per step: T 128
+    ("MountainCar-v0", 100_000, 8, 128, 5, 256, 1e-3, 0.99, 0.95, True),  # time penalty too
+    ("Acrobot-v1", 20_000, 8, 16, 20, 128, 6e-4, 0.99, 0.8, True),  # T 128: < 50 updates
+    ("ppo_platform/GridWorld-v0", 20_000, 8, 16, 20, 128, 6e-4, 0.99, 0.8, False),  # -0.01 a step
     ("Pendulum-v1", 100_000, 4, 256, 10, 64, 1e-3, 0.95, 0.95, False),  # Gaussian, T >= episode
     ("Pendulum-v1", 200_000, 4, 512, 10, 64, 1e-3, 0.95, 0.95, False),  # gSDE: LR 1e-3
     ("Pendulum-v1", 1_000_000, 4, 2048, 10, 256, 1e-3, 0.95, 0.95, False),  # max_batch 8192

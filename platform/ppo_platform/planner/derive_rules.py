@@ -13,6 +13,11 @@ from typing import Any
 
 from ppo_platform.planner.env_info import EnvInfo
 from ppo_platform.planner.render import num
+from ppo_platform.planner.reward_probe import (
+    PENALTY_GAMMA,
+    penalty_gamma_reason,
+    penalty_reward_reason,
+)
 from ppo_platform.planner.sizing import CLASSIC_MINIBATCH, GRADIENT_STEPS_PER_ROLLOUT, Basis, fmt
 from ppo_platform.planner.use_cases import ATARI, CLASSIC, RLHF, UseCase
 from ppo_platform.spec.rules import MAX_CLIP_EPSILON, MAX_EPOCHS
@@ -233,6 +238,8 @@ def derive_normalize_advantage(b: Basis) -> Choice:
 def _gamma(info: EnvInfo, case: UseCase) -> float:
     if case.gamma is not None:
         return case.gamma
+    if info.step_penalty is not None:
+        return PENALTY_GAMMA
     if info.horizon is None:
         return 0.99
     return min(0.99, max(0.9, round(1 - 10 / info.horizon, 2)))
@@ -248,6 +255,8 @@ def derive_gamma(b: Basis) -> Choice:
         )
     elif case.gamma is not None:
         reason = "the seeds' standard value for long episodes"
+    elif info.step_penalty is not None:
+        reason = penalty_gamma_reason(info.step_penalty)
     elif info.horizon is None:
         reason = "the seeds' default, since the episode horizon is unknown"
     else:
@@ -322,6 +331,9 @@ def derive_normalize_obs(b: Basis) -> Choice:
 
 def derive_normalize_reward(b: Basis) -> Choice:
     case = b.case
+    if b.info.step_penalty is not None and case.normalize_reward is False and case is CLASSIC:
+        reason = penalty_reward_reason(b.info.step_penalty, _gamma(b.info, case))
+        return Choice("env.normalize.reward", True, reason)
     if case.normalize_reward is None:  # continuous control: as the observations
         on = _normalize_obs(b.info, case)[0]
         reason = (

@@ -5,7 +5,8 @@ for a built-in env reads its spaces from here instead. Only envs whose entry poi
 gymnasium itself are cached, keyed by gymnasium's version, so a user-registered env (which can
 change between processes) is always inspected afresh. An entry is written only after the env
 passed the shared env check (`spec.env_ids.usable_env`), so a cache hit carries its verdict;
-`CACHE_FORMAT` in the key retires entries written before that check ran (e.g. Blackjack-v1).
+`CACHE_FORMAT` in the key retires entries written before that check ran (e.g. Blackjack-v1)
+or before the reward probe (format 3).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ppo_platform.planner.env_model import EnvInfo
 from ppo_platform.settings import Settings, get_settings
 
 CACHEABLE_ENTRY_POINT = "gymnasium.envs."
-CACHE_FORMAT = 2  # bump when an entry's meaning changes; older entries are then not read
+CACHE_FORMAT = 3  # bump when an entry's meaning changes; older entries are then not read
 
 
 def _cache_file(settings: Settings | None) -> Path:

@@ -1,7 +1,8 @@
 """Look at a registered gymnasium environment the cheap way: its registry entry and its spaces.
 
 Only gymnasium (and numpy) are imported: `plan` must answer in well under a second, so nothing
-here imports torch, SB3 or MLflow, and the env is created once, read, and closed.
+here imports torch, SB3 or MLflow, and the env is created once, read, played at random for a
+moment (`reward_probe`: at most 1,000 steps or 0.5 s) and closed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.planner.env_cache import cached_env_info, remember_env_info
 from ppo_platform.planner.env_model import ActionKind, EnvInfo
+from ppo_platform.planner.reward_probe import probe_rewards
 from ppo_platform.settings import Settings
 from ppo_platform.spec.env_ids import usable_env
 from ppo_platform.spec.experiment import ENV_ID_PATTERN
@@ -113,6 +115,7 @@ def _describe(env_id: str, env: Any) -> EnvInfo:
         horizon=int(horizon) if isinstance(horizon, int) and horizon > 0 else None,
         horizon_source=source,
         reward_threshold=entry.reward_threshold,
+        step_penalty=probe_rewards(env).step_penalty,
     )
 
 

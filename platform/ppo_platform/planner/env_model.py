@@ -27,6 +27,9 @@ class EnvInfo:
     horizon: int | None  # max episode steps, when known
     horizon_source: str  # where `horizon` came from, for the plan's reasons
     reward_threshold: float | None
+    # the same negative reward on every non-final step of random play (a time penalty: the
+    # episode ends at a goal), probed by `reward_probe`; None if the rewards vary or are >= 0
+    step_penalty: float | None = None
 
     @property
     def observation_description(self) -> str:

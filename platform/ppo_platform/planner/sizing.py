@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from ppo_platform.planner.env_info import EnvInfo
+from ppo_platform.planner.reward_probe import penalty_rollout_steps
 from ppo_platform.planner.use_cases import ATARI, CLASSIC, RLHF, UseCase
 from ppo_platform.spec.rules import MAX_EPOCHS
 
@@ -68,6 +69,8 @@ def _rollout(info: EnvInfo, budget: int, case: UseCase) -> tuple[int, int, list[
         f"{fmt(budget // case.target_updates)} transitions per rollout, rounded to a power "
         f"of two: {batch}"
     )
+    if info.step_penalty is not None and case.gae_lambda is None:
+        steps = _penalty_steps(info, budget, n, steps, case, notes)
     if case.cover_episodes and info.horizon and steps < info.horizon:
         longer = min(2 ** math.ceil(math.log2(info.horizon)), case.max_steps)
         if budget // (n * longer) >= GOOD_UPDATES // 2:
@@ -77,6 +80,21 @@ def _rollout(info: EnvInfo, budget: int, case: UseCase) -> tuple[int, int, list[
                 f"{info.horizon}-step episode"
             )
     return n, steps, notes
+
+
+def _penalty_steps(
+    info: EnvInfo, budget: int, n: int, steps: int, case: UseCase, notes: list[str]
+) -> int:
+    """A time penalty: raise T so GAE(0.95) at gamma 0.99 fits, if ~50 updates stay affordable."""
+    longer = min(penalty_rollout_steps(), case.max_steps)
+    if steps >= longer or budget // (n * longer) < GOOD_UPDATES // 2:
+        return steps
+    notes.append(
+        f"raised to T = {longer}: random play paid {info.step_penalty:g} on every step (a time "
+        "penalty: the episode ends at a goal), so the credit for reaching it must travel back "
+        "far; T = 128 lets GAE(0.95) at gamma 0.99 span ~17 steps, a sixth of the rollout"
+    )
+    return longer
 
 
 def _minibatch(batch: int, case: UseCase) -> int:
