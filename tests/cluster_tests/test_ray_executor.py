@@ -44,6 +44,20 @@ def test_cancel_drops_a_queued_task_and_kill_stops_a_running_one(ray_address: st
     assert all(not r.ok and not r.lost for r in results.values())
 
 
+def test_cancel_interrupts_a_running_task_within_seconds(ray_address: str) -> None:
+    """Ray workers ignore SIGINT and ray.cancel does not stop a running task: the cancel flag
+    raises KeyboardInterrupt in the task, which comes back as data, not lost, worker alive."""
+    with RayExecutor(ray_address) as executor:
+        executor.submit(Task("long", time.sleep, (120,)))
+        time.sleep(3)  # running by now
+        started = time.monotonic()
+        assert executor.cancel("long")
+        [result] = list(executor.as_completed(timeout=60))
+    assert time.monotonic() - started < 15
+    assert result.error is not None and result.error.startswith("KeyboardInterrupt")
+    assert not result.lost and result.pid is not None
+
+
 def test_a_dead_worker_process_is_lost_not_failed(ray_address: str) -> None:
     with RayExecutor(ray_address, fresh_process=True) as executor:
         [result] = list(executor.map_tasks([Task("abort", os.abort)]))

@@ -14,15 +14,18 @@ re-queues the job, which resumes from its last checkpoint).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
 import time
 import traceback
+import uuid
 from typing import Any
 
 from ppo_platform.errors import BadInputError, SpecIssue, UnavailableError
 from ppo_platform.execution.base import QueuedExecutor, Task, TaskResult, describe_error
+from ppo_platform.execution.ray_cancel import drop_flags, flag_name
 from ppo_platform.execution.threads import pin_threads
 
 FORWARDED_PREFIXES = ("PPO_PLATFORM_", "MLFLOW_")
@@ -105,17 +108,23 @@ def forwarded_env() -> dict[str, str]:
     }
 
 
-def call_task(task: Task, torch_threads: int, own_group: bool = False) -> TaskResult:
+def call_task(
+    task: Task, torch_threads: int, own_group: bool = False, cancel_flag: str | None = None
+) -> TaskResult:
     """The body of every Ray task: pinned threads; the result or the error as data.
 
     `own_group` (a fresh worker per task, i.e. jobs): the worker leads its own process group,
-    so a job's signal to its group (a cancelled sweep or study) never reaches the Ray node."""
+    so a job's signal to its group (a cancelled sweep or study) never reaches the Ray node.
+    `cancel_flag`: raised by the executor's `cancel`, it interrupts the task (ray_cancel.py)."""
+    from ppo_platform.execution.ray_cancel import CancelWatch
+
     if own_group:
         os.setpgid(0, 0)
     pin_threads(torch_threads)
     started = time.time()
     try:
-        value = task.fn(*task.args, **task.kwargs)
+        with CancelWatch(cancel_flag):
+            value = task.fn(*task.args, **task.kwargs)
     except BaseException as error:  # KeyboardInterrupt (a cancel) too: reported as data
         return TaskResult(
             task.key,
@@ -156,6 +165,7 @@ class RayExecutor(QueuedExecutor):
         self._remote = self._ray.remote(**options)(call_task)
         self.torch_threads = torch_threads
         self._own_group = fresh_process
+        self.executor_id = uuid.uuid4().hex  # names this executor's cancel flags
         self._refs: dict[str, Any] = {}  # key -> ObjectRef of a task not collected yet
         self._cancelled: set[str] = set()
         self._closed = False
@@ -171,7 +181,10 @@ class RayExecutor(QueuedExecutor):
             self._claim(task.key)
             try:
                 ref = self._remote.options(runtime_env=runtime_env).remote(
-                    task, self.torch_threads, self._own_group
+                    task,
+                    self.torch_threads,
+                    self._own_group,
+                    flag_name(self.executor_id, task.key),
                 )
             except Exception as error:  # e.g. the task cannot be serialized
                 self._done.put(TaskResult(task.key, error=describe_error(error)))
@@ -220,9 +233,16 @@ class RayExecutor(QueuedExecutor):
         return result
 
     def cancel(self, key: str) -> bool:
-        """Cancel the task: a queued one never runs. A running one is only asked (Ray's
-        KeyboardInterrupt does not reach every worker): jobs stop on their store's cancel flag,
-        and `kill` ends a task at once. False if the task is unknown or already collected."""
+        """Cancel the task: a queued one never runs; a running one gets KeyboardInterrupt
+        within a second (its cancel flag, see ray_cancel.py), so it closes its run KILLED
+        with a checkpoint, as under Ctrl-C. False if the task is unknown or already collected.
+        """
+        from ppo_platform.execution.ray_cancel import raise_flag
+
+        with self._lock:
+            if key not in self._refs:
+                return False
+        raise_flag(flag_name(self.executor_id, key))
         return self._cancel(key, force=False)
 
     def kill(self, key: str) -> bool:
@@ -257,3 +277,5 @@ class RayExecutor(QueuedExecutor):
                     self.kill(key)
                 deadline = None
             self._collector.join(POLL_SECONDS)
+        with contextlib.suppress(Exception):  # the cluster may be gone: the flags go with it
+            drop_flags(self.executor_id)
