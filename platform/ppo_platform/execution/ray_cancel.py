@@ -64,7 +64,7 @@ class CancelWatch:
         self.fired = False
         self._stop = threading.Event()
         self._saved: list[tuple[int, Any]] = []
-        self._mask: set[signal.Signals] | None = None
+        self._mask: set[int | signal.Signals] | None = None
         self._main = threading.main_thread().ident
         self._thread = threading.Thread(target=self._loop, name="ray-cancel", daemon=True)
 
