@@ -47,6 +47,15 @@ class ServiceSettings(BaseSettings):
     cancel_grace_seconds: float = Field(
         20.0, gt=0, description="A cancelled job still running after this long is killed."
     )
+    max_attempts: int = Field(
+        3, ge=1, description="Runs of a job whose worker keeps dying before it is failed."
+    )
+    lease_seconds: float = Field(
+        30.0,
+        ge=10,
+        description="A restarted service re-queues a job left running once its process has "
+        "not renewed its lease (every 5 s) for this long.",
+    )
 
     def database_url(self, settings: Settings) -> str:
         return self.jobs_database_url or f"sqlite:///{settings.home / 'jobs.db'}"

@@ -67,6 +67,8 @@ class Experiment(Base):
     cancel_requested: Mapped[bool] = mapped_column(default=False)
     pid: Mapped[int | None] = mapped_column(Integer)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # The running job's lease, renewed by its process (migration 0004).
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Event(Base):
