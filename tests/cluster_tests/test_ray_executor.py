@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ppo_platform.errors import BadInputError, UnavailableError
-from ppo_platform.execution import Task
+from ppo_platform.execution import Task, TaskResult
 from ppo_platform.execution.choose import job_executor, pool_executor
 from ppo_platform.execution.ray_executor import RayExecutor, connect
 from ppo_platform.settings import Settings
@@ -63,6 +63,19 @@ def test_a_dead_worker_process_is_lost_not_failed(ray_address: str) -> None:
         [result] = list(executor.map_tasks([Task("abort", os.abort)]))
     assert result.lost and not result.ok
     assert result.error is not None and "WorkerCrashedError" in result.error
+
+
+def test_a_lost_task_runs_again_as_told_up_to_max_attempts(ray_address: str) -> None:
+    from ppo_platform.execution import run_tasks
+
+    def again(task: Task, lost: TaskResult) -> Task:
+        assert lost.lost
+        return Task(task.key, pow, (2, 3)) if task.key == "recovers" else task
+
+    tasks = [Task("recovers", os.abort), Task("always", os.abort)]
+    results = run_tasks(tasks, executor=RayExecutor(ray_address), max_attempts=2, again=again)
+    assert results[0].ok and results[0].value == 8  # its second run
+    assert results[1].lost and not results[1].ok  # died twice: given up
 
 
 def test_settings_choose_the_executor(ray_address: str) -> None:

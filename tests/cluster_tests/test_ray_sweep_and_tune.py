@@ -77,8 +77,8 @@ def test_a_two_worker_study_runs_on_ray_with_postgresql_storage(cluster: Cluster
 
     study = optuna.load_study(study_name="ray-study", storage=cluster.optuna_url)
     trials = study.get_trials()
-    # Ray workers share no lock: each may start one trial past the budget.
-    assert 3 <= len(trials) <= 4
+    # Ray workers lock through the PostgreSQL storage: never a trial past the budget.
+    assert len(trials) == 3
     assert all(t.state == TrialState.COMPLETE for t in trials)
     assert len({t.user_attrs["pid"] for t in trials}) == 2
     assert os.getpid() not in {t.user_attrs["pid"] for t in trials}
@@ -86,3 +86,53 @@ def test_a_two_worker_study_runs_on_ray_with_postgresql_storage(cluster: Cluster
     parent = client.get_run(result.parent_run_id)
     assert parent.info.status == "FINISHED"
     assert result.outputs.best_spec.exists()
+
+
+def test_a_sweep_member_whose_ray_worker_dies_resumes_from_its_checkpoint(
+    cluster: Cluster,
+) -> None:
+    """The member's worker process is killed mid-training: the task comes back lost and runs
+    again, continuing the same MLflow run from its last checkpoint."""
+    import signal
+    import threading
+    import time
+
+    from mlflow.tracking import MlflowClient
+
+    from ppo_platform.sweeps import run_sweep
+    from ppo_platform.tracking import tags as tag
+    from ppo_platform.training.checkpoints import latest_checkpoint
+
+    total = 16384
+    spec = validate_data(
+        {
+            "name": "ray-sweep-lost",
+            **BASE,
+            "budget": {"total_timesteps": total, "seed": 0},
+            "checkpoints": {"every_timesteps": 512},
+            "sweep": {"grid": {"update.epochs": [1]}, "seeds": [0]},
+        }
+    )
+    outcome: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: outcome.update(result=run_sweep(spec, workers=1)))
+    thread.start()
+    client = MlflowClient(cluster.mlflow_uri)
+    deadline = time.monotonic() + 180
+    victim = None
+    while victim is None and time.monotonic() < deadline and thread.is_alive():
+        found = client.get_experiment_by_name("ray-sweep-lost")
+        for run in client.search_runs([found.experiment_id]) if found else []:
+            folder = cluster.home / "runs" / run.info.run_id / "checkpoints"
+            if tag.SWEEP_KEY in run.data.tags and latest_checkpoint(folder):
+                victim = run
+        time.sleep(0.3)
+    assert victim is not None, "the member never reached a checkpoint"
+    os.kill(int(victim.data.tags[tag.WORKER_PID]), signal.SIGKILL)
+    thread.join(240)
+    result = outcome["result"]
+    [member] = result.outcomes  # type: ignore[attr-defined]
+    assert member.status == "FINISHED", member.error
+    assert member.run_id == victim.info.run_id  # the same MLflow run, continued
+    run = client.get_run(victim.info.run_id)
+    assert run.info.status == "FINISHED"
+    assert int(run.data.tags[tag.RESUMED_FROM_STEP]) >= 512

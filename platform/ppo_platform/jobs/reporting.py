@@ -4,6 +4,7 @@ turns a cancel request (or the death of the service that started the job) into a
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -120,10 +121,8 @@ class Watcher:
             return
 
     def _beat(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # the store is busy or gone: renew next time
             self.store.beat(self.job_id)
-        except Exception:  # the store is busy or gone: renew next time
-            pass
 
     def _cancel_requested(self) -> bool:
         try:

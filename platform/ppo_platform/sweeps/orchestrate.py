@@ -20,7 +20,7 @@ from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_env_usable
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.sweeps.expand import SweepMember, expand_sweep, grid_points
-from ppo_platform.sweeps.runs import finished_runs, open_parent_run, run_member
+from ppo_platform.sweeps.runs import finished_runs, open_parent_run, resume_member, run_member
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
 from ppo_platform.tracking.queries import child_runs
@@ -122,10 +122,21 @@ def run_sweep(
         done = sum(not o.skipped for o in outcomes.values())
         say(f"[{done}/{len(todo)}] {outcome.line()}")
 
+    def again(task: Task, lost: TaskResult) -> Task:
+        say(f"{by_key[task.key].spec.name}: its worker died ({lost.error}); running it again")
+        return Task(task.key, resume_member, task.args)  # from its last checkpoint
+
     tasks = [Task(m.key, run_member, (m.spec, parent_run_id, m.tags, settings)) for m in todo]
     try:
         executor = pool_executor(settings, n_workers)
-        run_tasks(tasks, n_workers, on_done=collect, executor=executor)
+        run_tasks(
+            tasks,
+            n_workers,
+            on_done=collect,
+            executor=executor,
+            max_attempts=settings.max_attempts,
+            again=again,
+        )
     except KeyboardInterrupt:
         retry(lambda: client.set_terminated(parent_run_id, "KILLED"))
         raise

@@ -96,9 +96,7 @@ def test_a_transient_store_error_while_recording_an_end_is_retried(flaky, tmp_pa
     assert job_id not in d.running and not d.unrecorded
 
 
-def test_a_store_down_longer_keeps_the_job_running_in_memory_until_written(
-    flaky, tmp_path
-) -> None:
+def test_a_store_down_longer_keeps_the_job_running_in_memory_until_written(flaky, tmp_path) -> None:
     d = dispatcher(flaky, tmp_path)
     job_id = started(d, flaky)
     flaky.failures = 100
