@@ -78,6 +78,33 @@ def test_a_lost_task_runs_again_as_told_up_to_max_attempts(ray_address: str) -> 
     assert results[1].lost and not results[1].ok  # died twice: given up
 
 
+class HeadLostOnce:
+    """Ray as the executor sees it, except that the next `wait` fails as with a lost head."""
+
+    def __init__(self, ray: object) -> None:
+        self.ray, self.fail = ray, True
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.ray, name)
+
+    def wait(self, *args: object, **kwargs: object) -> object:
+        if self.fail:
+            self.fail = False
+            raise ConnectionError("GCS at 127.0.0.1 is unreachable")
+        return self.ray.wait(*args, **kwargs)  # type: ignore[attr-defined]
+
+
+def test_a_failing_collector_reports_its_tasks_lost_and_starts_over(ray_address: str) -> None:
+    with RayExecutor(ray_address) as executor:
+        executor._ray = HeadLostOnce(executor._ray)
+        executor.submit(Task("long", time.sleep, (120,)))
+        [lost] = list(executor.as_completed(timeout=30))
+        assert lost.lost and "GCS at 127.0.0.1 is unreachable" in (lost.error or "")
+        assert executor.health() == "ConnectionError: GCS at 127.0.0.1 is unreachable"
+        [again] = list(executor.map_tasks([Task("after", pow, (3, 2))]))  # it started over
+        assert again.value == 9 and executor.health() is None
+
+
 def test_settings_choose_the_executor(ray_address: str) -> None:
     local = Settings(executor="local")
     assert type(job_executor(local, 1)).__name__ == "IsolatedExecutor"

@@ -15,6 +15,7 @@ re-queues the job, which resumes from its last checkpoint).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
@@ -35,6 +36,9 @@ NOT_FORWARDED = frozenset({"PPO_PLATFORM_API_KEYS", "PPO_PLATFORM_API_KEY"})  # 
 SECRET_MARKERS = ("PASSWORD", "TOKEN", "SECRET", "KEY")
 CANCELLED_RUNNING = "Cancelled: the Ray task was cancelled"
 POLL_SECONDS = 0.2
+MAX_BACKOFF_SECONDS = 10.0
+
+log = logging.getLogger(__name__)
 
 
 def import_ray() -> Any:
@@ -170,6 +174,7 @@ class RayExecutor(QueuedExecutor):
         self._cancelled: set[str] = set()
         self._closed = False
         self._wake = threading.Event()
+        self.failure: str | None = None  # why collecting results last failed, if it did
         self._collector = threading.Thread(target=self._collect, name="ray-results", daemon=True)
         self._collector.start()
 
@@ -193,23 +198,56 @@ class RayExecutor(QueuedExecutor):
         self._wake.set()
 
     def _collect(self) -> None:
+        """The collector thread: never dies silently. A failure (the head lost, say) is
+        logged, its outstanding tasks come back `lost` (their jobs are re-queued) and it
+        starts over, backing off; `health()` names the failure until a wait succeeds again."""
+        failures = 0
         while True:
-            with self._lock:
-                by_ref = {ref: key for key, ref in self._refs.items()}
-                closed = self._closed
-            if not by_ref:
-                if closed:
+            try:
+                if self._collect_once():
                     return
-                self._wake.wait(POLL_SECONDS)
-                self._wake.clear()
-                continue
-            ready, _ = self._ray.wait(list(by_ref), num_returns=1, timeout=POLL_SECONDS)
-            for ref in ready:
-                result = self._result(by_ref[ref], ref)
-                with self._lock:
-                    self._refs.pop(result.key, None)
-                    self._cancelled.discard(result.key)
-                self._done.put(result)
+            except Exception as error:
+                failures += 1
+                self.failure = describe_error(error)
+                log.exception("collecting Ray results failed (%d in a row)", failures)
+                self._lose_outstanding(self.failure)
+                time.sleep(min(POLL_SECONDS * 2**failures, MAX_BACKOFF_SECONDS))
+            else:
+                failures = 0
+
+    def _collect_once(self) -> bool:
+        """Wait a moment for a result and hand it out; True when shut down and done."""
+        with self._lock:
+            by_ref = {ref: key for key, ref in self._refs.items()}
+            closed = self._closed
+        if not by_ref:
+            if closed:
+                return True
+            self._wake.wait(POLL_SECONDS)
+            self._wake.clear()
+            return False
+        ready, _ = self._ray.wait(list(by_ref), num_returns=1, timeout=POLL_SECONDS)
+        self.failure = None  # the cluster answered
+        for ref in ready:
+            result = self._result(by_ref[ref], ref)
+            with self._lock:
+                self._refs.pop(result.key, None)
+                self._cancelled.discard(result.key)
+            self._done.put(result)
+        return False
+
+    def _lose_outstanding(self, failure: str) -> None:
+        """Every task not collected yet comes back lost (stopped first, if Ray still can)."""
+        with self._lock:
+            refs, self._refs = self._refs, {}
+        for key, ref in refs.items():
+            with contextlib.suppress(Exception):
+                self._ray.cancel(ref, force=True)
+            error = f"results of the Ray cluster could not be collected: {failure}"
+            self._done.put(TaskResult(key, error=error, lost=key not in self._cancelled))
+
+    def health(self) -> str | None:
+        return self.failure
 
     def _result(self, key: str, ref: Any) -> TaskResult:
         """The task's own TaskResult, or what Ray says happened to it."""
