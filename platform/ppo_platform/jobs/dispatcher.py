@@ -25,7 +25,7 @@ from ppo_platform.execution.base import Executor, Task, TaskResult
 from ppo_platform.execution.choose import job_executor
 from ppo_platform.jobs.config import ServiceSettings
 from ppo_platform.jobs.store import JobStore, age_seconds
-from ppo_platform.jobs.worker import run_job
+from ppo_platform.jobs.worker import ORPHANED, run_job
 from ppo_platform.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -202,15 +202,19 @@ class Dispatcher:
         if job.status != "running":
             return
         limit = self.service.max_attempts
+        # "orphaned": the job saw its parent (the Ray node's raylet) die and stopped itself,
+        # leaving its status for us: like a worker that died, it runs again from its checkpoint.
+        lost = result.lost or (result.ok and result.value == ORPHANED)
+        died = result.error or "its parent process died, e.g. its Ray node"
         if job.cancel_requested:
             self._retried(lambda: self.store.finish(job.id, "cancelled"))
-        elif result.lost and job.attempts < limit:  # run it again, from its last checkpoint
-            reason = LOST_REASON.format(error=result.error)
+        elif lost and job.attempts < limit:  # run it again, from its last checkpoint
+            reason = LOST_REASON.format(error=died)
             self._retried(partial(self.store.requeue, job.id, reason))
         else:
             reason = result.error or "the job process ended without reporting a status"
-            if result.lost:  # a job that kills its worker every time is not run forever
-                reason = GIVEN_UP.format(attempts=job.attempts, error=result.error, limit=limit)
+            if lost:  # a job that kills its worker every time is not run forever
+                reason = GIVEN_UP.format(attempts=job.attempts, error=died, limit=limit)
             self._retried(lambda: self.store.finish(job.id, "failed", error=reason))
 
     def _enforce_cancels(self) -> None:

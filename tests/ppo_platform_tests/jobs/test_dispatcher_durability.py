@@ -159,3 +159,15 @@ def test_a_job_process_renews_its_lease(store) -> None:
         while store.get(job_id).heartbeat_at is None and dt.datetime.now() < deadline:
             pass
     assert store.get(job_id).heartbeat_at is not None
+
+
+def test_a_job_that_stopped_because_its_node_died_is_requeued(store, tmp_path) -> None:
+    """run_job answers "orphaned" when its parent (a Ray node's raylet) died under it."""
+    d = dispatcher(store, tmp_path)
+    job_id = started(d, store)
+    d.executor.end(TaskResult(job_id, value="orphaned"))  # type: ignore[attr-defined]
+    d.step()
+    job = store.get(job_id)
+    assert job.status == "running" and job.attempts == 2  # re-queued and dispatched again
+    reasons = [e.data.get("reason", "") for e in store.events_after(job_id)]
+    assert any("its worker died (its parent process died" in r for r in reasons), reasons
