@@ -122,21 +122,9 @@ def run_sweep(
         done = sum(not o.skipped for o in outcomes.values())
         say(f"[{done}/{len(todo)}] {outcome.line()}")
 
-    def again(task: Task, lost: TaskResult) -> Task:
-        say(f"{by_key[task.key].spec.name}: its worker died ({lost.error}); running it again")
-        return Task(task.key, resume_member, task.args)  # from its last checkpoint
-
     tasks = [Task(m.key, run_member, (m.spec, parent_run_id, m.tags, settings)) for m in todo]
     try:
-        executor = pool_executor(settings, n_workers)
-        run_tasks(
-            tasks,
-            n_workers,
-            on_done=collect,
-            executor=executor,
-            max_attempts=settings.max_attempts,
-            again=again,
-        )
+        _train(tasks, n_workers, settings, collect, say)
     except KeyboardInterrupt:
         retry(lambda: client.set_terminated(parent_run_id, "KILLED"))
         raise
@@ -144,6 +132,29 @@ def run_sweep(
     result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
     _close_parent(client, experiment_id, result, settings, report)
     return result
+
+
+def _train(
+    tasks: list[Task],
+    n_workers: int,
+    settings: Settings,
+    collect: Callable[[TaskResult], None],
+    say: EventCallback,
+) -> None:
+    """Train the members; one whose worker process or node died runs again (resumed)."""
+
+    def again(task: Task, lost: TaskResult) -> Task:
+        say(f"{task.args[0].name}: its worker died ({lost.error}); running it again")
+        return Task(task.key, resume_member, task.args)  # from its last checkpoint
+
+    run_tasks(
+        tasks,
+        n_workers,
+        on_done=collect,
+        executor=pool_executor(settings, n_workers),
+        max_attempts=settings.max_attempts,
+        again=again,
+    )
 
 
 def _open_parent(
