@@ -136,3 +136,67 @@ def test_a_sweep_member_whose_ray_worker_dies_resumes_from_its_checkpoint(
     run = client.get_run(victim.info.run_id)
     assert run.info.status == "FINISHED"
     assert int(run.data.tags[tag.RESUMED_FROM_STEP]) >= 512
+
+
+def test_ctrl_c_stops_the_running_tuning_workers_on_ray_within_seconds(
+    cluster: Cluster, tmp_path
+) -> None:
+    """Before the cancel flag, Ray ignored the cancel of a running worker: the study went on
+    to its budget. Now each worker's trial is interrupted, closed, and nothing stays RUNNING."""
+    import signal
+    import threading
+    import time
+
+    import optuna
+    from mlflow.tracking import MlflowClient
+    from optuna.trial import TrialState
+
+    from ppo_platform.tuning import run_study
+
+    spec = validate_data(
+        {
+            "name": "ray-tune-cancel",
+            **BASE,
+            "budget": {"total_timesteps": 200_000, "seed": 0},
+            "checkpoints": {"every_timesteps": 512},
+            "tune": {
+                "n_trials": 4,
+                "seeds_per_trial": 1,
+                "sampler": {"type": "random", "seed": 0},
+                "pruner": {"type": "none"},
+                "space": {
+                    "update.learning_rate.start": {"type": "float", "low": 1e-3, "high": 3e-3}
+                },
+            },
+        }
+    )
+    interrupted_at: list[float] = []
+
+    def interrupt_when_both_run() -> None:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            try:
+                study = optuna.load_study(study_name="ray-cancel", storage=cluster.optuna_url)
+                running = study.get_trials(states=(TrialState.RUNNING,))
+            except Exception:  # not created yet (or its tables are being created)
+                running = []
+            if len(running) == 2:
+                time.sleep(3)  # some training, a checkpoint or two
+                interrupted_at.append(time.monotonic())
+                os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C (wakes a blocked wait)
+                return
+            time.sleep(0.5)
+
+    threading.Thread(target=interrupt_when_both_run, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_study(spec, workers=2, study_name="ray-cancel", out_dir=tmp_path / "o", live=False)
+    assert interrupted_at and time.monotonic() - interrupted_at[0] < 30
+    study = optuna.load_study(study_name="ray-cancel", storage=cluster.optuna_url)
+    trials = study.get_trials()
+    assert len(trials) == 2 and not study.get_trials(states=(TrialState.RUNNING,))
+    assert all(t.user_attrs.get("interrupted") for t in trials)
+    client = MlflowClient(cluster.mlflow_uri)
+    experiment = client.get_experiment_by_name("ray-tune-cancel")
+    runs = client.search_runs([experiment.experiment_id])
+    assert runs and not [r for r in runs if r.info.status == "RUNNING"]
+    assert [r for r in runs if r.info.status == "KILLED"]  # the trials' training runs
