@@ -187,6 +187,8 @@ def test_ctrl_c_stops_the_running_tuning_workers_on_ray_within_seconds(
                 return
             time.sleep(0.5)
 
+    # The storage's tables first: the watching thread must not create them beside run_study.
+    optuna.storages.RDBStorage(cluster.optuna_url).remove_session()
     threading.Thread(target=interrupt_when_both_run, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
         run_study(spec, workers=2, study_name="ray-cancel", out_dir=tmp_path / "o", live=False)
