@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+DEFAULT_MAX_ATTEMPTS = 3
+
 
 class Settings(BaseSettings):
     """Where things go. Every field can be set as PPO_PLATFORM_<FIELD> in the environment."""
@@ -64,6 +66,12 @@ class Settings(BaseSettings):
     )
     ray_num_cpus: float = Field(1.0, gt=0, description="CPUs each Ray task declares.")
     ray_num_gpus: float = Field(0.0, ge=0, description="GPUs each Ray task declares.")
+    max_attempts: int = Field(
+        DEFAULT_MAX_ATTEMPTS,
+        ge=1,
+        description="Runs of a job, sweep member or tuning worker whose worker process or node "
+        "keeps dying (each run resumes from the last checkpoint) before it is failed.",
+    )
     optuna_storage_url: str | None = Field(
         None,
         description="Optuna storage of studies (e.g. postgresql+psycopg://...); default a "

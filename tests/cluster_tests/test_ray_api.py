@@ -43,6 +43,9 @@ def api(cluster: Cluster, tmp_path: Path) -> Iterator[httpx.Client]:
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "platform"), str(REPO_ROOT)]),
         "PPO_PLATFORM_API_KEYS": json.dumps({"ray": KEY}),
         "PPO_PLATFORM_JOBS_CONCURRENCY": "2",
+        # A cancelled job is killed only after a minute: cancels below must stop it by
+        # themselves (a forced kill would leave its sweep members' runs RUNNING).
+        "PPO_PLATFORM_CANCEL_GRACE_SECONDS": "60",
     }
     port = free_port()
     log = (tmp_path / "server.log").open("wb")
@@ -164,3 +167,45 @@ def test_a_sweep_job_runs_its_members_as_nested_ray_tasks(
     assert job["status"] == "succeeded", job["error"]
     assert [run["status"] for run in job["result"]["runs"]] == ["FINISHED", "FINISHED"]
     assert len(job["mlflow_run_ids"]) == 2
+
+
+def test_cancel_stops_the_running_members_of_a_sweep_job_on_ray(
+    api: httpx.Client, cluster: Cluster
+) -> None:
+    """The job's Ray worker gets the cancel (SIGINT reaches it) and cancels its members, which
+    are other Ray tasks: the running member closes its run KILLED with a fresh checkpoint."""
+    from mlflow.tracking import MlflowClient
+
+    from ppo_platform.training.checkpoints import latest_checkpoint
+
+    text = spec(200_000, 512).replace("name: ray-job", "name: ray-sweep-cancel")
+    text += "sweep: {grid: {update.epochs: [1, 2]}, seeds: [0]}\n"
+    job_id = api.post("/v1/experiments", content=text).json()["id"]
+    client = MlflowClient(cluster.mlflow_uri)
+    running = wait_for_member(client, cluster, "ray-sweep-cancel")
+    assert api.post(f"/v1/experiments/{job_id}/cancel").status_code == 202
+    cancelled_at = time.monotonic()
+    job = wait_for(api, job_id, finished, timeout=120)
+    assert job["status"] == "cancelled", job
+    assert time.monotonic() - cancelled_at < 30  # by itself, long before the 60 s kill
+    run = client.get_run(running)
+    assert run.info.status == "KILLED"
+    assert run.data.tags["ppo_platform.outcome"] == "cancelled"
+    last = latest_checkpoint(cluster.home / "runs" / running / "checkpoints")
+    assert last is not None and 512 <= last.timesteps < 200_000
+
+
+def wait_for_member(client: Any, cluster: Cluster, experiment: str) -> str:
+    """The id of a sweep member run that is RUNNING and has saved a checkpoint."""
+    from ppo_platform.training.checkpoints import latest_checkpoint
+
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        found = client.get_experiment_by_name(experiment)
+        runs = client.search_runs([found.experiment_id]) if found else []
+        for run in runs:
+            folder = cluster.home / "runs" / run.info.run_id / "checkpoints"
+            if run.info.status == "RUNNING" and latest_checkpoint(folder):
+                return str(run.info.run_id)
+        time.sleep(0.5)
+    raise AssertionError(f"no member of {experiment} trained to a checkpoint in 180 s")

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ppo_platform.errors import BadInputError, UnavailableError
-from ppo_platform.execution import Task
+from ppo_platform.execution import Task, TaskResult
 from ppo_platform.execution.choose import job_executor, pool_executor
 from ppo_platform.execution.ray_executor import RayExecutor, connect
 from ppo_platform.settings import Settings
@@ -44,11 +44,65 @@ def test_cancel_drops_a_queued_task_and_kill_stops_a_running_one(ray_address: st
     assert all(not r.ok and not r.lost for r in results.values())
 
 
+def test_cancel_interrupts_a_running_task_within_seconds(ray_address: str) -> None:
+    """Ray workers ignore SIGINT and ray.cancel does not stop a running task: the cancel flag
+    raises KeyboardInterrupt in the task, which comes back as data, not lost, worker alive."""
+    with RayExecutor(ray_address) as executor:
+        executor.submit(Task("long", time.sleep, (120,)))
+        time.sleep(3)  # running by now
+        started = time.monotonic()
+        assert executor.cancel("long")
+        [result] = list(executor.as_completed(timeout=60))
+    assert time.monotonic() - started < 15
+    assert result.error is not None and result.error.startswith("KeyboardInterrupt")
+    assert not result.lost and result.pid is not None
+
+
 def test_a_dead_worker_process_is_lost_not_failed(ray_address: str) -> None:
     with RayExecutor(ray_address, fresh_process=True) as executor:
         [result] = list(executor.map_tasks([Task("abort", os.abort)]))
     assert result.lost and not result.ok
     assert result.error is not None and "WorkerCrashedError" in result.error
+
+
+def test_a_lost_task_runs_again_as_told_up_to_max_attempts(ray_address: str) -> None:
+    from ppo_platform.execution import run_tasks
+
+    def again(task: Task, lost: TaskResult) -> Task:
+        assert lost.lost
+        return Task(task.key, pow, (2, 3)) if task.key == "recovers" else task
+
+    tasks = [Task("recovers", os.abort), Task("always", os.abort)]
+    results = run_tasks(tasks, executor=RayExecutor(ray_address), max_attempts=2, again=again)
+    assert results[0].ok and results[0].value == 8  # its second run
+    assert results[1].lost and not results[1].ok  # died twice: given up
+
+
+class HeadLostOnce:
+    """Ray as the executor sees it, except that the next `wait` fails as with a lost head."""
+
+    def __init__(self, ray: object) -> None:
+        self.ray, self.fail = ray, True
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.ray, name)
+
+    def wait(self, *args: object, **kwargs: object) -> object:
+        if self.fail:
+            self.fail = False
+            raise ConnectionError("GCS at 127.0.0.1 is unreachable")
+        return self.ray.wait(*args, **kwargs)  # type: ignore[attr-defined]
+
+
+def test_a_failing_collector_reports_its_tasks_lost_and_starts_over(ray_address: str) -> None:
+    with RayExecutor(ray_address) as executor:
+        executor._ray = HeadLostOnce(executor._ray)
+        executor.submit(Task("long", time.sleep, (120,)))
+        [lost] = list(executor.as_completed(timeout=30))
+        assert lost.lost and "GCS at 127.0.0.1 is unreachable" in (lost.error or "")
+        assert executor.health() == "ConnectionError: GCS at 127.0.0.1 is unreachable"
+        [again] = list(executor.map_tasks([Task("after", pow, (3, 2))]))  # it started over
+        assert again.value == 9 and executor.health() is None
 
 
 def test_settings_choose_the_executor(ray_address: str) -> None:

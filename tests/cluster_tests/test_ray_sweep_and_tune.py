@@ -77,8 +77,8 @@ def test_a_two_worker_study_runs_on_ray_with_postgresql_storage(cluster: Cluster
 
     study = optuna.load_study(study_name="ray-study", storage=cluster.optuna_url)
     trials = study.get_trials()
-    # Ray workers share no lock: each may start one trial past the budget.
-    assert 3 <= len(trials) <= 4
+    # Ray workers lock through the PostgreSQL storage: never a trial past the budget.
+    assert len(trials) == 3
     assert all(t.state == TrialState.COMPLETE for t in trials)
     assert len({t.user_attrs["pid"] for t in trials}) == 2
     assert os.getpid() not in {t.user_attrs["pid"] for t in trials}
@@ -86,3 +86,119 @@ def test_a_two_worker_study_runs_on_ray_with_postgresql_storage(cluster: Cluster
     parent = client.get_run(result.parent_run_id)
     assert parent.info.status == "FINISHED"
     assert result.outputs.best_spec.exists()
+
+
+def test_a_sweep_member_whose_ray_worker_dies_resumes_from_its_checkpoint(
+    cluster: Cluster,
+) -> None:
+    """The member's worker process is killed mid-training: the task comes back lost and runs
+    again, continuing the same MLflow run from its last checkpoint."""
+    import signal
+    import threading
+    import time
+
+    from mlflow.tracking import MlflowClient
+
+    from ppo_platform.sweeps import run_sweep
+    from ppo_platform.tracking import tags as tag
+    from ppo_platform.training.checkpoints import latest_checkpoint
+
+    total = 16384
+    spec = validate_data(
+        {
+            "name": "ray-sweep-lost",
+            **BASE,
+            "budget": {"total_timesteps": total, "seed": 0},
+            "checkpoints": {"every_timesteps": 512},
+            "sweep": {"grid": {"update.epochs": [1]}, "seeds": [0]},
+        }
+    )
+    outcome: dict[str, object] = {}
+    thread = threading.Thread(target=lambda: outcome.update(result=run_sweep(spec, workers=1)))
+    thread.start()
+    client = MlflowClient(cluster.mlflow_uri)
+    deadline = time.monotonic() + 180
+    victim = None
+    while victim is None and time.monotonic() < deadline and thread.is_alive():
+        found = client.get_experiment_by_name("ray-sweep-lost")
+        for run in client.search_runs([found.experiment_id]) if found else []:
+            folder = cluster.home / "runs" / run.info.run_id / "checkpoints"
+            if tag.SWEEP_KEY in run.data.tags and latest_checkpoint(folder):
+                victim = run
+        time.sleep(0.3)
+    assert victim is not None, "the member never reached a checkpoint"
+    os.kill(int(victim.data.tags[tag.WORKER_PID]), signal.SIGKILL)
+    thread.join(240)
+    result = outcome["result"]
+    [member] = result.outcomes  # type: ignore[attr-defined]
+    assert member.status == "FINISHED", member.error
+    assert member.run_id == victim.info.run_id  # the same MLflow run, continued
+    run = client.get_run(victim.info.run_id)
+    assert run.info.status == "FINISHED"
+    assert int(run.data.tags[tag.RESUMED_FROM_STEP]) >= 512
+
+
+def test_ctrl_c_stops_the_running_tuning_workers_on_ray_within_seconds(
+    cluster: Cluster, tmp_path
+) -> None:
+    """Before the cancel flag, Ray ignored the cancel of a running worker: the study went on
+    to its budget. Now each worker's trial is interrupted, closed, and nothing stays RUNNING."""
+    import signal
+    import threading
+    import time
+
+    import optuna
+    from mlflow.tracking import MlflowClient
+    from optuna.trial import TrialState
+
+    from ppo_platform.tuning import run_study
+
+    spec = validate_data(
+        {
+            "name": "ray-tune-cancel",
+            **BASE,
+            "budget": {"total_timesteps": 200_000, "seed": 0},
+            "checkpoints": {"every_timesteps": 512},
+            "tune": {
+                "n_trials": 4,
+                "seeds_per_trial": 1,
+                "sampler": {"type": "random", "seed": 0},
+                "pruner": {"type": "none"},
+                "space": {
+                    "update.learning_rate.start": {"type": "float", "low": 1e-3, "high": 3e-3}
+                },
+            },
+        }
+    )
+    interrupted_at: list[float] = []
+
+    def interrupt_when_both_run() -> None:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            try:
+                study = optuna.load_study(study_name="ray-cancel", storage=cluster.optuna_url)
+                running = study.get_trials(states=(TrialState.RUNNING,))
+            except Exception:  # not created yet (or its tables are being created)
+                running = []
+            if len(running) == 2:
+                time.sleep(3)  # some training, a checkpoint or two
+                interrupted_at.append(time.monotonic())
+                os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C (wakes a blocked wait)
+                return
+            time.sleep(0.5)
+
+    # The storage's tables first: the watching thread must not create them beside run_study.
+    optuna.storages.RDBStorage(cluster.optuna_url).remove_session()
+    threading.Thread(target=interrupt_when_both_run, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        run_study(spec, workers=2, study_name="ray-cancel", out_dir=tmp_path / "o", live=False)
+    assert interrupted_at and time.monotonic() - interrupted_at[0] < 30
+    study = optuna.load_study(study_name="ray-cancel", storage=cluster.optuna_url)
+    trials = study.get_trials()
+    assert len(trials) == 2 and not study.get_trials(states=(TrialState.RUNNING,))
+    assert all(t.user_attrs.get("interrupted") for t in trials)
+    client = MlflowClient(cluster.mlflow_uri)
+    experiment = client.get_experiment_by_name("ray-tune-cancel")
+    runs = client.search_runs([experiment.experiment_id])
+    assert runs and not [r for r in runs if r.info.status == "RUNNING"]
+    assert [r for r in runs if r.info.status == "KILLED"]  # the trials' training runs

@@ -79,6 +79,10 @@ class Executor(ABC):
         """Cancel a task that has not started: it never runs and comes back `cancelled`.
         Returns False if it already started (it is not interrupted) or is unknown."""
 
+    def health(self) -> str | None:
+        """Why this executor cannot hand out results right now; None when it can."""
+        return None
+
     def kill(self, key: str) -> bool:
         """Stop a running task forcibly; False if it is not running or this executor cannot."""
         return False

@@ -203,19 +203,30 @@ def run_tasks(
     torch_threads: int = 1,
     on_done: Callable[[TaskResult], None] | None = None,
     executor: Executor | None = None,
+    max_attempts: int = 1,
+    again: Callable[[Task, TaskResult], Task] | None = None,
 ) -> list[TaskResult]:
     """Run every task on a fresh pool (or on `executor`, shut down at the end); results in
-    task order. `on_done` sees each as it ends."""
+    task order. `on_done` sees each as it ends. A task whose worker died (`lost`) runs again,
+    as `again(task, result)` says (e.g. resume from a checkpoint), up to `max_attempts` runs."""
     tasks = list(tasks)
     if not tasks:
         return []
     if len({task.key for task in tasks}) != len(tasks):
         raise ValueError("task keys must be unique: results are matched to tasks by key")
     by_key: dict[str, TaskResult] = {}
+    current = {task.key: task for task in tasks}
+    attempts = dict.fromkeys(current, 1)
     if executor is None:
         executor = LocalExecutor(min(workers or default_workers(), len(tasks)), torch_threads)
     with executor:
         for result in executor.map_tasks(tasks):
+            if result.lost and attempts[result.key] < max_attempts:
+                attempts[result.key] += 1
+                task = current[result.key]
+                current[result.key] = again(task, result) if again else task
+                executor.submit(current[result.key])  # collected by the same loop
+                continue
             by_key[result.key] = result
             if on_done is not None:
                 on_done(result)

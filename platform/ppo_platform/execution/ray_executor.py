@@ -14,15 +14,19 @@ re-queues the job, which resumes from its last checkpoint).
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import socket
 import threading
 import time
 import traceback
+import uuid
 from typing import Any
 
 from ppo_platform.errors import BadInputError, SpecIssue, UnavailableError
 from ppo_platform.execution.base import QueuedExecutor, Task, TaskResult, describe_error
+from ppo_platform.execution.ray_cancel import drop_flags, flag_name
 from ppo_platform.execution.threads import pin_threads
 
 FORWARDED_PREFIXES = ("PPO_PLATFORM_", "MLFLOW_")
@@ -32,6 +36,9 @@ NOT_FORWARDED = frozenset({"PPO_PLATFORM_API_KEYS", "PPO_PLATFORM_API_KEY"})  # 
 SECRET_MARKERS = ("PASSWORD", "TOKEN", "SECRET", "KEY")
 CANCELLED_RUNNING = "Cancelled: the Ray task was cancelled"
 POLL_SECONDS = 0.2
+MAX_BACKOFF_SECONDS = 10.0
+
+log = logging.getLogger(__name__)
 
 
 def import_ray() -> Any:
@@ -105,17 +112,23 @@ def forwarded_env() -> dict[str, str]:
     }
 
 
-def call_task(task: Task, torch_threads: int, own_group: bool = False) -> TaskResult:
+def call_task(
+    task: Task, torch_threads: int, own_group: bool = False, cancel_flag: str | None = None
+) -> TaskResult:
     """The body of every Ray task: pinned threads; the result or the error as data.
 
     `own_group` (a fresh worker per task, i.e. jobs): the worker leads its own process group,
-    so a job's signal to its group (a cancelled sweep or study) never reaches the Ray node."""
+    so a job's signal to its group (a cancelled sweep or study) never reaches the Ray node.
+    `cancel_flag`: raised by the executor's `cancel`, it interrupts the task (ray_cancel.py)."""
+    from ppo_platform.execution.ray_cancel import CancelWatch
+
     if own_group:
         os.setpgid(0, 0)
     pin_threads(torch_threads)
     started = time.time()
     try:
-        value = task.fn(*task.args, **task.kwargs)
+        with CancelWatch(cancel_flag):
+            value = task.fn(*task.args, **task.kwargs)
     except BaseException as error:  # KeyboardInterrupt (a cancel) too: reported as data
         return TaskResult(
             task.key,
@@ -156,10 +169,12 @@ class RayExecutor(QueuedExecutor):
         self._remote = self._ray.remote(**options)(call_task)
         self.torch_threads = torch_threads
         self._own_group = fresh_process
+        self.executor_id = uuid.uuid4().hex  # names this executor's cancel flags
         self._refs: dict[str, Any] = {}  # key -> ObjectRef of a task not collected yet
         self._cancelled: set[str] = set()
         self._closed = False
         self._wake = threading.Event()
+        self.failure: str | None = None  # why collecting results last failed, if it did
         self._collector = threading.Thread(target=self._collect, name="ray-results", daemon=True)
         self._collector.start()
 
@@ -171,7 +186,10 @@ class RayExecutor(QueuedExecutor):
             self._claim(task.key)
             try:
                 ref = self._remote.options(runtime_env=runtime_env).remote(
-                    task, self.torch_threads, self._own_group
+                    task,
+                    self.torch_threads,
+                    self._own_group,
+                    flag_name(self.executor_id, task.key),
                 )
             except Exception as error:  # e.g. the task cannot be serialized
                 self._done.put(TaskResult(task.key, error=describe_error(error)))
@@ -180,23 +198,56 @@ class RayExecutor(QueuedExecutor):
         self._wake.set()
 
     def _collect(self) -> None:
+        """The collector thread: never dies silently. A failure (the head lost, say) is
+        logged, its outstanding tasks come back `lost` (their jobs are re-queued) and it
+        starts over, backing off; `health()` names the failure until a wait succeeds again."""
+        failures = 0
         while True:
-            with self._lock:
-                by_ref = {ref: key for key, ref in self._refs.items()}
-                closed = self._closed
-            if not by_ref:
-                if closed:
+            try:
+                if self._collect_once():
                     return
-                self._wake.wait(POLL_SECONDS)
-                self._wake.clear()
-                continue
-            ready, _ = self._ray.wait(list(by_ref), num_returns=1, timeout=POLL_SECONDS)
-            for ref in ready:
-                result = self._result(by_ref[ref], ref)
-                with self._lock:
-                    self._refs.pop(result.key, None)
-                    self._cancelled.discard(result.key)
-                self._done.put(result)
+            except Exception as error:
+                failures += 1
+                self.failure = describe_error(error)
+                log.exception("collecting Ray results failed (%d in a row)", failures)
+                self._lose_outstanding(self.failure)
+                time.sleep(min(POLL_SECONDS * 2**failures, MAX_BACKOFF_SECONDS))
+            else:
+                failures = 0
+
+    def _collect_once(self) -> bool:
+        """Wait a moment for a result and hand it out; True when shut down and done."""
+        with self._lock:
+            by_ref = {ref: key for key, ref in self._refs.items()}
+            closed = self._closed
+        if not by_ref:
+            if closed:
+                return True
+            self._wake.wait(POLL_SECONDS)
+            self._wake.clear()
+            return False
+        ready, _ = self._ray.wait(list(by_ref), num_returns=1, timeout=POLL_SECONDS)
+        self.failure = None  # the cluster answered
+        for ref in ready:
+            result = self._result(by_ref[ref], ref)
+            with self._lock:
+                self._refs.pop(result.key, None)
+                self._cancelled.discard(result.key)
+            self._done.put(result)
+        return False
+
+    def _lose_outstanding(self, failure: str) -> None:
+        """Every task not collected yet comes back lost (stopped first, if Ray still can)."""
+        with self._lock:
+            refs, self._refs = self._refs, {}
+        for key, ref in refs.items():
+            with contextlib.suppress(Exception):
+                self._ray.cancel(ref, force=True)
+            error = f"results of the Ray cluster could not be collected: {failure}"
+            self._done.put(TaskResult(key, error=error, lost=key not in self._cancelled))
+
+    def health(self) -> str | None:
+        return self.failure
 
     def _result(self, key: str, ref: Any) -> TaskResult:
         """The task's own TaskResult, or what Ray says happened to it."""
@@ -220,9 +271,16 @@ class RayExecutor(QueuedExecutor):
         return result
 
     def cancel(self, key: str) -> bool:
-        """Cancel the task: a queued one never runs. A running one is only asked (Ray's
-        KeyboardInterrupt does not reach every worker): jobs stop on their store's cancel flag,
-        and `kill` ends a task at once. False if the task is unknown or already collected."""
+        """Cancel the task: a queued one never runs; a running one gets KeyboardInterrupt
+        within a second (its cancel flag, see ray_cancel.py), so it closes its run KILLED
+        with a checkpoint, as under Ctrl-C. False if the task is unknown or already collected.
+        """
+        from ppo_platform.execution.ray_cancel import raise_flag
+
+        with self._lock:
+            if key not in self._refs:
+                return False
+        raise_flag(flag_name(self.executor_id, key))
         return self._cancel(key, force=False)
 
     def kill(self, key: str) -> bool:
@@ -257,3 +315,5 @@ class RayExecutor(QueuedExecutor):
                     self.kill(key)
                 deadline = None
             self._collector.join(POLL_SECONDS)
+        with contextlib.suppress(Exception):  # the cluster may be gone: the flags go with it
+            drop_flags(self.executor_id)

@@ -105,7 +105,7 @@ def migrate(engine: Engine, lock_path: Path) -> None:
             try:
                 with engine.begin() as connection:
                     config.attributes["connection"] = connection
-                    command.upgrade(config, "head")
+                    command.upgrade(config, "heads")  # two branches may both revise 0002
                 return
             except OperationalError as error:  # the server may still be starting: back off
                 if attempt == START_ATTEMPTS - 1:

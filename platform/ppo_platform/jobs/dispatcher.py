@@ -14,16 +14,18 @@ import signal
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
-from typing import IO
+from typing import IO, TypeVar
 
 from sqlalchemy.exc import OperationalError
 
 from ppo_platform.execution.base import Executor, Task, TaskResult
 from ppo_platform.execution.choose import job_executor
 from ppo_platform.jobs.config import ServiceSettings
-from ppo_platform.jobs.store import JobStore
-from ppo_platform.jobs.worker import run_job
+from ppo_platform.jobs.store import JobStore, age_seconds
+from ppo_platform.jobs.worker import ORPHANED, run_job
 from ppo_platform.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,14 @@ RECOVERY_WAIT_SECONDS = 30.0
 MAX_BACKOFF_SECONDS = 10.0
 REQUEUE_REASON = "the service stopped while it ran; it resumes from its last checkpoint"
 LOST_REASON = "its worker died ({error}); it resumes from its last checkpoint"
+GIVEN_UP = (
+    "its worker died on each of its {attempts} attempts (last: {error}); not re-queued again "
+    "(at most PPO_PLATFORM_MAX_ATTEMPTS={limit} attempts)"
+)
+LEASE_REASON = "its process stopped renewing its lease; it resumes from its last checkpoint"
+STORE_ATTEMPTS = 5
+STORE_BACKOFF_SECONDS = 0.1
+T = TypeVar("T")
 
 
 def process_alive(pid: int | None) -> bool:
@@ -68,6 +78,10 @@ class Dispatcher:
         self.executor = executor or job_executor(get_settings(), self.concurrency, torch_threads)
         self.running: dict[str, str] = {}  # job id -> owner
         self.cancel_seen: dict[str, float] = {}  # job id -> monotonic time cancel was seen
+        # Results whose end is not written to the store yet: their jobs stay in `running`
+        # (the in-memory state follows the durable one) and are written on the next step.
+        self.unrecorded: list[TaskResult] = []
+        self.leased: set[str] = set()  # left running by a dead service: re-queued on expiry
         self.active = threading.Event()  # holds the lock and dispatches
         self._stop = threading.Event()
         self._lock_file: IO[str] | None = None
@@ -121,10 +135,11 @@ class Dispatcher:
         return True
 
     def recover(self) -> None:
-        """Re-queue every job a dead service left running, once its process is gone."""
+        """Re-queue every job a dead service left running, once its process is gone (on a
+        cluster, where its process cannot be seen from here: once its lease expired)."""
         for job in self.store.with_status("running"):
-            if not self.executor.runs_here:  # on Ray: the dead service's tasks died with it
-                self.store.requeue(job.id, REQUEUE_REASON)
+            if not self.executor.runs_here:
+                self.leased.add(job.id)  # its Ray task may still run: wait for the lease
                 continue
             deadline = time.monotonic() + RECOVERY_WAIT_SECONDS
             while process_alive(job.pid) and time.monotonic() < deadline:
@@ -132,10 +147,38 @@ class Dispatcher:
             if process_alive(job.pid):
                 assert job.pid is not None
                 os.killpg(job.pid, signal.SIGKILL)
-            self.store.requeue(job.id, REQUEUE_REASON)
+            self._retried(partial(self.store.requeue, job.id, REQUEUE_REASON))
+        self._requeue_expired()
+
+    def _requeue_expired(self) -> None:
+        """Re-queue the recovered jobs whose lease expired; forget those that ended."""
+        for job_id in sorted(self.leased):
+            job = self.store.get(job_id)
+            if job.status != "running":
+                self.leased.discard(job_id)
+            elif age_seconds(job.heartbeat_at or job.started_at) > self.service.lease_seconds:
+                self._retried(partial(self.store.requeue, job_id, LEASE_REASON))
+                self.leased.discard(job_id)
+
+    def _retried(self, call: Callable[[], T]) -> T:
+        """A store write, tried again with backoff (0.1 s doubling) on a transient database
+        error; the last error is raised (the step is retried, its state kept)."""
+        delay = STORE_BACKOFF_SECONDS
+        for attempt in range(STORE_ATTEMPTS):
+            try:
+                return call()
+            except OperationalError as error:
+                if attempt == STORE_ATTEMPTS - 1 or self._stop.is_set():
+                    raise
+                log.warning("the job store did not answer (%s); retrying", error.orig)
+                self._stop.wait(delay)
+                delay *= 2
+        raise AssertionError("unreachable")
 
     def step(self) -> None:
         """One round: collect finished jobs, enforce cancels, start queued ones."""
+        if self.leased:
+            self._requeue_expired()
         self._collect()
         self._enforce_cancels()
         self._dispatch()
@@ -143,24 +186,36 @@ class Dispatcher:
     def _collect(self) -> None:
         try:
             for result in self.executor.as_completed(timeout=0):
-                self._record(result)
+                self.unrecorded.append(result)
         except TimeoutError:
             pass
+        while self.unrecorded:  # a store that stays down raises here: the rest wait
+            result = self.unrecorded[0]
+            self._record(result)
+            self.unrecorded.pop(0)
+            self.running.pop(result.key, None)  # only once its end is in the store
+            self.cancel_seen.pop(result.key, None)
 
     def _record(self, result: TaskResult) -> None:
         """A job process ended; if it could not write its status (it died), write it here."""
-        self.running.pop(result.key, None)
-        self.cancel_seen.pop(result.key, None)
-        job = self.store.get(result.key)
+        job = self._retried(lambda: self.store.get(result.key))
         if job.status != "running":
             return
+        limit = self.service.max_attempts
+        # "orphaned": the job saw its parent (the Ray node's raylet) die and stopped itself,
+        # leaving its status for us: like a worker that died, it runs again from its checkpoint.
+        lost = result.lost or (result.ok and result.value == ORPHANED)
+        died = result.error or "its parent process died, e.g. its Ray node"
         if job.cancel_requested:
-            self.store.finish(job.id, "cancelled")
-        elif result.lost:  # its worker or node died: run it again, from its last checkpoint
-            self.store.requeue(job.id, LOST_REASON.format(error=result.error))
+            self._retried(lambda: self.store.finish(job.id, "cancelled"))
+        elif lost and job.attempts < limit:  # run it again, from its last checkpoint
+            reason = LOST_REASON.format(error=died)
+            self._retried(partial(self.store.requeue, job.id, reason))
         else:
             reason = result.error or "the job process ended without reporting a status"
-            self.store.finish(job.id, "failed", error=reason)
+            if lost:  # a job that kills its worker every time is not run forever
+                reason = GIVEN_UP.format(attempts=job.attempts, error=died, limit=limit)
+            self._retried(lambda: self.store.finish(job.id, "failed", error=reason))
 
     def _enforce_cancels(self) -> None:
         """Jobs stop by themselves on cancel; one still running after the grace is killed."""
@@ -184,7 +239,9 @@ class Dispatcher:
         for job_id, owner in self.store.next_queued(full, limit=free * 4):
             if free <= 0:
                 return
-            if counts[owner] >= self.service.max_running or not self.store.mark_running(job_id):
+            if counts[owner] >= self.service.max_running:
+                continue
+            if not self._retried(partial(self.store.mark_running, job_id)):
                 continue
             self.running[job_id] = owner
             counts[owner] += 1

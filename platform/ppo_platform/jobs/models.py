@@ -74,6 +74,8 @@ class Experiment(Base):
     row_version: Mapped[int] = mapped_column(
         Integer, default=0, server_default="0", onupdate=literal_column("row_version + 1")
     )
+    # The running job's lease, renewed by its process (migration 0005).
+    heartbeat_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class Event(Base):

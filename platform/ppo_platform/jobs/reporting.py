@@ -4,6 +4,7 @@ turns a cancel request (or the death of the service that started the job) into a
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -18,6 +19,7 @@ from ppo_platform.training.progress import ProgressEvent
 
 UPDATE_EVERY_SECONDS = 1.0
 WATCH_EVERY_SECONDS = 0.5
+HEARTBEAT_SECONDS = 5.0  # the job's lease is renewed this often (ServiceSettings.lease_seconds)
 SWEEP_DONE = re.compile(r"^\[(\d+)/(\d+)\]")
 SWEEP_PARENT = re.compile(r"parent run ([0-9a-f]{32})")
 
@@ -104,7 +106,11 @@ class Watcher:
         return self.cancel.is_set()
 
     def _loop(self) -> None:
+        beat = 0.0
         while not self._stop.wait(WATCH_EVERY_SECONDS):
+            if time.monotonic() - beat >= HEARTBEAT_SECONDS:
+                beat = time.monotonic()
+                self._beat()
             if os.getppid() != self._parent:
                 self.orphaned = True
             elif self._cancel_requested():
@@ -113,6 +119,10 @@ class Watcher:
                 continue
             self._trigger()
             return
+
+    def _beat(self) -> None:
+        with contextlib.suppress(Exception):  # the store is busy or gone: renew next time
+            self.store.beat(self.job_id)
 
     def _cancel_requested(self) -> bool:
         try:

@@ -247,7 +247,12 @@ class JobStore:
             done = session.execute(
                 update(Experiment)
                 .where(Experiment.id == experiment_id, Experiment.status == "queued")
-                .values(status="running", started_at=utcnow(), attempts=Experiment.attempts + 1)
+                .values(
+                    status="running",
+                    started_at=utcnow(),
+                    heartbeat_at=utcnow(),
+                    attempts=Experiment.attempts + 1,
+                )
             )
             if not done.rowcount:  # type: ignore[attr-defined]
                 return False
@@ -284,9 +289,13 @@ class JobStore:
             session.execute(
                 update(Experiment)
                 .where(Experiment.id == experiment_id, Experiment.status == "running")
-                .values(status="queued", pid=None)
+                .values(status="queued", pid=None, heartbeat_at=None)
             )
             session.add(_event(experiment_id, "status", {"status": "queued", "reason": reason}))
+
+    def beat(self, experiment_id: str) -> None:
+        """Renew a running job's lease (its process calls this every few seconds)."""
+        self.update(experiment_id, heartbeat_at=utcnow())
 
     def update(self, experiment_id: str, **changes: Any) -> None:
         with self.writing() as session:

@@ -23,6 +23,8 @@ from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import validate_data
 
+ORPHANED = "orphaned"  # run_job's answer when it stopped because its parent died
+
 
 def job_folder(settings: Settings, job_id: str) -> Path:
     """Files a job writes besides its MLflow runs (tuning outputs); `job_id` is 32 hex."""
@@ -41,7 +43,7 @@ def run_job(job_id: str, database_url: str, nice: int = 0) -> str:
         with Watcher(store, job_id, interrupt=job.kind != "run") as watcher:
             status, error, result = _run_kind(store, job, spec, watcher)
         if watcher.orphaned:
-            return "orphaned"
+            return ORPHANED
         if watcher.cancelled and status != "succeeded":
             status, error = "cancelled", None
         store.finish(job_id, status, error=error, result=result)

@@ -20,7 +20,7 @@ from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_env_usable
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.sweeps.expand import SweepMember, expand_sweep, grid_points
-from ppo_platform.sweeps.runs import finished_runs, open_parent_run, run_member
+from ppo_platform.sweeps.runs import finished_runs, open_parent_run, resume_member, run_member
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
 from ppo_platform.tracking.queries import child_runs
@@ -124,8 +124,7 @@ def run_sweep(
 
     tasks = [Task(m.key, run_member, (m.spec, parent_run_id, m.tags, settings)) for m in todo]
     try:
-        executor = pool_executor(settings, n_workers)
-        run_tasks(tasks, n_workers, on_done=collect, executor=executor)
+        _train(tasks, n_workers, settings, collect, say)
     except KeyboardInterrupt:
         retry(lambda: client.set_terminated(parent_run_id, "KILLED"))
         raise
@@ -133,6 +132,29 @@ def run_sweep(
     result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
     _close_parent(client, experiment_id, result, settings, report)
     return result
+
+
+def _train(
+    tasks: list[Task],
+    n_workers: int,
+    settings: Settings,
+    collect: Callable[[TaskResult], None],
+    say: EventCallback,
+) -> None:
+    """Train the members; one whose worker process or node died runs again (resumed)."""
+
+    def again(task: Task, lost: TaskResult) -> Task:
+        say(f"{task.args[0].name}: its worker died ({lost.error}); running it again")
+        return Task(task.key, resume_member, task.args)  # from its last checkpoint
+
+    run_tasks(
+        tasks,
+        n_workers,
+        on_done=collect,
+        executor=pool_executor(settings, n_workers),
+        max_attempts=settings.max_attempts,
+        again=again,
+    )
 
 
 def _open_parent(

@@ -8,6 +8,7 @@ import time
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from ppo_platform.errors import RunNotFoundError
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec
@@ -95,6 +96,31 @@ def run_member(
     except Exception as error:
         record_failure(settings, spec, parent_run_id, tags, error, started_ms)
         raise
+
+
+def resume_member(
+    spec: ExperimentSpec, parent_run_id: str, tags: dict[str, str], settings: Settings
+) -> RunResult:
+    """Run a member again after its worker process or node died: its newest child run (left
+    RUNNING, or closed KILLED by its tracking process) continues from its last checkpoint, in
+    the same MLflow run; with no checkpoint yet the member trains afresh in a new run."""
+    from ppo_platform.training.runner import resume_run  # heavy: torch and SB3
+
+    client = tracking_client(settings.tracking_uri)
+    experiment_id = ensure_experiment(client, spec.experiment_name)
+    mine = [
+        run
+        for run in child_runs(client, experiment_id, parent_run_id)
+        if run.data.tags.get(tag.SWEEP_KEY) == tags[tag.SWEEP_KEY]
+    ]
+    newest = max(mine, key=lambda run: run.info.start_time) if mine else None
+    if newest is not None and newest.info.status in ("RUNNING", "KILLED"):
+        try:
+            return resume_run(newest.info.run_id, settings=settings)
+        except RunNotFoundError:  # died before its first checkpoint
+            if newest.info.status == "RUNNING":
+                retry(partial(client.set_terminated, newest.info.run_id, "KILLED"))
+    return run_member(spec, parent_run_id, tags, settings)
 
 
 def record_failure(

@@ -1,9 +1,10 @@
 """N worker processes, each calling `study.optimize` on the one shared storage.
 
-The workers run as tasks on the local Executor (spawned processes, pinned threads). A lock
-shared by the local workers is held from the budget check until the trial exists in the
-storage, so local workers never start more than n_trials between them. Workers on other
-machines share only the storage and may overshoot by one trial each.
+The workers run as tasks on the local Executor (spawned processes, pinned threads) or on Ray. A
+lock is held from the budget check until the trial exists in the storage, so the workers never
+start more than n_trials between them: local workers share a multiprocessing lock; Ray workers,
+which share only the storage, lock through it (storage_lock.py). A worker whose process or node
+died runs again (up to `max_attempts`); its trial is failed as stale and retried.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ppo_platform.execution import Task
+from ppo_platform.execution import Task, run_tasks
 from ppo_platform.execution.choose import pool_executor
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tuning.errors import TrialFailed, TuningError
+from ppo_platform.tuning.storage_lock import storage_lock
 from ppo_platform.tuning.study import load_study, may_start_trial, open_storage
 
 LOCK_TIMEOUT = 120.0  # a worker killed while holding the lock must not block the others forever
@@ -92,11 +94,18 @@ def _worker_task(config: WorkerConfig, worker_index: int) -> int:
     """One worker, run as a task in a pool process; returns the trials it ran."""
     quiet_logs()
     # On Ctrl-C the trial is marked failed (interrupted); the parent process reports it.
-    # On a Ray worker no lock is shared (workers may overshoot n_trials by one trial each).
-    lock = _shared_lock if _shared_lock is not None else threading.Lock()
-    with contextlib.suppress(KeyboardInterrupt):
-        return run_worker(config, worker_index, lock)
-    return 0
+    # On a Ray worker no lock is inherited: the workers lock through their storage.
+    owned = (
+        None if _shared_lock is not None else storage_lock(config.storage_url, config.study_name)
+    )
+    lock = _shared_lock or owned or threading.Lock()
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            return run_worker(config, worker_index, lock)
+        return 0
+    finally:
+        if owned is not None:
+            owned.close()
 
 
 class _NoInterruptTraceback(logging.Filter):
@@ -120,6 +129,11 @@ def quiet_logs() -> None:
             handler.addFilter(_NoInterruptTraceback())
 
 
+def _lost_note(result: Any) -> None:
+    if result.lost:
+        logger.error("%s: its worker died on every attempt (last: %s)", result.key, result.error)
+
+
 def run_workers(config: WorkerConfig, workers: int) -> None:
     """Run `workers` workers to the end of the study. One worker runs in this process."""
     quiet_logs()
@@ -129,8 +143,10 @@ def run_workers(config: WorkerConfig, workers: int) -> None:
     lock = multiprocessing.get_context("spawn").Lock()
     tasks = [Task(f"tune-worker-{i}", _worker_task, (config, i)) for i in range(workers)]
     executor = pool_executor(config.settings, workers, initializer=_share_lock, initargs=(lock,))
-    with executor:  # on Ctrl-C or SIGTERM, the workers get time to close their runs cleanly
-        results = list(executor.map_tasks(tasks))
+    # On Ctrl-C or SIGTERM, the workers get time to close their runs cleanly.
+    results = run_tasks(
+        tasks, executor=executor, max_attempts=config.settings.max_attempts, on_done=_lost_note
+    )
     failed = [result for result in results if not result.ok]
     for result in failed:
         if result.traceback:
