@@ -13,6 +13,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from ppo_platform import tracing
 from ppo_platform.cli_interop import register as register_interop_commands
 from ppo_platform.cli_output import bad_option, fail
 from ppo_platform.cli_service import register as register_service_commands
@@ -82,6 +83,7 @@ def note_reaped(run_ids: list[str] | tuple[str, ...]) -> None:
 def interrupted(error: KeyboardInterrupt, what: str) -> NoReturn:
     """Ctrl-C (exit 130) or SIGTERM (exit 143): say what happened, exit with its code."""
     label = "terminated" if exit_code(error) != EXIT_INTERRUPTED else "interrupted"
+    tracing.mark(f"cli: {label}, exiting")
     typer.echo(f"{label}: {what}", err=True)
     raise typer.Exit(exit_code(error)) from None
 

@@ -22,11 +22,13 @@ from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from ppo_platform import tracing
 from ppo_platform.errors import Terminated, TrackingError, TrainingError
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.process import INTERRUPTED_REPLY_TIMEOUT
 from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
 from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
@@ -228,14 +230,18 @@ class TrainingSession:
                 f"({where}). Lower the learning rate or K."
             ) from error
         except KeyboardInterrupt as interrupt:
+            tracing.mark("interrupted: saving a checkpoint")
             self.save_checkpoint(model.num_timesteps)
             reason = "terminated (SIGTERM)" if isinstance(interrupt, Terminated) else "interrupted"
             # Metrics the tracking process could not store must not hide the interrupt.
+            tracing.mark("interrupted: closing the run KILLED")
             with contextlib.suppress(TrackingError):
-                self._close("KILLED", {tag.OUTCOME: "cancelled", tag.FAILURE: reason})
+                tags = {tag.OUTCOME: "cancelled", tag.FAILURE: reason}
+                self._close("KILLED", tags, INTERRUPTED_REPLY_TIMEOUT)
+            tracing.mark("interrupted: run closed")
             raise
         except TrackingError as error:
-            self.tracker.fail_without_process(str(error))
+            self.tracker.fail(str(error))
             raise
         except Exception as error:
             self._close(
@@ -311,11 +317,11 @@ class TrainingSession:
             kl_alert=self.spec.diagnostics.kl_alert,
         )
 
-    def _close(self, status: str, tags: dict[str, str]) -> None:
+    def _close(self, status: str, tags: dict[str, str], timeout: float | None = None) -> None:
         try:
-            self.tracker.finish(status, tags)
+            self.tracker.finish(status, tags, timeout)
         except TrackingError as error:
-            self.tracker.fail_without_process(str(error))
+            self.tracker.fail(str(error))
             raise
 
 

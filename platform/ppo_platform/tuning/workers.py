@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ppo_platform import tracing
 from ppo_platform.execution import Task
 from ppo_platform.execution.choose import pool_executor
 from ppo_platform.settings import Settings
@@ -96,6 +97,7 @@ def _worker_task(config: WorkerConfig, worker_index: int) -> int:
     lock = _shared_lock if _shared_lock is not None else threading.Lock()
     with contextlib.suppress(KeyboardInterrupt):
         return run_worker(config, worker_index, lock)
+    tracing.mark("tune worker: interrupted, returning")
     return 0
 
 
