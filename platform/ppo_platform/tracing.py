@@ -9,6 +9,7 @@ library is imported here; a mark costs one environment lookup when tracing is of
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import time
@@ -20,12 +21,13 @@ def enabled() -> bool:
     return os.environ.get(TRACE_ENV, "") not in ("", "0")
 
 
-def mark(label: str, process: str = "") -> None:
-    """Write one time mark to stderr if tracing is on."""
+def mark(label: str, at: float | None = None) -> None:
+    """Write one time mark (now, or `at` on the perf_counter clock) to stderr if tracing is on."""
     if not enabled():
         return
-    name = process or os.path.basename(sys.argv[0] or "python")
-    line = f"trace {time.perf_counter():.6f} {os.getpid()} {name} {label}\n"
+    name = os.path.basename(sys.argv[0] or "python") or "python"
+    when = time.perf_counter() if at is None else at
+    line = f"trace {when:.6f} {os.getpid()} {name} {label}\n"
     stream = sys.__stderr__
     if stream is None:
         return
@@ -45,3 +47,23 @@ def process_started() -> float | None:
         return ticks / os.sysconf("SC_CLK_TCK")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def mark_start(what: str) -> None:
+    """Marks of a process's start (from /proc) and of `what` beginning now."""
+    if enabled():
+        started = process_started()
+        if started is not None:
+            mark("process started", at=started)
+        mark(what)
+
+
+def mark_exit_begins() -> None:
+    """A mark when this process's exit handlers begin (register after the ones to time)."""
+    if enabled():
+        atexit.register(mark, "atexit: handlers begin")
+
+
+mark_start("import ppo_platform")  # this module is the first that `ppo_platform` imports
+if enabled():
+    atexit.register(mark, "atexit: handlers done")  # registered first, runs last

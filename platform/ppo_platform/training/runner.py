@@ -213,6 +213,7 @@ class TrainingSession:
                 ),
             ]
         )
+        tracing.mark("learn: begins")
         try:
             # log_interval=None: SB3's own log dump is off; metrics flow through on_update.
             model.learn(
@@ -250,6 +251,7 @@ class TrainingSession:
             raise
         finally:
             model.env.close()  # type: ignore[union-attr]
+        tracing.mark("learn: done")
         return self._finish(model, evaluator)
 
     def _finish(self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback) -> RunResult:
@@ -276,8 +278,11 @@ class TrainingSession:
         if outcome == "completed" and evaluator.last_eval_step != model.num_timesteps:
             evaluator.evaluate()
         async_eval.collect(evaluator, wait=True)
+        tracing.mark("finish: final evaluation done")
         self.save_checkpoint(model.num_timesteps)
+        tracing.mark("finish: checkpoint saved")
         self._log_artifacts(model)
+        tracing.mark("finish: final model saved, artifacts + plot handed over")
         mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
         tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}
         if mean is not None:
@@ -285,6 +290,7 @@ class TrainingSession:
         if message:
             tags[tag.STOP_REASON] = message
         self._close(MLFLOW_STATUS[outcome], tags)
+        tracing.mark("finish: tracking process confirmed all durable")
         return RunResult(
             self.tracker.run_id,
             outcome,
@@ -347,13 +353,17 @@ def run_spec(
     """
     process = shared_tracking_process()  # first: its MLflow import overlaps torch's work
     settings = _prepare(settings)
+    tracing.mark("run_spec: begins")
     env = build_train_env(spec)  # fails on an unknown env id before any run is created
     eval_env = build_eval_env(spec)
+    tracing.mark("run_spec: envs built")
     model = build_model(spec, env)
+    tracing.mark("run_spec: model built")
     tracker = RemoteRun.open(process, settings, spec, parent_run_id=parent_run_id, tags=tags)
     # The run exists before training starts (the job service shows its id while it trains);
     # the tracking process's MLflow import has overlapped torch's and the model's build.
     tracker.run_id  # noqa: B018
+    tracing.mark("run_spec: run created (answer in)")
     session = TrainingSession(spec, tracker, on_progress, cancel)
     return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
 
