@@ -45,8 +45,8 @@ def test_a_finished_run_exits_at_once_after_its_tracking_process_made_all_durabl
     assert done.stdout.startswith("completed: run ")
     marks = _marks(done.stderr)
     order = [
-        "finish: tracking process confirmed all durable",
         "tracking: finish answered",
+        "finish: tracking process confirmed all durable",
         "tracking: os._exit",
         "tracking close: exited",
         "atexit: handlers done",
