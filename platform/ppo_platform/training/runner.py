@@ -104,6 +104,7 @@ class TrainingSession:
         self.evaluator: PeriodicEvalCallback | None = None
         self._started = time.perf_counter()
         self._start_steps = 0
+        self._announced = False  # the run was created before the first progress event
 
     @property
     def run_dir(self) -> Path:
@@ -115,6 +116,9 @@ class TrainingSession:
 
     def _event(self, kind: EventKind, **fields: Any) -> None:
         assert self.model is not None
+        if not self._announced:  # a listener may look the run up (the job service records it)
+            self.tracker.run_id  # noqa: B018  (waits for the tracking process to create it)
+            self._announced = True
         self.on_progress(
             ProgressEvent(
                 kind=kind,
@@ -359,11 +363,9 @@ def run_spec(
     tracing.mark("run_spec: envs built")
     model = build_model(spec, env)
     tracing.mark("run_spec: model built")
+    # Training starts while the tracking process creates the run (its MLflow import and store
+    # open overlap torch's); the first progress event waits for the run to exist.
     tracker = RemoteRun.open(process, settings, spec, parent_run_id=parent_run_id, tags=tags)
-    # The run exists before training starts (the job service shows its id while it trains);
-    # the tracking process's MLflow import has overlapped torch's and the model's build.
-    tracker.run_id  # noqa: B018
-    tracing.mark("run_spec: run created (answer in)")
     session = TrainingSession(spec, tracker, on_progress, cancel)
     return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
 
