@@ -58,3 +58,20 @@ def test_a_metrics_writer_that_does_not_confirm_fails_the_drain_and_is_killed() 
         writer.drain(timeout=1.0)
     assert writer.process.wait(timeout=10) == -signal.SIGKILL
     assert not writer.alive  # the next run starts a new writer
+
+
+def test_a_run_whose_setup_fails_after_it_was_opened_is_closed_failed_with_the_reason(
+    platform_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ppo_platform.tracking.remote import shared_tracking_process
+    from ppo_platform.training.runner import run_spec
+
+    shared_tracking_process()  # started before the interpreter path breaks
+    # The asynchronous evaluation process cannot start: its interpreter is missing.
+    monkeypatch.setattr("sys.executable", str(platform_home / "no-such-python"))
+    with pytest.raises(FileNotFoundError):
+        run_spec(tiny_spec(evaluation__async=True))
+    client = MlflowClient(get_settings().tracking_uri)
+    [run] = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert run.info.status == "FAILED"
+    assert run.data.tags[tags.FAILURE].startswith("FileNotFoundError while starting")

@@ -13,9 +13,8 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import CallbackList
@@ -36,6 +35,8 @@ from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
 from ppo_platform.training.progress import EventKind, ProgressEvent
+from ppo_platform.training.result import MLFLOW_STATUS, Outcome
+from ppo_platform.training.result import RunResult as RunResult  # re-exported for callers
 from ppo_platform.training.resume import recorded_folder, resumable
 from ppo_platform.training.resume import run_folder as run_folder  # re-exported for callers
 from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
@@ -43,45 +44,7 @@ from trainers.diagnostics import Alert, DiagnosticsMonitor
 from trainers.errors import NonFiniteError
 from trainers.reporting import UpdateReportingMixin
 
-Outcome = Literal["completed", "stopped_by_alert", "cancelled"]
-MLFLOW_STATUS = {"completed": "FINISHED", "stopped_by_alert": "FAILED", "cancelled": "KILLED"}
 ProgressCallback = Callable[[ProgressEvent], None]
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """How a training run ended."""
-
-    run_id: str
-    outcome: Outcome
-    timesteps: int
-    final_eval_mean: float | None
-    final_eval_std: float | None
-    alerts: int
-    seconds: float
-    message: str = ""
-    tracking_seconds: float = 0.0  # wall time spent writing to MLflow during training
-    alert_summary: tuple[str, ...] = ()  # one line per signal that alerted
-
-    @property
-    def status(self) -> str:
-        """The MLflow run status: FINISHED, FAILED or KILLED."""
-        return MLFLOW_STATUS[self.outcome]
-
-    def summary(self) -> str:
-        score = (
-            "-"
-            if self.final_eval_mean is None
-            else f"{self.final_eval_mean:.2f} +- {self.final_eval_std:.2f}"
-        )
-        text = (
-            f"{self.outcome}: run {self.run_id}, {self.timesteps} env steps in "
-            f"{self.seconds:.1f} s, final eval return {score}, {self.alerts} alert(s)"
-        )
-        lines = [text, *(f"  {line}" for line in self.alert_summary)]
-        if self.message:
-            lines.append(self.message)
-        return "\n".join(lines)
 
 
 class TrainingSession:
@@ -196,15 +159,24 @@ class TrainingSession:
         self.model = model
         self._start_steps = model.num_timesteps
         self._started = time.perf_counter()
-        self._attach(model)
-        evaluator = async_eval.make_evaluator(
-            self.spec, eval_env, self.on_eval, eval_seed(self.spec)
-        )
-        self.evaluator = evaluator
         try:
-            return self._learn(model, evaluator, remaining, fresh)
+            self._attach(model)
+            evaluator = async_eval.make_evaluator(
+                self.spec, eval_env, self.on_eval, eval_seed(self.spec)
+            )
+        except Exception as error:  # the run is open: closed FAILED with the reason, not KILLED
+            reason = f"{type(error).__name__} while starting: {error}"
+            with contextlib.suppress(TrackingError):
+                self._close("FAILED", {tag.OUTCOME: "failed", tag.FAILURE: reason})
+            raise
+        self.evaluator = evaluator
+        finished = False  # else (cancel, interrupt, error) queued evaluations are dropped
+        try:
+            result = self._learn(model, evaluator, remaining, fresh)
+            finished = not self.cancel.is_set()
+            return result
         finally:
-            async_eval.close(evaluator)
+            async_eval.close(evaluator, wait=finished)
 
     def _learn(
         self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback, remaining: int, fresh: bool
@@ -281,7 +253,8 @@ class TrainingSession:
             message = f"stopped by a diagnostics alert (on_alert: stop): {self.stop_alert.format()}"
         if outcome == "completed" and evaluator.last_eval_step != model.num_timesteps:
             evaluator.evaluate()
-        async_eval.collect(evaluator, wait=True)
+        # Cancelled: the checkpoint now; snapshots still queued for evaluation are dropped.
+        async_eval.collect(evaluator, wait=outcome != "cancelled")
         tracing.mark("finish: final evaluation done")
         self.save_checkpoint(model.num_timesteps)
         tracing.mark("finish: checkpoint saved")
