@@ -146,13 +146,13 @@ class TrialObjective:
             params,
             spec,
         )
-        if spec is None:  # recorded as a failed trial run with its params, never trained
-            self._fail(trial, run, TrialOutcome(), invalid)
-        trial.set_user_attr("mlflow_run_id", run.run_id)
-        trial.set_user_attr(
-            "budget_timesteps", spec.budget.total_timesteps * self.tune.seeds_per_trial
-        )
-        try:
+        try:  # from here on an interrupt closes the trial run (never left RUNNING)
+            if spec is None:  # recorded as a failed trial run with its params, never trained
+                self._fail(trial, run, TrialOutcome(), invalid)
+            trial.set_user_attr("mlflow_run_id", run.run_id)
+            trial.set_user_attr(
+                "budget_timesteps", spec.budget.total_timesteps * self.tune.seeds_per_trial
+            )
             return self._train_seeds(trial, spec, run)
         except (optuna.TrialPruned, TrialFailed):
             raise  # the trial run is already closed with its state and reason
