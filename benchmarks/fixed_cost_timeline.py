@@ -149,7 +149,8 @@ def main() -> None:
 
 
 def render(report: dict) -> str:
-    lines = [f"Command: `{report['command']}`, {report['date_utc']} UTC, `{report['uptime_after']}`"]
+    when = f"{report['date_utc']} UTC, `{report['uptime_after']}`"
+    lines = [f"Command: `{report['command']}`, {when}"]
     for name, samples in report["samples"].items():
         loads = [s["load1"] for s in samples]
         lines += [
