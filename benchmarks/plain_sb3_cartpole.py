@@ -10,6 +10,18 @@ saving. It imports nothing from this project, so its start-up is SB3's own.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+import time
+
+
+def _mark(label: str) -> None:
+    """PPO_PLATFORM_TRACE_TIMES=1: the same time marks as the platform's (fixed_cost_timeline)."""
+    if os.environ.get("PPO_PLATFORM_TRACE_TIMES", "") not in ("", "0"):
+        sys.stderr.write(f"trace {time.perf_counter():.6f} {os.getpid()} plain {label}\n")
+
+
+_mark("script begins")
 
 
 def linear(start: float):
@@ -22,8 +34,10 @@ def train_plain(steps: int, seed: int = 0) -> None:
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
+    _mark("torch, SB3 imported")
     torch.set_num_threads(1)
     env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+    _mark("env built")
     model = PPO(
         "MlpPolicy",
         env,
@@ -42,7 +56,9 @@ def train_plain(steps: int, seed: int = 0) -> None:
         device="cpu",
         verbose=0,
     )
+    _mark("model built")
     model.learn(steps)
+    _mark("learn done")
 
 
 def main() -> None:
@@ -52,6 +68,7 @@ def main() -> None:
     args = parser.parse_args()
 
     train_plain(args.steps, args.seed)
+    _mark("main returns")
 
 
 if __name__ == "__main__":

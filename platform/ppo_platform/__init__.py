@@ -3,6 +3,7 @@
 Light imports only here: `validate` and `plan` must not pay for torch, SB3 or MLflow.
 """
 
+from ppo_platform import tracing as tracing  # first: marks when this process started
 from ppo_platform.errors import PlatformError, SpecError, SpecIssue, TrainingError
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec, load_spec_text, validate_data

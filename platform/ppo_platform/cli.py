@@ -13,6 +13,7 @@ from typing import Annotated, NoReturn
 
 import typer
 
+from ppo_platform import tracing
 from ppo_platform.cli_interop import register as register_interop_commands
 from ppo_platform.cli_output import bad_option, fail
 from ppo_platform.cli_service import register as register_service_commands
@@ -30,6 +31,7 @@ from ppo_platform.errors import (
 from ppo_platform.errors import (
     EXIT_OK as EXIT_OK,
 )
+from ppo_platform.process_exit import exit_now
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec
 from ppo_platform.spec.names import check_run_id, path_inside
@@ -82,6 +84,7 @@ def note_reaped(run_ids: list[str] | tuple[str, ...]) -> None:
 def interrupted(error: KeyboardInterrupt, what: str) -> NoReturn:
     """Ctrl-C (exit 130) or SIGTERM (exit 143): say what happened, exit with its code."""
     label = "terminated" if exit_code(error) != EXIT_INTERRUPTED else "interrupted"
+    tracing.mark(f"cli: {label}, exiting")
     typer.echo(f"{label}: {what}", err=True)
     raise typer.Exit(exit_code(error)) from None
 
@@ -137,10 +140,15 @@ def run(
         )
     from ppo_platform.tracking.remote import start_reaping
 
+    tracing.mark("cli: run command")
     # The tracking process starts first (its MLflow import overlaps torch's) and reaps.
     reaped = start_reaping()
+    tracing.mark_exit_begins()
+    tracing.mark("cli: tracking process spawned")
     from ppo_platform.training.progress import make_reporter
     from ppo_platform.training.runner import resume_run, run_spec
+
+    tracing.mark("cli: runner imported (torch, SB3)")
 
     reporter = make_reporter(quiet=quiet)
     start_guard(reap=False)
@@ -160,6 +168,9 @@ def run(
     reporter.close()
     note_reaped(reaped())
     typer.echo(result.summary())
+    tracing.mark("cli: summary printed")
+    global _run_closed
+    _run_closed = True  # acknowledged durable by the tracking process: `main` may exit at once
     if result.status != "FINISHED":
         raise typer.Exit(EXIT_FAILED)
 
@@ -364,8 +375,16 @@ register_service_commands(app)  # serve, keys, submit, status, cancel (cli_servi
 register_interop_commands(app)  # import-zoo (cli_interop.py)
 
 
+_run_closed = False  # set by `run` once its run is closed and everything is durable
+
+
 def main() -> None:
-    app(prog_name="ppo-platform")
+    try:
+        app(prog_name="ppo-platform")
+    except SystemExit as done:
+        if _run_closed and isinstance(done.code, int | None):
+            exit_now(done.code or 0)  # skips the interpreter's teardown (process_exit.py)
+        raise
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@ on; its results equal the in-process evaluation's on the same snapshot and seed.
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -10,9 +13,11 @@ import pytest
 from mlflow.tracking import MlflowClient
 
 from ppo_platform.settings import get_settings
+from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model
 from ppo_platform.training.async_eval import EvalProcess
 from ppo_platform.training.environments import build_eval_env, build_train_env, eval_seed
+from ppo_platform.training.progress import ProgressEvent
 from ppo_platform.training.runner import run_spec
 from tests.ppo_platform_tests.test_runner import tiny_spec
 from trainers.evaluation import evaluate_episodes
@@ -65,3 +70,41 @@ def test_an_async_run_logs_the_same_evaluations_at_the_snapshot_steps(shared_hom
     assert _eval_history(asynchronous.run_id) == expected
     assert asynchronous.final_eval_mean == in_process.final_eval_mean
     assert asynchronous.status == "FINISHED"
+
+
+def _eval_worker_pid() -> int:
+    """This process's evaluation process (`spawn_child`: a direct child)."""
+    me = os.getpid()
+    for task in Path(f"/proc/{me}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"eval_worker" in Path(f"/proc/{child}/cmdline").read_bytes():
+                return int(child)
+    raise AssertionError("no evaluation process")
+
+
+def test_a_cancelled_async_run_does_not_wait_for_its_queued_evaluations(shared_home: Path) -> None:
+    cancel, stopped = threading.Event(), []
+    timers: list[threading.Timer] = []
+
+    def stop_the_evaluator_then_cancel(event: ProgressEvent) -> None:
+        if event.kind != "update":
+            return
+        if not stopped:  # the evaluation at 512 is queued to a process that cannot answer
+            stopped.append(_eval_worker_pid())
+            os.kill(stopped[0], signal.SIGSTOP)
+            # Were the run to wait for it, it would get its answer after this and log it.
+            timers.append(threading.Timer(30, os.kill, (stopped[0], signal.SIGCONT)))
+            timers[0].start()
+        elif event.timesteps >= 512:
+            cancel.set()
+
+    spec = tiny_spec(evaluation__async=True, evaluation__every_timesteps=256)
+    try:
+        result = run_spec(spec, cancel=cancel, on_progress=stop_the_evaluator_then_cancel)
+    finally:
+        timers[0].cancel()
+    assert result.outcome == "cancelled" and result.timesteps == 512
+    assert 512 not in [step for step, _ in _eval_history(result.run_id)]  # dropped, not awaited
+    run_dir = get_settings().runs_dir / result.run_id
+    assert ckpt.model_path(run_dir / "checkpoints", 512).exists()
+    assert not Path(f"/proc/{stopped[0]}").exists()  # killed and reaped

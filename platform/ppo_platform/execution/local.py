@@ -28,6 +28,7 @@ from concurrent.futures import wait as wait_for
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
+from ppo_platform import tracing
 from ppo_platform.execution.base import (
     CANCELLED,
     Executor,
@@ -181,14 +182,18 @@ class LocalExecutor(QueuedExecutor):
         self, wait: bool = True, *, cancel_pending: bool = False, grace: float | None = None
     ) -> None:
         if wait and grace is not None:
+            tracing.mark("pool: interrupted, waiting for running tasks")
             workers = self._worker_processes()  # the pool forgets them once shut down
             self._pool.shutdown(wait=False, cancel_futures=cancel_pending)
             with self._lock:
                 running = list(self._running.values())
             if wait_for(running, timeout=grace).not_done:
+                tracing.mark("pool: grace over, terminating workers")
                 for process in workers:  # the pool sees them die and fails their tasks
                     process.terminate()
+            tracing.mark("pool: running tasks done")
         self._pool.shutdown(wait=wait, cancel_futures=cancel_pending)
+        tracing.mark("pool: shut down")
 
     def _worker_processes(self) -> list[Any]:
         # ProcessPoolExecutor.terminate_workers() arrives in Python 3.14; until then, the

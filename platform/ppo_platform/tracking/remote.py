@@ -12,11 +12,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -28,155 +24,12 @@ from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.spec.loader import dump_spec
 from ppo_platform.tracking.liveness import this_process
+from ppo_platform.tracking.process import INTERRUPTED_REPLY_TIMEOUT
+from ppo_platform.tracking.process import TrackingProcess as TrackingProcess
+from ppo_platform.tracking.process import ack_listeners as ack_listeners
+from ppo_platform.tracking.process import spawn_child as spawn_child
 from ppo_platform.tracking.tracker import param_value, run_tags
 from ppo_platform.tracking.writer import MetricRow
-
-AckListener = Callable[[list[MetricRow]], None]
-# Called in the reader thread with every acknowledged (durably stored) batch of metric rows.
-ack_listeners: list[AckListener] = []
-
-
-def _exit_reason(pid: int, code: int) -> str:
-    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-    return f"the tracking process (pid {pid}) died ({how}); see its message above, if any"
-
-
-def same_code_env() -> dict[str, str]:
-    """The environment for a child `python -m ppo_platform...`: this process's environment with
-    the folders this process imported ppo_platform and trainers from first on PYTHONPATH, so the
-    child runs the same code (a script may have set sys.path rather than PYTHONPATH)."""
-    import importlib.util
-
-    import ppo_platform
-
-    roots = [str(Path(ppo_platform.__file__).resolve().parents[1])]
-    found = importlib.util.find_spec("trainers")
-    if found is not None and found.submodule_search_locations:
-        roots.append(str(Path(next(iter(found.submodule_search_locations))).resolve().parent))
-    inherited = os.environ.get("PYTHONPATH")
-    return {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([*roots, *([inherited] if inherited else [])]),
-    }
-
-
-def spawn_child(module: str) -> subprocess.Popen[str]:
-    """`python -m module` running this process's code, talking JSON lines on its stdin and
-    stdout, in its own session: a terminal's Ctrl-C reaches only the parent, which closes what
-    the child holds; the child finishes on end of input."""
-    return subprocess.Popen(
-        [sys.executable, "-m", module],
-        env=same_code_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        bufsize=1,
-        start_new_session=True,
-    )
-
-
-class TrackingProcess:
-    """The child process, the pipe to it, and the answers that came back."""
-
-    def __init__(self) -> None:
-        # On end of input (the trainer gone) it closes the run KILLED.
-        self.process = spawn_child("ppo_platform.tracking.service")
-        self._send_lock = threading.Lock()
-        self._state = threading.Condition()
-        self._seq = 0
-        self._awaited: set[int] = set()
-        self._replies: dict[int, dict[str, Any]] = {}
-        self._rows_in_flight: dict[int, list[MetricRow]] = {}
-        self._errors: list[str] = []
-        self._death: str | None = None
-        self.acknowledged_rows = 0
-        threading.Thread(target=self._read, name="tracking-replies", daemon=True).start()
-
-    @property
-    def alive(self) -> bool:
-        return self._death is None and self.process.poll() is None
-
-    def request(self, op: str, *, awaited: bool = False, **fields: Any) -> int:
-        """Send one request; its answer is kept for `wait` if `awaited`, else only checked."""
-        with self._send_lock:
-            with self._state:
-                self._raise_if_failed()
-                self._seq += 1
-                seq = self._seq
-                if awaited:
-                    self._awaited.add(seq)
-                if op == "rows":
-                    self._rows_in_flight[seq] = fields["rows"]
-            assert self.process.stdin is not None
-            try:
-                self.process.stdin.write(json.dumps({"op": op, "seq": seq, **fields}) + "\n")
-                self.process.stdin.flush()
-            except (BrokenPipeError, OSError):
-                pass  # the reader thread records the death; `wait`/`check` raise it
-        return seq
-
-    def wait(self, seq: int) -> dict[str, Any]:
-        """The answer to request `seq`; TrackingError if it failed or the process died."""
-        with self._state:
-            self._state.wait_for(lambda: seq in self._replies or self._death is not None)
-            self._awaited.discard(seq)
-            reply = self._replies.pop(seq, None)
-            if reply is None:
-                raise TrackingError(str(self._death))
-        if "error" in reply:
-            raise TrackingError(f"the tracking process could not {reply['error']}")
-        return reply
-
-    def check(self) -> None:
-        """Raise TrackingError if an earlier request failed or the process died."""
-        with self._state:
-            self._raise_if_failed()
-
-    def close(self, timeout: float = 60.0) -> None:
-        """End its input and wait for it to exit (a run left open is closed KILLED first), so
-        that nothing outlives this process and its CPU time counts as this process's."""
-        with contextlib.suppress(OSError, ValueError):
-            assert self.process.stdin is not None
-            self.process.stdin.close()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout)
-
-    def _raise_if_failed(self) -> None:
-        if self._errors:
-            errors, self._errors = self._errors, []
-            raise TrackingError("the tracking process could not " + "; ".join(errors))
-        if self._death is not None:
-            raise TrackingError(self._death)
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        garbled: str | None = None
-        try:
-            for line in self.process.stdout:
-                self._receive(json.loads(line))
-        except (ValueError, KeyError, TypeError) as error:  # never a silent hang: a death
-            garbled = f"answered garbage ({type(error).__name__}: {error})"
-            self.process.kill()
-        code = self.process.wait()
-        with self._state:
-            self._death = garbled or _exit_reason(self.process.pid, code)
-            self._state.notify_all()
-
-    def _receive(self, reply: dict[str, Any]) -> None:
-        seq = reply["seq"]
-        with self._state:
-            acked = self._rows_in_flight.pop(seq, None)
-            if seq in self._awaited:
-                self._replies[seq] = reply
-            elif "error" in reply:
-                self._errors.append(reply["error"])
-            if acked is not None and "error" not in reply:
-                self.acknowledged_rows += len(acked)
-            self._state.notify_all()
-        if acked is not None and "error" not in reply:
-            for listener in list(ack_listeners):
-                listener(acked)
-
 
 _process: TrackingProcess | None = None
 _process_pid: int | None = None
@@ -322,16 +175,32 @@ class RemoteRun:
         """The tracking process draws the run's curves to `path` and logs it under plots/."""
         self._send("plot", path=str(path), title=title, kl_alert=kl_alert)
 
-    def finish(self, status: str, tags: dict[str, str]) -> None:
-        """Hand over the last rows, close the run, and wait until all of it is durable."""
+    def finish(self, status: str, tags: dict[str, str], timeout: float | None = None) -> None:
+        """Hand over the last rows, close the run, and wait until all of it is durable (at most
+        `timeout` seconds, default `REPLY_TIMEOUT`)."""
         self.flush()
         started = time.perf_counter()
         try:
             seq = self.process.request("finish", awaited=True, status=status, tags=tags)
-            self.process.wait(seq)
+            self.process.wait(seq, timeout)
             self.process.check()  # answers come in order: every earlier one is in
         finally:
             self.write_seconds += time.perf_counter() - started
+
+    def fail(self, reason: str) -> None:
+        """Close the run FAILED with `reason` after a TrackingError: by the tracking process if
+        it still answers (so it never closes the run KILLED over it at exit), else from here."""
+        from ppo_platform.tracking import tags as tag
+
+        if self.process.alive:
+            tags = {tag.OUTCOME: "failed", tag.FAILURE: reason}
+            try:
+                seq = self.process.request("finish", awaited=True, status="FAILED", tags=tags)
+                self.process.wait(seq, INTERRUPTED_REPLY_TIMEOUT)
+                return
+            except TrackingError:
+                pass  # it failed this too (and was killed if it did not answer)
+        self.fail_without_process(reason)
 
     def fail_without_process(self, reason: str) -> None:
         """The tracking process is gone: close the run FAILED from here (MLflow imported in

@@ -22,6 +22,7 @@ from ppo_platform.tracking.gateway import retry, tracking_client
 
 MetricRow = tuple[str, float, int, int]  # key, value, timestamp ms, step
 MAX_BATCH_METRICS = 1000
+DRAIN_TIMEOUT = 60.0  # seconds a drain waits for the writer's confirmation
 
 
 class MetricsWriteError(RuntimeError):
@@ -90,21 +91,34 @@ class WriterProcess:
         with self.lock:
             self._send({"op": "rows", "uri": uri, "run_id": run_id, "rows": rows})
 
-    def drain(self) -> None:
-        """Block until every submitted row is written; raise if any write failed."""
+    def drain(self, timeout: float = DRAIN_TIMEOUT) -> None:
+        """Block until every submitted row is written (at most `timeout` seconds: then the
+        writer is killed); raise if any write failed."""
         token = uuid.uuid4().hex
         with self.lock:
             self._send({"op": "drain", "token": token})
-            assert self.process.stdout is not None
-            while True:
-                line = self.process.stdout.readline()
-                if not line:
-                    raise MetricsWriteError(f"metrics writer exited ({self.process.poll()})")
-                reply = json.loads(line)
-                if reply["token"] == token:
-                    break
+            reply: dict[str, Any] = {}
+            reader = threading.Thread(target=self._read_until, args=(token, reply), daemon=True)
+            reader.start()
+            reader.join(timeout)
+            if reader.is_alive():  # killed: the reader meets end of output and ends
+                self.process.kill()
+                raise MetricsWriteError(
+                    f"metrics writer (pid {self.process.pid}) did not confirm its writes within "
+                    f"{timeout:.0f} s (a store locked by another process?); killed"
+                )
+        if "errors" not in reply:
+            raise MetricsWriteError(f"metrics writer exited ({self.process.poll()})")
         if reply["errors"]:
             raise MetricsWriteError("; ".join(reply["errors"]))
+
+    def _read_until(self, token: str, reply: dict[str, Any]) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            answer = json.loads(line)
+            if answer["token"] == token:
+                reply.update(answer)
+                return
 
 
 _writer: WriterProcess | None = None

@@ -123,8 +123,8 @@ class AsyncEvalCallback(PeriodicEvalCallback):
         while (answer := self.worker.next_answer(wait)) is not None:
             self.on_eval(answer["step"], answer["mean"], answer["std"])
 
-    def close(self) -> None:
-        self.worker.close()
+    def close(self, timeout: float = 10.0) -> None:
+        self.worker.close(timeout)
         for path in self.snapshots.glob("*"):
             path.unlink(missing_ok=True)
         self.snapshots.rmdir()
@@ -151,6 +151,8 @@ def collect(evaluator: PeriodicEvalCallback | None, wait: bool = False) -> None:
         evaluator.collect(wait)
 
 
-def close(evaluator: PeriodicEvalCallback | None) -> None:
+def close(evaluator: PeriodicEvalCallback | None, wait: bool = True) -> None:
+    """End the evaluation process; without `wait` (a cancelled run) it is not given time to
+    finish the snapshots still queued: they are dropped."""
     if isinstance(evaluator, AsyncEvalCallback):
-        evaluator.close()
+        evaluator.close(timeout=10.0 if wait else 0.0)

@@ -13,20 +13,21 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from ppo_platform import tracing
 from ppo_platform.errors import Terminated, TrackingError, TrainingError
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.process import INTERRUPTED_REPLY_TIMEOUT
 from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
 from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
@@ -34,6 +35,8 @@ from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
 from ppo_platform.training.progress import EventKind, ProgressEvent
+from ppo_platform.training.result import MLFLOW_STATUS, Outcome
+from ppo_platform.training.result import RunResult as RunResult  # re-exported for callers
 from ppo_platform.training.resume import recorded_folder, resumable
 from ppo_platform.training.resume import run_folder as run_folder  # re-exported for callers
 from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
@@ -41,45 +44,7 @@ from trainers.diagnostics import Alert, DiagnosticsMonitor
 from trainers.errors import NonFiniteError
 from trainers.reporting import UpdateReportingMixin
 
-Outcome = Literal["completed", "stopped_by_alert", "cancelled"]
-MLFLOW_STATUS = {"completed": "FINISHED", "stopped_by_alert": "FAILED", "cancelled": "KILLED"}
 ProgressCallback = Callable[[ProgressEvent], None]
-
-
-@dataclass(frozen=True)
-class RunResult:
-    """How a training run ended."""
-
-    run_id: str
-    outcome: Outcome
-    timesteps: int
-    final_eval_mean: float | None
-    final_eval_std: float | None
-    alerts: int
-    seconds: float
-    message: str = ""
-    tracking_seconds: float = 0.0  # wall time spent writing to MLflow during training
-    alert_summary: tuple[str, ...] = ()  # one line per signal that alerted
-
-    @property
-    def status(self) -> str:
-        """The MLflow run status: FINISHED, FAILED or KILLED."""
-        return MLFLOW_STATUS[self.outcome]
-
-    def summary(self) -> str:
-        score = (
-            "-"
-            if self.final_eval_mean is None
-            else f"{self.final_eval_mean:.2f} +- {self.final_eval_std:.2f}"
-        )
-        text = (
-            f"{self.outcome}: run {self.run_id}, {self.timesteps} env steps in "
-            f"{self.seconds:.1f} s, final eval return {score}, {self.alerts} alert(s)"
-        )
-        lines = [text, *(f"  {line}" for line in self.alert_summary)]
-        if self.message:
-            lines.append(self.message)
-        return "\n".join(lines)
 
 
 class TrainingSession:
@@ -102,6 +67,7 @@ class TrainingSession:
         self.evaluator: PeriodicEvalCallback | None = None
         self._started = time.perf_counter()
         self._start_steps = 0
+        self._announced = False  # the run was created before the first progress event
 
     @property
     def run_dir(self) -> Path:
@@ -113,6 +79,9 @@ class TrainingSession:
 
     def _event(self, kind: EventKind, **fields: Any) -> None:
         assert self.model is not None
+        if not self._announced:  # a listener may look the run up (the job service records it)
+            self.tracker.run_id  # noqa: B018  (waits for the tracking process to create it)
+            self._announced = True
         self.on_progress(
             ProgressEvent(
                 kind=kind,
@@ -190,15 +159,24 @@ class TrainingSession:
         self.model = model
         self._start_steps = model.num_timesteps
         self._started = time.perf_counter()
-        self._attach(model)
-        evaluator = async_eval.make_evaluator(
-            self.spec, eval_env, self.on_eval, eval_seed(self.spec)
-        )
-        self.evaluator = evaluator
         try:
-            return self._learn(model, evaluator, remaining, fresh)
+            self._attach(model)
+            evaluator = async_eval.make_evaluator(
+                self.spec, eval_env, self.on_eval, eval_seed(self.spec)
+            )
+        except Exception as error:  # the run is open: closed FAILED with the reason, not KILLED
+            reason = f"{type(error).__name__} while starting: {error}"
+            with contextlib.suppress(TrackingError):
+                self._close("FAILED", {tag.OUTCOME: "failed", tag.FAILURE: reason})
+            raise
+        self.evaluator = evaluator
+        finished = False  # else (cancel, interrupt, error) queued evaluations are dropped
+        try:
+            result = self._learn(model, evaluator, remaining, fresh)
+            finished = not self.cancel.is_set()
+            return result
         finally:
-            async_eval.close(evaluator)
+            async_eval.close(evaluator, wait=finished)
 
     def _learn(
         self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback, remaining: int, fresh: bool
@@ -211,6 +189,7 @@ class TrainingSession:
                 ),
             ]
         )
+        tracing.mark("learn: begins")
         try:
             # log_interval=None: SB3's own log dump is off; metrics flow through on_update.
             model.learn(
@@ -228,14 +207,18 @@ class TrainingSession:
                 f"({where}). Lower the learning rate or K."
             ) from error
         except KeyboardInterrupt as interrupt:
+            tracing.mark("interrupted: saving a checkpoint")
             self.save_checkpoint(model.num_timesteps)
             reason = "terminated (SIGTERM)" if isinstance(interrupt, Terminated) else "interrupted"
             # Metrics the tracking process could not store must not hide the interrupt.
+            tracing.mark("interrupted: closing the run KILLED")
             with contextlib.suppress(TrackingError):
-                self._close("KILLED", {tag.OUTCOME: "cancelled", tag.FAILURE: reason})
+                tags = {tag.OUTCOME: "cancelled", tag.FAILURE: reason}
+                self._close("KILLED", tags, INTERRUPTED_REPLY_TIMEOUT)
+            tracing.mark("interrupted: run closed")
             raise
         except TrackingError as error:
-            self.tracker.fail_without_process(str(error))
+            self.tracker.fail(str(error))
             raise
         except Exception as error:
             self._close(
@@ -244,6 +227,7 @@ class TrainingSession:
             raise
         finally:
             model.env.close()  # type: ignore[union-attr]
+        tracing.mark("learn: done")
         return self._finish(model, evaluator)
 
     def _finish(self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback) -> RunResult:
@@ -269,9 +253,13 @@ class TrainingSession:
             message = f"stopped by a diagnostics alert (on_alert: stop): {self.stop_alert.format()}"
         if outcome == "completed" and evaluator.last_eval_step != model.num_timesteps:
             evaluator.evaluate()
-        async_eval.collect(evaluator, wait=True)
+        # Cancelled: the checkpoint now; snapshots still queued for evaluation are dropped.
+        async_eval.collect(evaluator, wait=outcome != "cancelled")
+        tracing.mark("finish: final evaluation done")
         self.save_checkpoint(model.num_timesteps)
+        tracing.mark("finish: checkpoint saved")
         self._log_artifacts(model)
+        tracing.mark("finish: final model saved, artifacts + plot handed over")
         mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
         tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}
         if mean is not None:
@@ -279,6 +267,7 @@ class TrainingSession:
         if message:
             tags[tag.STOP_REASON] = message
         self._close(MLFLOW_STATUS[outcome], tags)
+        tracing.mark("finish: tracking process confirmed all durable")
         return RunResult(
             self.tracker.run_id,
             outcome,
@@ -311,11 +300,11 @@ class TrainingSession:
             kl_alert=self.spec.diagnostics.kl_alert,
         )
 
-    def _close(self, status: str, tags: dict[str, str]) -> None:
+    def _close(self, status: str, tags: dict[str, str], timeout: float | None = None) -> None:
         try:
-            self.tracker.finish(status, tags)
+            self.tracker.finish(status, tags, timeout)
         except TrackingError as error:
-            self.tracker.fail_without_process(str(error))
+            self.tracker.fail(str(error))
             raise
 
 
@@ -341,13 +330,15 @@ def run_spec(
     """
     process = shared_tracking_process()  # first: its MLflow import overlaps torch's work
     settings = _prepare(settings)
+    tracing.mark("run_spec: begins")
     env = build_train_env(spec)  # fails on an unknown env id before any run is created
     eval_env = build_eval_env(spec)
+    tracing.mark("run_spec: envs built")
     model = build_model(spec, env)
+    tracing.mark("run_spec: model built")
+    # Training starts while the tracking process creates the run (its MLflow import and store
+    # open overlap torch's); the first progress event waits for the run to exist.
     tracker = RemoteRun.open(process, settings, spec, parent_run_id=parent_run_id, tags=tags)
-    # The run exists before training starts (the job service shows its id while it trains);
-    # the tracking process's MLflow import has overlapped torch's and the model's build.
-    tracker.run_id  # noqa: B018
     session = TrainingSession(spec, tracker, on_progress, cancel)
     return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
 

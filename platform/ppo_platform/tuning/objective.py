@@ -23,6 +23,7 @@ from typing import NoReturn
 import numpy as np
 import optuna
 
+from ppo_platform import tracing
 from ppo_platform.errors import SpecError, TrainingError
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -145,19 +146,21 @@ class TrialObjective:
             params,
             spec,
         )
-        if spec is None:  # recorded as a failed trial run with its params, never trained
-            self._fail(trial, run, TrialOutcome(), invalid)
-        trial.set_user_attr("mlflow_run_id", run.run_id)
-        trial.set_user_attr(
-            "budget_timesteps", spec.budget.total_timesteps * self.tune.seeds_per_trial
-        )
-        try:
+        try:  # from here on an interrupt closes the trial run (never left RUNNING)
+            if spec is None:  # recorded as a failed trial run with its params, never trained
+                self._fail(trial, run, TrialOutcome(), invalid)
+            trial.set_user_attr("mlflow_run_id", run.run_id)
+            trial.set_user_attr(
+                "budget_timesteps", spec.budget.total_timesteps * self.tune.seeds_per_trial
+            )
             return self._train_seeds(trial, spec, run)
         except (optuna.TrialPruned, TrialFailed):
             raise  # the trial run is already closed with its state and reason
         except KeyboardInterrupt:
+            tracing.mark("trial interrupted: closing the trial run")
             trial.set_user_attr("interrupted", True)
             run.finish("FAIL", None, 0, 0, "interrupted")
+            tracing.mark("trial interrupted: trial run closed")
             raise
         except Exception as error:  # a bug or a broken environment: close the run, then crash
             run.finish("FAIL", None, 0, 0, f"{type(error).__name__}: {error}")

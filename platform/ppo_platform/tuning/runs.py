@@ -90,9 +90,14 @@ class TrialRun:
         if spec is not None:
             tags[tag.SPEC_HASH] = spec.spec_hash()
         run = retry(lambda: client.create_run(parent.info.experiment_id, tags=tags))
-        tracker = RunTracker(tracking_uri, run.info.run_id)
-        tracker.log_params(flatten(spec.resolved()) if spec is not None else params)
-        return cls(tracker)
+        trial_run = cls(RunTracker(tracking_uri, run.info.run_id))
+        try:
+            trial_run.tracker.log_params(flatten(spec.resolved()) if spec is not None else params)
+        except BaseException as error:  # Ctrl-C too: the run exists, so it is closed, not RUNNING
+            interrupted = isinstance(error, KeyboardInterrupt)
+            trial_run.finish("FAIL", None, 0, 0, "interrupted" if interrupted else repr(error))
+            raise
+        return trial_run
 
     def seed_tags(self, study_name: str, number: int, seed: int) -> dict[str, str]:
         """Tags of a seed's training run (a child of this trial run)."""

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ppo_platform import tracing
 from ppo_platform.execution import Task, run_tasks
 from ppo_platform.execution.choose import pool_executor
 from ppo_platform.settings import Settings
@@ -102,6 +103,7 @@ def _worker_task(config: WorkerConfig, worker_index: int) -> int:
     try:
         with contextlib.suppress(KeyboardInterrupt):
             return run_worker(config, worker_index, lock)
+        tracing.mark("tune worker: interrupted, returning")
         return 0
     finally:
         if owned is not None:

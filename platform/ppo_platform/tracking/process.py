@@ -1,0 +1,221 @@
+"""The training process's tracking process: the child, the JSON-line pipe to it, and its answers.
+
+`TrackingProcess` sends requests and a reader thread collects the answers; every wait on one is
+bounded (`REPLY_TIMEOUT`): a tracking process that does not answer in time is killed and the
+run fails with what was pending, never hangs. `RemoteRun` (`tracking/remote.py`) builds a
+run's requests on top of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ppo_platform import tracing
+from ppo_platform.errors import TrackingError
+from ppo_platform.tracking.writer import MetricRow
+
+# How long the training process waits for any one answer of its tracking process. An answer
+# normally comes in milliseconds; a store locked by another process may hold one up to the
+# SQLite busy timeout (30 s) per retry. Past this the run fails with what was still pending.
+REPLY_TIMEOUT = 60.0
+# After Ctrl-C or SIGTERM: the user is waiting for the command to end.
+INTERRUPTED_REPLY_TIMEOUT = 15.0
+# At exit, how long a tracking process with nothing pending gets to exit before it is killed
+# (it has answered everything: nothing acknowledged can be lost).
+IDLE_EXIT_TIMEOUT = 10.0  # (with a request pending or a run open: INTERRUPTED_REPLY_TIMEOUT)
+AckListener = Callable[[list[MetricRow]], None]
+# Called in the reader thread with every acknowledged (durably stored) batch of metric rows.
+ack_listeners: list[AckListener] = []
+
+
+def _exit_reason(pid: int, code: int) -> str:
+    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
+    return f"the tracking process (pid {pid}) died ({how}); see its message above, if any"
+
+
+def same_code_env() -> dict[str, str]:
+    """The environment for a child `python -m ppo_platform...`: this process's environment with
+    the folders this process imported ppo_platform and trainers from first on PYTHONPATH, so the
+    child runs the same code (a script may have set sys.path rather than PYTHONPATH)."""
+    import importlib.util
+
+    import ppo_platform
+
+    roots = [str(Path(ppo_platform.__file__).resolve().parents[1])]
+    found = importlib.util.find_spec("trainers")
+    if found is not None and found.submodule_search_locations:
+        roots.append(str(Path(next(iter(found.submodule_search_locations))).resolve().parent))
+    inherited = os.environ.get("PYTHONPATH")
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([*roots, *([inherited] if inherited else [])]),
+    }
+
+
+def spawn_child(module: str) -> subprocess.Popen[str]:
+    """`python -m module` running this process's code, talking JSON lines on its stdin and
+    stdout, in its own session: a terminal's Ctrl-C reaches only the parent, which closes what
+    the child holds; the child finishes on end of input."""
+    return subprocess.Popen(
+        [sys.executable, "-m", module],
+        env=same_code_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+        start_new_session=True,
+    )
+
+
+class TrackingProcess:
+    """The child process, the pipe to it, and the answers that came back."""
+
+    def __init__(self) -> None:
+        # On end of input (the trainer gone) it closes the run KILLED.
+        self.process = spawn_child("ppo_platform.tracking.service")
+        self._send_lock = threading.Lock()
+        self._state = threading.Condition()
+        self._seq = 0
+        self._awaited: set[int] = set()
+        self._replies: dict[int, dict[str, Any]] = {}
+        self._rows_in_flight: dict[int, list[MetricRow]] = {}
+        self._unanswered: dict[int, str] = {}  # seq -> op, for a timeout's message
+        self._open_run = False  # a run is open there (closing it at exit writes the store)
+        self._errors: list[str] = []
+        self._death: str | None = None
+        self.acknowledged_rows = 0
+        threading.Thread(target=self._read, name="tracking-replies", daemon=True).start()
+
+    @property
+    def alive(self) -> bool:
+        return self._death is None and self.process.poll() is None
+
+    def request(self, op: str, *, awaited: bool = False, **fields: Any) -> int:
+        """Send one request; its answer is kept for `wait` if `awaited`, else only checked."""
+        with self._send_lock:
+            with self._state:
+                self._raise_if_failed()
+                self._seq += 1
+                seq = self._seq
+                if awaited:
+                    self._awaited.add(seq)
+                if op == "rows":
+                    self._rows_in_flight[seq] = fields["rows"]
+                self._unanswered[seq] = op
+                if op in ("open", "reopen", "finish"):
+                    self._open_run = op != "finish"
+            assert self.process.stdin is not None
+            try:
+                self.process.stdin.write(json.dumps({"op": op, "seq": seq, **fields}) + "\n")
+                self.process.stdin.flush()
+            except (BrokenPipeError, OSError):
+                pass  # the reader thread records the death; `wait`/`check` raise it
+        return seq
+
+    def wait(self, seq: int, timeout: float | None = None) -> dict[str, Any]:
+        """The answer to request `seq`; TrackingError if it failed, the process died, or no
+        answer came within `timeout` seconds (default `REPLY_TIMEOUT`)."""
+        limit = REPLY_TIMEOUT if timeout is None else timeout
+        with self._state:
+            self._state.wait_for(lambda: seq in self._replies or self._death is not None, limit)
+            self._awaited.discard(seq)
+            reply = self._replies.pop(seq, None)
+            if reply is None and self._death is None:
+                # Killed, so that it writes nothing after the run is failed from here.
+                self._death = self._no_answer(seq, limit)
+                self.process.kill()
+            if reply is None:
+                raise TrackingError(str(self._death))
+        if "error" in reply:
+            raise TrackingError(f"the tracking process could not {reply['error']}")
+        return reply
+
+    def _no_answer(self, seq: int, timeout: float) -> str:
+        ops = list(self._unanswered.values())
+        counts = ", ".join(f"{ops.count(op)} {op}" for op in dict.fromkeys(ops))
+        rows = sum(len(rows) for rows in self._rows_in_flight.values())
+        return (
+            f"the tracking process (pid {self.process.pid}) did not answer request "
+            f"{self._unanswered.get(seq, '?')} (#{seq}) within {timeout:.0f} s; pending: "
+            f"{counts or 'nothing'} ({rows} metric rows unacknowledged). A store locked by "
+            "another process or an overloaded machine; the run stops here"
+        )
+
+    @property
+    def pending(self) -> int:
+        """Requests sent and not answered yet."""
+        with self._state:
+            return len(self._unanswered)
+
+    def check(self) -> None:
+        """Raise TrackingError if an earlier request failed or the process died."""
+        with self._state:
+            self._raise_if_failed()
+
+    def close(self, timeout: float | None = None) -> None:
+        """End its input and wait for it to exit (a run left open is closed KILLED first), so
+        that nothing outlives this process and its CPU time counts as this process's. With
+        nothing pending it gets `IDLE_EXIT_TIMEOUT` seconds, else `REPLY_TIMEOUT`; then it is
+        killed (a run it could not close is marked KILLED by the next start's reaper)."""
+        if timeout is None:
+            busy = self.pending or self._open_run
+            timeout = INTERRUPTED_REPLY_TIMEOUT if busy else IDLE_EXIT_TIMEOUT
+        tracing.mark(f"tracking close: pending {self.pending}, wait up to {timeout:.0f} s")
+        with contextlib.suppress(OSError, ValueError):
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            tracing.mark("tracking close: timed out, killing it")
+            self.process.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(5)
+        tracing.mark("tracking close: exited")
+
+    def _raise_if_failed(self) -> None:
+        if self._errors:
+            errors, self._errors = self._errors, []
+            raise TrackingError("the tracking process could not " + "; ".join(errors))
+        if self._death is not None:
+            raise TrackingError(self._death)
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        garbled: str | None = None
+        try:
+            for line in self.process.stdout:
+                self._receive(json.loads(line))
+        except (ValueError, KeyError, TypeError) as error:  # never a silent hang: a death
+            garbled = f"answered garbage ({type(error).__name__}: {error})"
+            self.process.kill()
+        code = self.process.wait()
+        with self._state:
+            # A death already recorded (no answer in time: killed) keeps its reason.
+            self._death = self._death or garbled or _exit_reason(self.process.pid, code)
+            self._state.notify_all()
+
+    def _receive(self, reply: dict[str, Any]) -> None:
+        seq = reply["seq"]
+        with self._state:
+            acked = self._rows_in_flight.pop(seq, None)
+            self._unanswered.pop(seq, None)
+            if seq in self._awaited:
+                self._replies[seq] = reply
+            elif "error" in reply:
+                self._errors.append(reply["error"])
+            if acked is not None and "error" not in reply:
+                self.acknowledged_rows += len(acked)
+            self._state.notify_all()
+        if acked is not None and "error" not in reply:
+            for listener in list(ack_listeners):
+                listener(acked)

@@ -1,0 +1,75 @@
+"""A finished `ppo-platform run` ends without the interpreter's teardown, but only after its
+tracking process confirmed everything durable and exited; the time marks show that order."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import zipfile
+from pathlib import Path
+
+from mlflow.tracking import MlflowClient
+
+from ppo_platform.process_exit import exit_now, only_main_thread_left
+from ppo_platform.tracing import TRACE_ENV
+from tests.ppo_platform_tests.hostile.hostile_cli import TINY_GRID
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _marks(stderr: str) -> list[str]:
+    return [line.split(" ", 4)[4] for line in stderr.splitlines() if line.startswith("trace ")]
+
+
+def test_a_finished_run_exits_at_once_after_its_tracking_process_made_all_durable(
+    platform_home: Path, tmp_path: Path
+) -> None:
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(TINY_GRID)
+    env = {
+        **os.environ,
+        "PPO_PLATFORM_HOME": str(platform_home),
+        "PYTHONPATH": f"{REPO / 'platform'}{os.pathsep}{REPO}",
+        TRACE_ENV: "1",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "ppo_platform.cli", "run", str(spec), "--quiet"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("completed: run ")
+    marks = _marks(done.stderr)
+    order = [
+        "tracking: finish answered",
+        "finish: tracking process confirmed all durable",
+        "tracking: os._exit",
+        "tracking close: exited",
+        "atexit: handlers done",
+        "process_exit: os._exit",
+    ]
+    positions = [marks.index(mark) for mark in order]  # ValueError if one is missing
+    assert positions == sorted(positions), marks
+    run_id = done.stdout.split()[2].rstrip(",")
+    run = MlflowClient(f"sqlite:///{platform_home / 'mlflow.db'}").get_run(run_id)
+    assert run.info.status == "FINISHED"
+    with zipfile.ZipFile(platform_home / "runs" / run_id / "final" / "model.zip") as model:
+        assert model.testzip() is None  # complete on disk: nothing was cut short
+    assert (platform_home / "runs" / run_id / "training_curves.png").stat().st_size > 10_000
+
+
+def test_exit_now_does_nothing_while_another_thread_still_works() -> None:
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait, daemon=False)
+    worker.start()
+    try:
+        assert not only_main_thread_left()
+        exit_now(0)  # returns: the worker's work would be cut short
+    finally:
+        release.set()
+        worker.join()
+    assert only_main_thread_left()
