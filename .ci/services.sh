@@ -10,6 +10,9 @@
 # Every process is stopped by the id recorded in DIR (never by name: other Ray clusters or
 # PostgreSQL servers on the machine are left alone). As root, PostgreSQL runs as `postgres`.
 set -euo pipefail
+# A loopback-only test cluster: no Ray token auth (a stray ~/.ray/auth_token from another Ray
+# use on this machine would otherwise turn it on for the head and lock the second node out).
+export RAY_AUTH_MODE=disabled
 
 ACTION="${1:?usage: services.sh start|stop DIR}"
 DIR="${2:?usage: services.sh start|stop DIR}"
@@ -96,6 +99,7 @@ start)
     start_ray
     cat >"$DIR/services.env" <<EOF
 export PPO_TEST_REQUIRE_SERVICES=1
+export RAY_AUTH_MODE=disabled
 export PPO_TEST_POSTGRES_URL=postgresql://ppo@127.0.0.1:$PG_PORT/postgres
 export PPO_TEST_MLFLOW_URI=http://127.0.0.1:$MLFLOW_PORT
 export PPO_TEST_RAY_ADDRESS=127.0.0.1:$RAY_PORT

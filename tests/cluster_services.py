@@ -25,6 +25,10 @@ from pathlib import Path
 import pytest
 from postgres_server import free_port
 
+# Loopback test clusters run without Ray token auth (a stray ~/.ray/auth_token would turn it
+# on for the head only and lock the second node out).
+os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+
 READY_LINE = "will now block forever"
 
 
