@@ -40,8 +40,8 @@ def readyz(request: Request, settings: SettingsDep) -> JSONResponse:
     dispatcher = services is not None and services.dispatcher.active.is_set()
     stores = {"job_store": job_store, "tracking_store": tracking, **other_stores(settings)}
     if "ray_cluster" in stores:  # it answers, and the dispatcher can collect results from it
-        executor = request.app.state.dispatcher.executor
-        stores["ray_cluster"] = stores["ray_cluster"] and executor.health() is None
+        collecting = services is not None and services.dispatcher.executor.health() is None
+        stores["ray_cluster"] = stores["ray_cluster"] and collecting
     ready = all(stores.values())
     body = ReadyPublic(
         status="ready" if ready else "unavailable",

@@ -88,7 +88,12 @@ def test_the_api_runs_a_job_on_ray_and_reports_every_store(
 ) -> None:
     from mlflow.tracking import MlflowClient
 
+    # The job service opens after the server listens: 503 until it is warm, then 200.
+    deadline = time.monotonic() + 90
     ready = api.get("/readyz")
+    while ready.status_code == 503 and time.monotonic() < deadline:
+        time.sleep(0.5)
+        ready = api.get("/readyz")
     assert ready.status_code == 200, ready.text
     assert ready.json()["stores"] == {
         "job_store": True,
