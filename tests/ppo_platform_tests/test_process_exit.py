@@ -6,13 +6,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import zipfile
 from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
-from ppo_platform.process_exit import exit_now, only_main_thread_left
 from ppo_platform.tracing import TRACE_ENV
 from tests.ppo_platform_tests.hostile.hostile_cli import TINY_GRID
 
@@ -62,14 +60,31 @@ def test_a_finished_run_exits_at_once_after_its_tracking_process_made_all_durabl
     assert (platform_home / "runs" / run_id / "training_curves.png").stat().st_size > 10_000
 
 
-def test_exit_now_does_nothing_while_another_thread_still_works() -> None:
-    release = threading.Event()
-    worker = threading.Thread(target=release.wait, daemon=False)
-    worker.start()
-    try:
-        assert not only_main_thread_left()
-        exit_now(0)  # returns: the worker's work would be cut short
-    finally:
-        release.set()
-        worker.join()
-    assert only_main_thread_left()
+# In a fresh interpreter: pytest's own process may hold other tests' non-daemon threads.
+EXIT_WHEN_ALONE = """
+import threading
+from ppo_platform.process_exit import exit_now, only_main_thread_left
+release = threading.Event()
+worker = threading.Thread(target=release.wait, args=(30,), daemon=False)  # bounded
+worker.start()
+exit_now(3)  # returns: the worker's work would be cut short
+print("returned while the worker ran", flush=True)
+release.set()
+worker.join()
+print(f"alone: {only_main_thread_left()}", flush=True)
+exit_now(7)  # ends the process here, with this code
+print("not reached", flush=True)
+"""
+
+
+def test_exit_now_returns_while_another_thread_works_and_exits_once_alone() -> None:
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'platform'}{os.pathsep}{REPO}"}
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_WHEN_ALONE],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 7, done.stderr
+    assert done.stdout.splitlines() == ["returned while the worker ran", "alone: True"]
