@@ -34,12 +34,13 @@ lint: setup
 	$(BIN)/mypy
 	PYTHONPATH=platform:. $(BIN)/lint-imports
 
-# Whole-process benchmark, quick set (256 + 20k env steps, 3 rounds; < 15 min on 2 cores).
+# Whole-process benchmark, quick set (256 + 20k env steps, 3 rounds; < 15 min on 2 cores), into
+# benchmarks/results/whole_process_quick.*: whole_process.* holds the full 5-round reference.
 # rl-baselines3-zoo lives only in its own venv, never in the project's dependencies.
 ZOO_VENV ?= benchmarks/.venv-zoo
 bench: setup
 	-$(MAKE) bench-zoo-venv
-	$(BIN)/python benchmarks/whole_process.py --steps 256 20000 --pairs 3
+	$(BIN)/python benchmarks/whole_process.py --steps 256 20000 --pairs 3 --out whole_process_quick
 
 # Sample efficiency: planner vs rl-baselines3-zoo hyperparameters, 6 envs x 3 seeds (hours on 2
 # loaded cores). LunarLander needs the box2d extra; without it that env is skipped and says so.
