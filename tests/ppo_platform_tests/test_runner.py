@@ -189,6 +189,31 @@ def test_cancel_event_stops_cleanly_as_killed_with_a_checkpoint(shared_home: Pat
     assert last is not None and last.timesteps == result.timesteps < BUDGET
 
 
+def test_an_interrupt_is_never_replaced_by_a_failing_checkpoint_while_closing(
+    shared_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ctrl-C mid-run with a full disk: the checkpoint fails, yet the interrupt reaches the
+    caller (a sweep worker then starts no further member) and the run is closed KILLED."""
+    from ppo_platform.training.runner import TrainingSession
+
+    def ctrl_c(event: ProgressEvent) -> None:
+        if event.kind == "update" and event.timesteps >= 512:
+            monkeypatch.setattr(TrainingSession, "save_checkpoint", disk_full)
+            raise KeyboardInterrupt
+
+    def disk_full(self: TrainingSession, steps: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(KeyboardInterrupt):
+        run_spec(tiny_spec(name="tiny-interrupted"), on_progress=ctrl_c)
+    [run] = client().search_runs(
+        [client().get_experiment_by_name("tiny-interrupted").experiment_id]  # type: ignore[union-attr]
+    )
+    assert run.info.status == "KILLED"
+    assert run.data.tags["ppo_platform.failure"] == "interrupted"
+    assert "the checkpoint at step 512 failed: [Errno 28] No space left" in capsys.readouterr().err
+
+
 def test_resume_continues_from_last_checkpoint_into_the_same_run(shared_home: Path) -> None:
     cancel = threading.Event()
     first = run_spec(

@@ -7,8 +7,10 @@ raises never stops the others, and an exception object never crosses the process
 A worker that dies breaks the pool: its task and every unfinished one come back failed.
 
 An idle worker ignores Ctrl-C (it would die and break the pool); a running task still gets
-KeyboardInterrupt, so it can close its runs cleanly. A worker interrupted once (Ctrl-C to the
-process group, SIGTERM) starts no further task: the pool may have queued one to it already,
+KeyboardInterrupt, so it can close its runs cleanly (unless the pool's caller was started with
+Ctrl-C ignored, as under `nohup`: then its workers ignore it too). A worker that received
+Ctrl-C or SIGTERM during a task starts no further task, however that task then ended (closed
+its run and re-raised, or failed while closing): the pool may have queued one to it already,
 where cancelling cannot reach. When the caller is interrupted, queued tasks are cancelled and
 running ones get `INTERRUPT_GRACE` seconds to close their runs before their workers are
 terminated.
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_for
 from concurrent.futures.process import BrokenProcessPool
+from types import FrameType
 from typing import Any
 
 from ppo_platform import tracing
@@ -42,6 +45,7 @@ from ppo_platform.execution.threads import pin_threads
 
 INTERRUPT_GRACE = 30.0  # after Ctrl-C or SIGTERM, seconds running tasks get to close their runs
 _interrupted = False  # in a worker process: a task of this worker was interrupted
+_ctrl_c_ignored = False  # in a worker process: inherited SIGINT ignored (`nohup`): keep it so
 
 
 def default_workers() -> int:
@@ -70,10 +74,22 @@ def _init_worker(
     torch_threads: int, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
 ) -> None:
     """Runs once in each fresh worker, before its first task."""
+    global _ctrl_c_ignored
+    _ctrl_c_ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     pin_threads(torch_threads)
     if initializer is not None:
         initializer(*initargs)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C or SIGTERM during a task: noted first, so that this worker starts no further
+    task even if the task swallows the interrupt or fails while closing its run."""
+    global _interrupted
+    _interrupted = True
+    if signum == signal.SIGTERM:
+        raise_terminated(signum, frame)
+    signal.default_int_handler(signum, frame)
 
 
 def _call(
@@ -84,8 +100,9 @@ def _call(
     if _interrupted:  # queued to this worker before the interrupt: never started
         return TaskResult(key, error=CANCELLED, cancelled=True, pid=os.getpid())
     started = time.time()
-    signal.signal(signal.SIGINT, signal.default_int_handler)
-    signal.signal(signal.SIGTERM, raise_terminated)  # terminated mid-task: close the run KILLED
+    if not _ctrl_c_ignored:
+        signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)  # terminated mid-task: close the run KILLED
     try:
         value = fn(*args, **kwargs)
     except BaseException as error:  # KeyboardInterrupt too: record, re-raise

@@ -10,6 +10,7 @@ import contextlib
 import json
 import math
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -207,15 +208,7 @@ class TrainingSession:
                 f"({where}). Lower the learning rate or K."
             ) from error
         except KeyboardInterrupt as interrupt:
-            tracing.mark("interrupted: saving a checkpoint")
-            self.save_checkpoint(model.num_timesteps)
-            reason = "terminated (SIGTERM)" if isinstance(interrupt, Terminated) else "interrupted"
-            # Metrics the tracking process could not store must not hide the interrupt.
-            tracing.mark("interrupted: closing the run KILLED")
-            with contextlib.suppress(TrackingError):
-                tags = {tag.OUTCOME: "cancelled", tag.FAILURE: reason}
-                self._close("KILLED", tags, INTERRUPTED_REPLY_TIMEOUT)
-            tracing.mark("interrupted: run closed")
+            self._close_interrupted(model, interrupt)
             raise
         except TrackingError as error:
             self.tracker.fail(str(error))
@@ -229,6 +222,26 @@ class TrainingSession:
             model.env.close()  # type: ignore[union-attr]
         tracing.mark("learn: done")
         return self._finish(model, evaluator)
+
+    def _close_interrupted(self, model: BaseAlgorithm, interrupt: KeyboardInterrupt) -> None:
+        """Checkpoint, then close the run KILLED. Nothing raised on the way may replace the
+        interrupt (the caller re-raises it): a failed save or close is said on stderr, and a
+        run that could not be closed is marked KILLED by the next start's reaper."""
+        reason = "terminated (SIGTERM)" if isinstance(interrupt, Terminated) else "interrupted"
+        tracing.mark("interrupted: saving a checkpoint")
+        try:
+            self.save_checkpoint(model.num_timesteps)
+        except Exception as error:
+            _warn(f"interrupted: the checkpoint at step {model.num_timesteps} failed: {error}")
+        tracing.mark("interrupted: closing the run KILLED")
+        try:
+            tags = {tag.OUTCOME: "cancelled", tag.FAILURE: reason}
+            self._close("KILLED", tags, INTERRUPTED_REPLY_TIMEOUT)
+        except TrackingError:
+            pass  # metrics the tracking process could not store must not hide the interrupt
+        except Exception as error:
+            _warn(f"interrupted: closing the run failed: {type(error).__name__}: {error}")
+        tracing.mark("interrupted: run closed")
 
     def _finish(self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback) -> RunResult:
         """The final evaluation, checkpoint, artifacts and status; a failure here closes the
@@ -306,6 +319,10 @@ class TrainingSession:
         except TrackingError as error:
             self.tracker.fail(str(error))
             raise
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
 def _prepare(settings: Settings | None) -> Settings:

@@ -64,6 +64,15 @@ def start_then_wait(started: str, release: str) -> str:
     return wait_for(release)
 
 
+def close_badly_when_interrupted(started: str, release: str) -> str:
+    """A task whose clean-up fails on an interrupt: the interrupt never reaches the pool."""
+    Path(started).write_text(str(os.getpid()))
+    try:
+        return wait_for(release)
+    except KeyboardInterrupt:
+        raise RuntimeError("closing the run failed") from None
+
+
 def touch(path: str) -> int:
     Path(path).touch()
     return os.getpid()
@@ -230,3 +239,40 @@ def test_an_idle_worker_survives_ctrl_c():
         executor.submit(Task("second", pid))
         [second] = executor.as_completed(timeout=120)
     assert second.ok and second.value == first.value
+
+
+def _started_worker(started: Path) -> int:
+    wait_for(str(started))
+    while not started.read_text():
+        time.sleep(0.02)
+    return int(started.read_text())
+
+
+def test_a_worker_signalled_mid_task_starts_no_further_task_however_the_task_ended(tmp_path):
+    started, release = tmp_path / "started", tmp_path / "release"
+    with LocalExecutor(workers=1) as executor:
+        executor.submit(Task("first", close_badly_when_interrupted, (str(started), str(release))))
+        executor.submit(Task("second", pid))  # queued to the same worker process
+        os.kill(_started_worker(started), signal.SIGTERM)
+        results = {r.key: r for r in executor.as_completed(timeout=120)}
+    assert results["first"].error == "RuntimeError: closing the run failed"
+    assert results["second"].cancelled and results["second"].value is None
+
+
+def test_workers_of_a_caller_started_with_ctrl_c_ignored_ignore_it_too(tmp_path):
+    """As under `nohup cmd &`: Ctrl-C to the process group must not stop the tasks."""
+    started, release = tmp_path / "started", tmp_path / "release"
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with LocalExecutor(workers=1) as executor:
+            task = Task("only", close_badly_when_interrupted, (str(started), str(release)))
+            executor.submit(task)
+            worker = _started_worker(started)
+            signal.signal(signal.SIGINT, previous)
+            os.kill(worker, signal.SIGINT)
+            time.sleep(0.5)
+            release.touch()
+            [result] = executor.as_completed(timeout=120)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert result.ok and result.value == str(release)

@@ -238,9 +238,16 @@ def _wait_for_a_running_child(platform_home: Path) -> str:
     raise AssertionError("no child run started")
 
 
+def _described(runs: list[Any]) -> list[tuple[str, str, str | None]]:
+    """(name, status, failure tag) of each run, oldest first: what a failed assert shows."""
+    ordered = sorted(runs, key=lambda r: r.info.start_time)
+    return [(r.info.run_name, r.info.status, r.data.tags.get(tags.FAILURE)) for r in ordered]
+
+
 def _stop_and_check(
     platform_home: Path, process: subprocess.Popen[str], experiment: str, sig: int, code: int
-) -> None:
+) -> str:
+    """Signal the command once a member runs; its stderr once it has exited cleanly."""
     parent_id = _wait_for_a_running_child(platform_home)
     time.sleep(1)  # a few evaluations into the member
     os.killpg(process.pid, sig)
@@ -249,7 +256,9 @@ def _stop_and_check(
     assert "Traceback" not in stderr, stderr
     runs = {r.info.run_id: r for r in _runs(platform_home, experiment)}
     assert runs[parent_id].info.status == "KILLED"
-    assert [r.info.run_name for r in runs.values() if r.info.status == "RUNNING"] == []
+    described = _described(list(runs.values()))
+    assert [name for name, status, _ in described if status == "RUNNING"] == [], described
+    return stderr
 
 
 def _next_start_leaves_nothing_running(
@@ -271,8 +280,13 @@ def test_a_signal_to_a_sweep_kills_its_parent_and_starts_no_more_members(
     spec.write_text(SWEEP_SPEC)
     args = ("sweep", str(spec), "--workers", "1")
     process = _command(platform_home, tmp_path, *args)
-    _stop_and_check(platform_home, process, "hostile-sweep", sig, code)
-    assert len(_runs(platform_home, "hostile-sweep")) == 2  # the second member never started
+    stderr = _stop_and_check(platform_home, process, "hostile-sweep", sig, code)
+    described = _described(_runs(platform_home, "hostile-sweep"))
+    # The first member was stopped KILLED; the second never started.
+    assert [(name, status) for name, status, _ in described] == [
+        ("hostile-sweep", "KILLED"),
+        ("hostile-sweep-epochs1-s0", "KILLED"),
+    ], (described, stderr)
     _next_start_leaves_nothing_running(platform_home, tmp_path, "hostile-sweep", *args)
 
 
