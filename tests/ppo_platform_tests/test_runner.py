@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import os
+import signal
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +18,7 @@ import pytest
 import yaml
 from mlflow.tracking import MlflowClient
 
-from ppo_platform.errors import SpecError, TrainingError
+from ppo_platform.errors import SpecError, Terminated, TrainingError
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import validate_data
@@ -212,6 +216,56 @@ def test_an_interrupt_is_never_replaced_by_a_failing_checkpoint_while_closing(
     assert run.info.status == "KILLED"
     assert run.data.tags["ppo_platform.failure"] == "interrupted"
     assert "the checkpoint at step 512 failed: [Errno 28] No space left" in capsys.readouterr().err
+
+
+class SignalsItselfMidWrite(io.BytesIO):
+    """A file that sends this process SIGTERM while torch finishes writing into it."""
+
+    writes = 0
+
+    def write(self, data: Any) -> int:
+        self.writes += 1
+        if self.writes == 3:  # torch's end-of-archive records
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.5)  # the handler runs here, inside torch.save's write callback
+        return super().write(data)
+
+
+def test_sigterm_while_torch_writes_a_checkpoint_closes_the_run_killed(
+    shared_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch.save turns the handler's Terminated into a RuntimeError; the run must still end
+    KILLED with the signal's reason and the caller must get Terminated, not a failure."""
+    import torch
+
+    from ppo_platform.execution.signals import terminate_as_interrupt
+    from ppo_platform.training.runner import TrainingSession
+
+    real_save = TrainingSession.save_checkpoint
+    signalled: list[int] = []
+
+    def save_checkpoint(self: TrainingSession, steps: int) -> None:
+        if steps >= 512 and not signalled:
+            signalled.append(steps)
+            torch.save({"weights": torch.zeros(64)}, SignalsItselfMidWrite())
+        real_save(self, steps)
+
+    monkeypatch.setattr(TrainingSession, "save_checkpoint", save_checkpoint)
+    previous = signal.getsignal(signal.SIGTERM)
+    terminate_as_interrupt()
+    try:
+        with pytest.raises(Terminated) as raised:
+            run_spec(tiny_spec(name="tiny-sigterm-mid-save"))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert isinstance(raised.value.__cause__, RuntimeError)  # what torch made of it
+    experiment = client().get_experiment_by_name("tiny-sigterm-mid-save")
+    assert experiment is not None
+    [run] = client().search_runs([experiment.experiment_id])
+    assert run.info.status == "KILLED"
+    assert run.data.tags["ppo_platform.failure"] == "terminated (SIGTERM)"
+    last = latest_checkpoint(run_folder(get_settings(), run.info.run_id) / "checkpoints")
+    assert last is not None and last.timesteps == signalled[0]
 
 
 def test_resume_continues_from_last_checkpoint_into_the_same_run(shared_home: Path) -> None:

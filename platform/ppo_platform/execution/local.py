@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_for
 from concurrent.futures.process import BrokenProcessPool
-from types import FrameType
 from typing import Any
 
 from ppo_platform import tracing
+from ppo_platform.execution import signals
 from ppo_platform.execution.base import (
     CANCELLED,
     Executor,
@@ -40,11 +40,10 @@ from ppo_platform.execution.base import (
     TaskResult,
     describe_error,
 )
-from ppo_platform.execution.signals import raise_terminated
 from ppo_platform.execution.threads import pin_threads
 
 INTERRUPT_GRACE = 30.0  # after Ctrl-C or SIGTERM, seconds running tasks get to close their runs
-_interrupted = False  # in a worker process: a task of this worker was interrupted
+_interrupted = False  # in a worker process: a task ended in KeyboardInterrupt or SystemExit
 _ctrl_c_ignored = False  # in a worker process: inherited SIGINT ignored (`nohup`): keep it so
 
 
@@ -82,27 +81,18 @@ def _init_worker(
         initializer(*initargs)
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    """Ctrl-C or SIGTERM during a task: noted first, so that this worker starts no further
-    task even if the task swallows the interrupt or fails while closing its run."""
-    global _interrupted
-    _interrupted = True
-    if signum == signal.SIGTERM:
-        raise_terminated(signum, frame)
-    signal.default_int_handler(signum, frame)
-
-
 def _call(
     key: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> TaskResult:
     """Run one task in the worker; turn any exception into text (exceptions may not unpickle)."""
     global _interrupted
-    if _interrupted:  # queued to this worker before the interrupt: never started
+    if _interrupted or signals.received():  # queued to it before the interrupt: never started
         return TaskResult(key, error=CANCELLED, cancelled=True, pid=os.getpid())
     started = time.time()
+    # Handlers that remember the signal: however the task then ends, no further task starts.
     if not _ctrl_c_ignored:
-        signal.signal(signal.SIGINT, _interrupt)
-    signal.signal(signal.SIGTERM, _interrupt)  # terminated mid-task: close the run KILLED
+        signal.signal(signal.SIGINT, signals.raise_interrupted)
+    signal.signal(signal.SIGTERM, signals.raise_terminated)  # mid-task: close the run KILLED
     try:
         value = fn(*args, **kwargs)
     except BaseException as error:  # KeyboardInterrupt too: record, re-raise

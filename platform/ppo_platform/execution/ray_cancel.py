@@ -17,7 +17,7 @@ import signal
 import threading
 from typing import Any
 
-from ppo_platform.execution.signals import raise_terminated
+from ppo_platform.execution.signals import raise_interrupted, raise_terminated
 
 NAMESPACE = "ppo_platform_cancel"
 POLL_SECONDS = 0.5
@@ -71,7 +71,7 @@ class CancelWatch:
     def __enter__(self) -> CancelWatch:
         if threading.current_thread() is threading.main_thread():
             for signum, handler in (
-                (signal.SIGINT, signal.default_int_handler),
+                (signal.SIGINT, raise_interrupted),
                 (signal.SIGTERM, raise_terminated),
             ):
                 self._saved.append((signum, signal.getsignal(signum)))

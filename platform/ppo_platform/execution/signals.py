@@ -1,5 +1,12 @@
-"""SIGTERM handled like Ctrl-C: raised as `Terminated` (a KeyboardInterrupt) in the main thread,
-so a checkpoint is saved and the run marked KILLED, as for Ctrl-C."""
+"""Ctrl-C and SIGTERM raised in the main thread (KeyboardInterrupt, `Terminated`), so a
+checkpoint is saved and the run marked KILLED; and remembered, because an exception raised from
+a signal handler does not always arrive as itself.
+
+Raised while torch writes a checkpoint, a KeyboardInterrupt comes out of `torch.save` as a
+RuntimeError. Code that closes runs asks `interrupt_since(mark)` whether such an error is
+really an interrupt, and treats it as one: the run is KILLED, not FAILED, and the interrupt
+still ends the command (or stops a sweep worker from starting its next member).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +16,39 @@ from types import FrameType
 
 from ppo_platform.errors import Terminated
 
+_received: list[int] = []  # the signals turned into exceptions in this process, in order
+
 
 def raise_terminated(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
     raise Terminated(f"terminated by signal {signum}")
 
 
+def raise_interrupted(signum: int, frame: FrameType | None) -> None:
+    _received.append(signum)
+    raise KeyboardInterrupt
+
+
+def received() -> int:
+    """A mark: how many interrupts this process has received so far."""
+    return len(_received)
+
+
+def interrupt_since(mark: int) -> KeyboardInterrupt | None:
+    """The interrupt to raise again if one arrived after `mark` (the newest), else None."""
+    if len(_received) <= mark:
+        return None
+    signum = _received[-1]
+    if signum == signal.SIGTERM:
+        return Terminated(f"terminated by signal {signum}")
+    return KeyboardInterrupt()
+
+
 def terminate_as_interrupt() -> None:
-    """Install the SIGTERM handler (only the main thread may; elsewhere this does nothing)."""
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGTERM, raise_terminated)
+    """Install both handlers (only the main thread may; elsewhere this does nothing). Ctrl-C
+    that the process inherited as ignored (`nohup`) stays ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    signal.signal(signal.SIGTERM, raise_terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, raise_interrupted)

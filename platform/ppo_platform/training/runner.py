@@ -24,6 +24,7 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from ppo_platform import tracing
 from ppo_platform.errors import Terminated, TrackingError, TrainingError
+from ppo_platform.execution import signals
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -68,6 +69,7 @@ class TrainingSession:
         self.evaluator: PeriodicEvalCallback | None = None
         self._started = time.perf_counter()
         self._start_steps = 0
+        self._signals_mark = signals.received()  # interrupts before this one are not ours
         self._announced = False  # the run was created before the first progress event
 
     @property
@@ -160,6 +162,7 @@ class TrainingSession:
         self.model = model
         self._start_steps = model.num_timesteps
         self._started = time.perf_counter()
+        self._signals_mark = signals.received()
         try:
             self._attach(model)
             evaluator = async_eval.make_evaluator(
@@ -214,6 +217,7 @@ class TrainingSession:
             self.tracker.fail(str(error))
             raise
         except Exception as error:
+            self._close_if_interrupted(model, error)
             self._close(
                 "FAILED", {tag.OUTCOME: "failed", tag.FAILURE: f"{type(error).__name__}: {error}"}
             )
@@ -222,6 +226,15 @@ class TrainingSession:
             model.env.close()  # type: ignore[union-attr]
         tracing.mark("learn: done")
         return self._finish(model, evaluator)
+
+    def _close_if_interrupted(self, model: BaseAlgorithm, error: Exception) -> None:
+        """An error after Ctrl-C or SIGTERM is that interrupt in disguise (raised while torch
+        wrote a checkpoint, it comes out of `torch.save` as a RuntimeError): close the run
+        KILLED and raise the interrupt, so the command and a sweep worker stop as for one."""
+        interrupt = signals.interrupt_since(self._signals_mark)
+        if interrupt is not None:
+            self._close_interrupted(model, interrupt)
+            raise interrupt from error
 
     def _close_interrupted(self, model: BaseAlgorithm, interrupt: KeyboardInterrupt) -> None:
         """Checkpoint, then close the run KILLED. Nothing raised on the way may replace the
@@ -251,6 +264,7 @@ class TrainingSession:
         except TrackingError:
             raise  # the tracker has recorded it (`_close`) or the tracking process is gone
         except Exception as error:
+            self._close_if_interrupted(model, error)
             reason = f"{type(error).__name__} while finishing: {error}"
             with contextlib.suppress(TrackingError):
                 self._close("FAILED", {tag.OUTCOME: "failed", tag.FAILURE: reason})
