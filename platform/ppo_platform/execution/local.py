@@ -91,8 +91,8 @@ def _call(
     started = time.time()
     # Handlers that remember the signal: however the task then ends, no further task starts.
     if not _ctrl_c_ignored:
-        signal.signal(signal.SIGINT, signals.raise_interrupted)
-    signal.signal(signal.SIGTERM, signals.raise_terminated)  # mid-task: close the run KILLED
+        signal.signal(signal.SIGINT, signals.raise_interrupt)
+    signal.signal(signal.SIGTERM, signals.raise_interrupt)  # mid-task: close the run KILLED
     try:
         value = fn(*args, **kwargs)
     except BaseException as error:  # KeyboardInterrupt too: record, re-raise

@@ -17,7 +17,7 @@ import signal
 import threading
 from typing import Any
 
-from ppo_platform.execution.signals import raise_interrupted, raise_terminated
+from ppo_platform.execution.signals import raise_interrupt
 
 NAMESPACE = "ppo_platform_cancel"
 POLL_SECONDS = 0.5
@@ -70,12 +70,9 @@ class CancelWatch:
 
     def __enter__(self) -> CancelWatch:
         if threading.current_thread() is threading.main_thread():
-            for signum, handler in (
-                (signal.SIGINT, raise_interrupted),
-                (signal.SIGTERM, raise_terminated),
-            ):
+            for signum in (signal.SIGINT, signal.SIGTERM):
                 self._saved.append((signum, signal.getsignal(signum)))
-                signal.signal(signum, handler)
+                signal.signal(signum, raise_interrupt)
             # Ray's worker also blocks SIGINT in its main thread.
             self._mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
         if self.name is not None:

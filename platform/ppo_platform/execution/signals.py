@@ -19,14 +19,16 @@ from ppo_platform.errors import Terminated
 _received: list[int] = []  # the signals turned into exceptions in this process, in order
 
 
-def raise_terminated(signum: int, frame: FrameType | None) -> None:
-    _received.append(signum)
-    raise Terminated(f"terminated by signal {signum}")
+def _interrupt_for(signum: int) -> KeyboardInterrupt:
+    if signum == signal.SIGTERM:
+        return Terminated(f"terminated by signal {signum}")
+    return KeyboardInterrupt()
 
 
-def raise_interrupted(signum: int, frame: FrameType | None) -> None:
+def raise_interrupt(signum: int, frame: FrameType | None) -> None:
+    """The handler of both signals: SIGTERM raises Terminated, SIGINT KeyboardInterrupt."""
     _received.append(signum)
-    raise KeyboardInterrupt
+    raise _interrupt_for(signum)
 
 
 def received() -> int:
@@ -36,12 +38,7 @@ def received() -> int:
 
 def interrupt_since(mark: int) -> KeyboardInterrupt | None:
     """The interrupt to raise again if one arrived after `mark` (the newest), else None."""
-    if len(_received) <= mark:
-        return None
-    signum = _received[-1]
-    if signum == signal.SIGTERM:
-        return Terminated(f"terminated by signal {signum}")
-    return KeyboardInterrupt()
+    return _interrupt_for(_received[-1]) if len(_received) > mark else None
 
 
 def terminate_as_interrupt() -> None:
@@ -49,6 +46,6 @@ def terminate_as_interrupt() -> None:
     that the process inherited as ignored (`nohup`) stays ignored."""
     if threading.current_thread() is not threading.main_thread():
         return
-    signal.signal(signal.SIGTERM, raise_terminated)
+    signal.signal(signal.SIGTERM, raise_interrupt)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        signal.signal(signal.SIGINT, raise_interrupted)
+        signal.signal(signal.SIGINT, raise_interrupt)

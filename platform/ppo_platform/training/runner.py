@@ -162,7 +162,6 @@ class TrainingSession:
         self.model = model
         self._start_steps = model.num_timesteps
         self._started = time.perf_counter()
-        self._signals_mark = signals.received()
         try:
             self._attach(model)
             evaluator = async_eval.make_evaluator(
