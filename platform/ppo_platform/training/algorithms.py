@@ -16,6 +16,7 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.preprocessing import is_image_space
+from stable_baselines3.common.utils import ConstantSchedule, LinearSchedule
 from stable_baselines3.common.vec_env import VecEnv
 
 from ppo_platform.errors import SpecError, SpecIssue
@@ -23,7 +24,6 @@ from ppo_platform.spec.experiment import ExperimentSpec, Schedule
 from trainers.a2c import MonitoredA2C
 from trainers.ppo import MonitoredPPO
 from trainers.ppo_kl import MonitoredKLPPO
-from trainers.schedules import ConstantSchedule, LinearSchedule
 
 ACTIVATIONS: dict[str, type[torch.nn.Module]] = {
     "tanh": torch.nn.Tanh,
@@ -34,8 +34,9 @@ ACTIVATIONS: dict[str, type[torch.nn.Module]] = {
 
 
 def to_schedule(schedule: Schedule) -> ConstantSchedule | LinearSchedule:
+    """SB3's own schedule classes: a saved model.zip pickles them, and stock SB3 loads it."""
     if schedule.schedule == "linear":
-        return LinearSchedule(schedule.start, schedule.end)
+        return LinearSchedule(schedule.start, schedule.end, end_fraction=1.0)
     return ConstantSchedule(schedule.start)
 
 
