@@ -19,6 +19,7 @@ from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_env_usable
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.machine import task_gpus
 from ppo_platform.sweeps.expand import SweepMember, expand_sweep, grid_points
 from ppo_platform.sweeps.runs import finished_runs, open_parent_run, resume_member, run_member
 from ppo_platform.tracking import tags as tag
@@ -122,7 +123,15 @@ def run_sweep(
         done = sum(not o.skipped for o in outcomes.values())
         say(f"[{done}/{len(todo)}] {outcome.line()}")
 
-    tasks = [Task(m.key, run_member, (m.spec, parent_run_id, m.tags, settings)) for m in todo]
+    tasks = [
+        Task(
+            m.key,
+            run_member,
+            (m.spec, parent_run_id, m.tags, settings),
+            num_gpus=task_gpus(m.spec.policy.device),
+        )
+        for m in todo
+    ]
     try:
         _train(tasks, n_workers, settings, collect, say)
     except KeyboardInterrupt:
@@ -145,7 +154,8 @@ def _train(
 
     def again(task: Task, lost: TaskResult) -> Task:
         say(f"{task.args[0].name}: its worker died ({lost.error}); running it again")
-        return Task(task.key, resume_member, task.args)  # from its last checkpoint
+        # From its last checkpoint, on the resources it had.
+        return Task(task.key, resume_member, task.args, num_gpus=task.num_gpus)
 
     run_tasks(
         tasks,

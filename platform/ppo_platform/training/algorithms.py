@@ -48,6 +48,15 @@ def policy_name(observation_space: spaces.Space) -> str:
     return "MlpPolicy"
 
 
+def training_device(spec: ExperimentSpec, observation_space: spaces.Space) -> str:
+    """The torch device the spec's networks train on: `auto` picks CUDA for a CNN policy when
+    torch sees a GPU (an MLP of a few thousand weights is faster on the CPU), else the CPU."""
+    if spec.policy.device != "auto":
+        return spec.policy.device
+    cnn = policy_name(observation_space) == "CnnPolicy"
+    return "cuda" if cnn and torch.cuda.is_available() else "cpu"
+
+
 def _policy_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
     policy = spec.policy
     value_arch = policy.net_arch if policy.value_net_arch is None else policy.value_net_arch
@@ -144,10 +153,11 @@ def model_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
 
 
 def build_model(spec: ExperimentSpec, env: VecEnv) -> BaseAlgorithm:
-    """A fresh, seeded model of the spec's algorithm on `env` (CPU)."""
+    """A fresh, seeded model of the spec's algorithm on `env`, on its `training_device`."""
     cls = model_class(spec)
+    device = training_device(spec, env.observation_space)
     model = cls(
-        policy_name(env.observation_space), env, device="cpu", verbose=0, **model_kwargs(spec)
+        policy_name(env.observation_space), env, device=device, verbose=0, **model_kwargs(spec)
     )
     return _quiet(model)
 
@@ -165,4 +175,5 @@ def load_model(spec: ExperimentSpec, path: str, env: VecEnv) -> BaseAlgorithm:
     `force_reset`: `env` is freshly built, so the first rollout starts from its reset, not
     from the observation stored in the checkpoint.
     """
-    return _quiet(model_class(spec).load(path, env=env, device="cpu", force_reset=True))
+    device = training_device(spec, env.observation_space)
+    return _quiet(model_class(spec).load(path, env=env, device=device, force_reset=True))
