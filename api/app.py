@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from api.dashboard import install_dashboard
 from api.errors import install_error_handlers
 from api.limits import BodyLimitMiddleware
-from api.routes import artifacts, events, experiments, health, specs
+from api.routes import artifacts, events, experiments, health, specs, trained_model
 from api.services import ServiceOpener
 from ppo_platform.jobs import ServiceSettings, get_service_settings
 from ppo_platform.jobs.keys import KeyCache
@@ -55,7 +55,7 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
     app.state.key_cache = KeyCache(service.key_cache_seconds)
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.max_body_bytes)
-    for module in (health, specs, experiments, events, artifacts):
+    for module in (health, specs, experiments, events, artifacts, trained_model):
         app.include_router(module.router)
     install_dashboard(app)  # the web pages at /
     return app
