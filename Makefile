@@ -6,8 +6,9 @@ BIN := $(VENV)/bin
 # CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
 SPEC ?= specs/cartpole.yaml
-# Extras installed into .venv; `ray` brings the Ray executor and its cluster tests.
-EXTRAS ?= dev,ray
+# Extras installed into .venv; `ray` brings the Ray executor and its cluster tests, `video` and
+# `export` the trained agent's video recording and ONNX export (their tests need them).
+EXTRAS ?= dev,ray,video,export
 
 .PHONY: run test lint setup bench bench-zoo-venv bench-full
 

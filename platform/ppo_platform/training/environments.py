@@ -17,11 +17,17 @@ EVAL_SEED_OFFSET = 10_000
 EVAL_MAX_ENVS = 16
 
 
-def _vec_env(spec: ExperimentSpec, n_envs: int, seed: int, subproc: bool = True) -> VecEnv:
+def _vec_env(
+    spec: ExperimentSpec,
+    n_envs: int,
+    seed: int,
+    subproc: bool = True,
+    render_mode: str | None = None,
+) -> VecEnv:
     wants_subproc = subproc and spec.env.vectorization == "subproc" and n_envs > 1
     vec_cls = SubprocVecEnv if wants_subproc else DummyVecEnv
     # SB3 asks for render_mode="rgb_array" unless told otherwise; training renders nothing.
-    kwargs = {"render_mode": None, **spec.env.kwargs}
+    kwargs = {"render_mode": render_mode, **spec.env.kwargs}
     return make_vec_env(
         spec.env.id, n_envs=n_envs, seed=seed, vec_env_cls=vec_cls, env_kwargs=kwargs
     )
@@ -69,6 +75,20 @@ def build_eval_env(spec: ExperimentSpec) -> VecEnv:
             gamma=spec.advantage.gamma,
         )
     return env
+
+
+def build_play_env(
+    spec: ExperimentSpec, seed: int, normalize_stats: Path | None, render_mode: str | None = None
+) -> VecEnv:
+    """One in-process env built as evaluation builds it, for watching or filming a trained
+    policy: observations normalized with the run's statistics (`normalize_stats`, a file of
+    the run's own folder), frozen; rewards left raw."""
+    env = _vec_env(spec, 1, seed, subproc=False, render_mode=render_mode)
+    if normalize_stats is None:
+        return env
+    stats = VecNormalize.load(str(normalize_stats), env)
+    stats.training, stats.norm_reward = False, False
+    return stats
 
 
 def vec_normalize_of(env: Any) -> VecNormalize | None:

@@ -36,6 +36,7 @@ from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
+from ppo_platform.training.play import evaluation_videos
 from ppo_platform.training.progress import EventKind, ProgressEvent
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome
 from ppo_platform.training.result import RunResult as RunResult  # re-exported for callers
@@ -313,9 +314,13 @@ class TrainingSession:
         model.save(final / "model.zip")
         self.tracker.log_artifact(final / "model.zip", "model")
         norm = model.get_vec_normalize_env()
-        if isinstance(norm, VecNormalize):
-            norm.save(str(final / "vecnormalize.pkl"))
-            self.tracker.log_artifact(final / "vecnormalize.pkl", "model")
+        stats = final / "vecnormalize.pkl" if isinstance(norm, VecNormalize) else None
+        if stats is not None:
+            norm.save(str(stats))  # type: ignore[union-attr]
+            self.tracker.log_artifact(stats, "model")
+        if self.spec.evaluation.video:
+            for path in evaluation_videos(model, self.spec, stats, self.run_dir / "videos"):
+                self.tracker.log_artifact(path, "videos")
         alerts_path = self.run_dir / "alerts.json"
         alerts_path.write_text(json.dumps(alerts_document(self.monitor), indent=2))
         self.tracker.log_artifact(alerts_path, "diagnostics")
