@@ -58,6 +58,14 @@ def test_every_spec_field_appears_with_its_description(site: SiteBuild) -> None:
     for name, description in fields.items():
         assert any(code == name or code.endswith(f".{name}") for code in codes), name
         assert squeeze(description) in text, (name, description)
+    # A field that holds a value (not a section) says what it means.
+    undescribed = [
+        name
+        for obj in [schema, *schema["$defs"].values()]
+        for name, prop in obj.get("properties", {}).items()
+        if not prop.get("description") and "$ref" not in prop
+    ]
+    assert not undescribed, f"spec fields without a description: {undescribed}"
     # Dotted paths as --set takes them, with their defaults.
     assert {"update.epochs", "surrogate.clip_epsilon.start", "env.normalize.obs"} <= codes
     row = site.text("reference/spec").split("update.epochs", 1)[1][:80]
@@ -143,6 +151,7 @@ def test_every_setting_appears_as_its_environment_variable(site: SiteBuild) -> N
     codes, text = site.code_spans("reference/settings"), site.squeezed("reference/settings")
     for variable, description in variables.items():
         assert variable in codes, variable
+        assert description, f"setting {variable} has no description"
         assert squeeze(description) in text, (variable, description)
 
 
