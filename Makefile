@@ -29,7 +29,7 @@ test: setup
 
 # The documentation site (mkdocs.yml) into site/; `.venv/bin/mkdocs serve` to read it while editing.
 docs: setup
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # mypy's files and the import contract are declared in pyproject.toml. The source roots go
 # first on the path so lint-imports analyses this tree, whatever .venv has installed.

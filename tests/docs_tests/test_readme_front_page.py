@@ -55,6 +55,20 @@ def test_user_docs_cite_no_issue_numbers_branches_or_commits() -> None:
     assert not {page: hits for page, hits in found.items() if hits}
 
 
+def test_benchmark_results_name_no_branches_or_issues() -> None:
+    """Results keep the commit they measured (provenance), never a branch or an issue."""
+    results = REPO_ROOT / "benchmarks" / "results"
+    found = {
+        str(path.relative_to(results)): [
+            hit
+            for hit in NOTEBOOK_CITATION.findall(path.read_text("utf-8"))
+            if not hit.startswith("commit")
+        ]
+        for path in sorted(results.rglob("*.md"))
+    }
+    assert not {name: hits for name, hits in found.items() if hits}
+
+
 def test_the_notebook_citation_pattern_catches_what_it_should() -> None:
     for text in ("see issue 12", "the h12c branch", "tree h11c", "main at commit dbb78f1"):
         assert NOTEBOOK_CITATION.search(text), text
