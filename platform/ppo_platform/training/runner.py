@@ -7,7 +7,6 @@ A library function first: the CLI and the REST API are thin shells around `run_s
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import sys
@@ -20,7 +19,7 @@ from typing import Any
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv
 
 from ppo_platform import tracing
 from ppo_platform.errors import Terminated, TrackingError, TrainingError
@@ -35,8 +34,8 @@ from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import build_eval_env, build_train_env, eval_seed
-from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
-from ppo_platform.training.play import evaluation_videos
+from ppo_platform.training.final import save_alerts, save_final_agent
+from ppo_platform.training.monitoring import diagnostics_row, thresholds_for
 from ppo_platform.training.progress import EventKind, ProgressEvent
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome
 from ppo_platform.training.result import RunResult as RunResult  # re-exported for callers
@@ -71,7 +70,7 @@ class TrainingSession:
         self._started = time.perf_counter()
         self._start_steps = 0
         self._signals_mark = signals.received()  # interrupts before this one are not ours
-        self._announced = False  # the run was created before the first progress event
+        self._announced = False  # the `started` event (with the run id) was sent
 
     @property
     def run_dir(self) -> Path:
@@ -83,9 +82,7 @@ class TrainingSession:
 
     def _event(self, kind: EventKind, **fields: Any) -> None:
         assert self.model is not None
-        if not self._announced:  # a listener may look the run up (the job service records it)
-            self.tracker.run_id  # noqa: B018  (waits for the tracking process to create it)
-            self._announced = True
+        self._announce()
         self.on_progress(
             ProgressEvent(
                 kind=kind,
@@ -94,6 +91,18 @@ class TrainingSession:
                 **fields,
             )
         )
+
+    def _announce(self) -> None:
+        """The `started` event with the run id, once: before the first other event, or on
+        closing a run that had none. The caller (the job service, a sweep member) holds the id
+        as data and never looks its run up."""
+        if self._announced:
+            return
+        run_id = self.tracker.run_id  # waits for the tracking process to create the run
+        self._announced = True
+        steps = self.model.num_timesteps if self.model is not None else 0
+        total = self.spec.budget.total_timesteps
+        self.on_progress(ProgressEvent("started", steps, total, run_id=run_id))
 
     def on_update(self, model: BaseAlgorithm, metrics: dict[str, float]) -> None:
         """Listener called by the trainer right after each update."""
@@ -309,21 +318,8 @@ class TrainingSession:
         )
 
     def _log_artifacts(self, model: BaseAlgorithm) -> None:
-        final = self.run_dir / "final"
-        final.mkdir(parents=True, exist_ok=True)
-        model.save(final / "model.zip")
-        self.tracker.log_artifact(final / "model.zip", "model")
-        norm = model.get_vec_normalize_env()
-        stats = final / "vecnormalize.pkl" if isinstance(norm, VecNormalize) else None
-        if stats is not None:
-            norm.save(str(stats))  # type: ignore[union-attr]
-            self.tracker.log_artifact(stats, "model")
-        if self.spec.evaluation.video:
-            for path in evaluation_videos(model, self.spec, stats, self.run_dir / "videos"):
-                self.tracker.log_artifact(path, "videos")
-        alerts_path = self.run_dir / "alerts.json"
-        alerts_path.write_text(json.dumps(alerts_document(self.monitor), indent=2))
-        self.tracker.log_artifact(alerts_path, "diagnostics")
+        save_final_agent(model, self.spec, self.run_dir, self.tracker.log_artifact)
+        save_alerts(self.monitor, self.run_dir, self.tracker.log_artifact)
         self.tracker.flush()
         self.tracker.render_plot(
             self.run_dir / "training_curves.png",
@@ -337,6 +333,9 @@ class TrainingSession:
         except TrackingError as error:
             self.tracker.fail(str(error))
             raise
+        finally:  # a run that ends before its first event still reports its id
+            with contextlib.suppress(TrackingError):
+                self._announce()
 
 
 def _warn(message: str) -> None:
