@@ -20,7 +20,7 @@ SPEC = (
     "name: agent\nenv: {id: CartPole-v1, n_envs: 2, normalize: {obs: true}}\n"
     "rollout: {n_steps: 64}\nupdate: {epochs: 2, minibatch_size: 64}\n"
     "policy: {net_arch: [16]}\nbudget: {total_timesteps: 256}\n"
-    "evaluation: {every_timesteps: 0, episodes: 2}\n"
+    "evaluation: {every_timesteps: 0, episodes: 2, video: 1}\n"
 )
 
 
@@ -133,6 +133,11 @@ def test_the_dashboard_serves_the_model_to_its_owner_only(trained, keys) -> None
         response, body = streamed(alice, url)
         assert response.status_code == 200 and body == final(server, job, "model.zip").read_bytes()
         assert bob.get(url).status_code == 404
+        video = f"/ui/experiments/{job['id']}/artifacts/evaluation-episode-1.mp4"
+        assert f'<video controls preload="metadata" src="{video}">' in page
+        response, body = streamed(alice, video)
+        assert response.headers["content-type"] == "video/mp4" and body[4:8] == b"ftyp"
+        assert bob.get(video).status_code == 404
     finally:
         alice.close()
         bob.close()
