@@ -108,7 +108,8 @@ def _group(command: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
 
 @contextmanager
 def ray_cluster(nodes: int = 2) -> Iterator[str]:
-    """A Ray cluster of `nodes` one-CPU nodes on this machine; its address host:port."""
+    """A Ray cluster of `nodes` one-CPU nodes on this machine (the others than the head with one
+    logical GPU); its address host:port."""
     root = Path(tempfile.mkdtemp(prefix="ppo-ray-"))
     port = free_port()
     common = ["--block", "--num-cpus=1", "--disable-usage-stats"]
@@ -120,7 +121,14 @@ def ray_cluster(nodes: int = 2) -> Iterator[str]:
                 command = (
                     head
                     if index == 0
-                    else [_bin("ray"), "start", f"--address=127.0.0.1:{port}", *common]
+                    # One logical GPU (as .ci/services.sh): a task needing one goes there.
+                    else [
+                        _bin("ray"),
+                        "start",
+                        f"--address=127.0.0.1:{port}",
+                        *common,
+                        "--num-gpus=1",
+                    ]
                 )
                 log = root / f"node{index}.log"
                 stack.enter_context(_group(command, log))

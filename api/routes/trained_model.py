@@ -46,7 +46,7 @@ def model_files(job: Experiment, settings: Settings) -> dict[str, Path]:
 
 @router.get(
     "/{experiment_id}/model/{file}",
-    operation_id="download_model",
+    operation_id="downloadModel",
     response_class=FileResponse,
     responses={
         200: {

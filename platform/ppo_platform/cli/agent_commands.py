@@ -94,7 +94,8 @@ def export(
         fail(error)
     folded = "normalization folded in; " if result.normalized else ""
     typer.echo(
-        f"wrote {result.path}: input `observation` (raw observations), output `action`; "
+        f"wrote {result.path}: input `observation` (float32 [batch, "
+        f"{', '.join(map(str, result.input_shape))}], raw), output `action`; "
         f"{folded}onnxruntime agreed with torch on {result.checked} observations "
         f"(max difference {result.max_difference:.2g})."
     )

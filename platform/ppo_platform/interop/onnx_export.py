@@ -1,12 +1,13 @@
 """`ppo-platform export RUN_ID --onnx OUT.onnx`: a run's policy as an ONNX graph, checked.
 
-The graph maps a batch of raw observations (input `observation`, float32, shape
-[batch, *observation shape]) to the deterministic action (output `action`: int64 indices for
-a Discrete action space, float32 clipped to the bounds for a Box), exactly what
-`model.predict(..., deterministic=True)` gives. When the run normalized observations, the
-normalization is folded into the graph (in float64, as VecNormalize computes it), so the
-graph takes the env's observations as they come. Box observations only (images included:
-the graph scales them as SB3 does); Discrete, MultiDiscrete and Dict observations are refused.
+The graph maps a batch of raw observations (input `observation`, float32, shape [batch, *the
+model's observation shape]; images channel-first, as SB3 feeds them to the network) to the
+deterministic action (output `action`: int64 indices for a Discrete action space, float32
+clipped to the bounds for a Box), exactly what `model.predict(..., deterministic=True)` gives.
+When the run normalized observations, the normalization is folded into the graph (in float64,
+as VecNormalize computes it), so the graph takes the env's observations as they come. Box
+observations only (images included: the graph scales them as SB3 does); Discrete,
+MultiDiscrete and Dict observations are refused.
 
 Before it is kept, onnxruntime runs the graph on observations of the run's own env and its
 actions must equal the torch policy's (exactly for Discrete actions, to float32 rounding for
@@ -29,6 +30,7 @@ import numpy as np
 import torch
 from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.preprocessing import maybe_transpose
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from ppo_platform.errors import BadInputError, SpecIssue
@@ -42,6 +44,7 @@ EXPORT_FIX = "install the export extra: pip install 'ppo-platform[export]'."
 @dataclass(frozen=True)
 class ExportResult:
     path: Path
+    input_shape: tuple[int, ...]  # one observation, as the graph takes it
     checked: int  # observations whose actions onnxruntime and torch agreed on
     max_difference: float  # largest |onnx - torch| action difference (0 for Discrete)
     normalized: bool  # the run's observation normalization is folded in
@@ -124,7 +127,8 @@ def env_observations(model: BaseAlgorithm, env: VecEnv, steps: int = CHECK_STEPS
     observation = env.reset()
     for _ in range(steps):
         raw = env.get_original_obs() if isinstance(env, VecNormalize) else observation
-        seen.append(np.asarray(raw)[0])
+        # Images as the model sees them: channel-first (SB3 transposes HxWxC frames).
+        seen.append(maybe_transpose(np.asarray(raw), model.observation_space)[0])
         action, _ = model.predict(observation, deterministic=True)  # type: ignore[arg-type]
         observation, *_ = env.step(action)
     samples = [model.observation_space.sample() for _ in range(steps // 4)]
@@ -169,7 +173,8 @@ def export_onnx(run: TrainedRun, out: Path) -> ExportResult:
         partial.unlink(missing_ok=True)
         raise
     os.replace(partial, out)
-    return ExportResult(out, len(observations), difference, stats is not None)
+    shape = tuple(int(n) for n in observations.shape[1:])
+    return ExportResult(out, shape, len(observations), difference, stats is not None)
 
 
 @contextlib.contextmanager
