@@ -7,6 +7,7 @@ it never finished, its last checkpoint) and the normalization statistics beside 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -72,9 +73,15 @@ def trained_run(
     return TrainedRun(run_id, run_dir, spec, model, stats, finished)
 
 
+def _filming_env(spec: ExperimentSpec, normalize: Path | None, render_mode: str | None) -> VecEnv:
+    if render_mode == "rgb_array":  # drawn off-screen: SDL (pygame) must not look for a display
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+    return build_play_env(spec, eval_seed(spec), normalize, render_mode)
+
+
 def load_policy(run: TrainedRun, render_mode: str | None = None) -> tuple[BaseAlgorithm, VecEnv]:
     """The trained model on one fresh env of the run's spec (seeded as evaluation seeds)."""
-    env = build_play_env(run.spec, eval_seed(run.spec), run.normalize, render_mode)
+    env = _filming_env(run.spec, run.normalize, render_mode)
     model = load_model(run.spec, str(run.model), env)
     env.seed(eval_seed(run.spec))  # loading seeded it with the training seed
     return model, env
@@ -162,7 +169,7 @@ def record_evaluation_videos(
 ) -> list[Path]:
     """`evaluation.video` episodes of `model`, one MP4 each, on an env built as evaluation
     builds it (seeded like it, observations normalized with `normalize`)."""
-    env = build_play_env(spec, eval_seed(spec), normalize, render_mode="rgb_array")
+    env = _filming_env(spec, normalize, "rgb_array")
     paths = []
     try:
         for episode in range(1, spec.evaluation.video + 1):
