@@ -1,7 +1,8 @@
 """Load a saved model in a process where this project cannot be imported: what a user who
 takes `model.zip` (and `vecnormalize.pkl`) elsewhere has, stable-baselines3 and gymnasium only.
 
-A module of its own (not conftest), importable from every test folder.
+A module of its own (not conftest): import it as `tests.plain_sb3` (the tuning tests take tests/
+off sys.path).
 """
 
 from __future__ import annotations

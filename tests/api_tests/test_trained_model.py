@@ -11,8 +11,9 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-from conftest import Server, start_server, submit, wait_for
-from plain_sb3 import plain_sb3_actions
+
+from tests.api_tests.conftest import Server, start_server, submit, wait_for
+from tests.plain_sb3 import plain_sb3_actions
 
 pytestmark = pytest.mark.slow  # one real training job behind every test
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from plain_sb3 import plain_sb3_actions
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import LinearSchedule
 
+from tests.plain_sb3 import plain_sb3_actions
 from trainers.a2c import MonitoredA2C
 from trainers.ppo import MonitoredPPO
 from trainers.ppo_kl import MonitoredKLPPO

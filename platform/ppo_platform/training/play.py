@@ -28,6 +28,7 @@ from ppo_platform.training.video import VideoWriter, fps_of
 
 MAX_EPISODES = 100
 MAX_STEPS = 1_000_000  # an env without a time limit must not play forever
+MAX_VIDEO_STEPS = 20_000  # frames of one video (11 minutes at 30 fps): bounded disk
 FrameSink = Callable[[np.ndarray], None]
 
 
@@ -153,10 +154,18 @@ def _not_filmable(env: VecEnv, message: str) -> BadInputError:
 def record(
     model: BaseAlgorithm, env: VecEnv, path: Path, episodes: int, deterministic: bool = True
 ) -> list[Episode]:
-    """`play`, every frame written to the MP4 file `path` at the env's frame rate."""
+    """`play`, every frame written to the MP4 file `path` at the env's frame rate (at most
+    MAX_VIDEO_STEPS steps: an episode cut there is not counted)."""
     metadata = env.get_attr("metadata")[0] or {}
     with VideoWriter(path, fps_of(metadata)) as video:
-        return play(model, env, episodes, deterministic=deterministic, on_frame=video.add)
+        return play(
+            model,
+            env,
+            episodes,
+            deterministic=deterministic,
+            on_frame=video.add,
+            max_steps=MAX_VIDEO_STEPS,
+        )
 
 
 def video_name(episode: int) -> str:

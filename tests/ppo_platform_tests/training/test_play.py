@@ -11,7 +11,6 @@ import imageio.v2 as imageio
 import numpy as np
 import pytest
 from mlflow.tracking import MlflowClient
-from plain_sb3 import plain_sb3_actions
 from typer.testing import CliRunner
 
 from ppo_platform.cli import EXIT_BAD_INPUT, app
@@ -19,6 +18,7 @@ from ppo_platform.settings import get_settings
 from ppo_platform.spec.loader import validate_data
 from ppo_platform.training.play import load_policy, play, trained_run, video_name
 from ppo_platform.training.runner import run_spec
+from tests.plain_sb3 import plain_sb3_actions
 
 pytestmark = pytest.mark.slow  # one real training run behind the module
 runner = CliRunner()
