@@ -14,6 +14,8 @@ from typing import Annotated, NoReturn
 import typer
 
 from ppo_platform import tracing
+from ppo_platform.cli.env_commands import EnvPackages, use_env_packages
+from ppo_platform.cli.env_commands import register as register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.cli.service_commands import register as register_service_commands
@@ -96,10 +98,12 @@ def validate(
     show: bool = typer.Option(
         False, "--show", help="Print the resolved spec (all defaults filled in)."
     ),
+    env_package: EnvPackages = None,
 ) -> None:
     """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
     from ppo_platform.spec.env_ids import check_spec_env
 
+    use_env_packages(env_package)
     try:
         experiment = load_spec(spec, overrides or [])
         check_spec_env(experiment, str(spec))
@@ -129,6 +133,7 @@ def run(
         str | None, typer.Option(help="MLflow run id to continue from its last checkpoint.")
     ] = None,
     quiet: Annotated[bool, typer.Option(help="Only print the final summary.")] = False,
+    env_package: EnvPackages = None,
 ) -> None:
     """Train a spec (or resume a run) and log it to MLflow."""
     if (spec is None) == (resume is None):
@@ -140,6 +145,7 @@ def run(
         )
     from ppo_platform.tracking.remote import start_reaping
 
+    use_env_packages(env_package)
     tracing.mark("cli: run command")
     # The tracking process starts first (its MLflow import overlaps torch's) and reaps.
     reaped = start_reaping()
@@ -183,10 +189,12 @@ def sweep(
         int | None,
         typer.Option(min=1, help="Parallel worker processes (default: the machine's cores)."),
     ] = None,
+    env_package: EnvPackages = None,
 ) -> None:
     """Run a spec's sweep: grid x seeds in parallel processes, then print the comparison report."""
     from ppo_platform.sweeps import run_sweep
 
+    use_env_packages(env_package)
     start_guard()
     try:
         experiment = load_spec(spec, overrides or [])
@@ -260,11 +268,13 @@ def plan(
     ] = None,
     overrides: Overrides = None,
     force: Force = False,
+    env_package: EnvPackages = None,
 ) -> None:
     """Plan a PPO run for an env and budget: write a runnable spec and the skill-ppo-trainer md."""
     from ppo_platform.planner import plan_experiment, write_plan
     from ppo_platform.settings import Settings
 
+    use_env_packages(env_package)
     # The same default folder as tune's, read now: relative to this call's working directory.
     folder = out if out is not None else Settings().outputs_dir
     try:
@@ -334,10 +344,12 @@ def tune(
     space: TuneSpace = None,
     out: TuneOut = None,
     force: Force = False,
+    env_package: EnvPackages = None,
 ) -> None:
     """Tune a spec with Optuna: parallel workers, pruning, multi-seed trials -> best_spec.yaml."""
     from ppo_platform.tuning import run_study
 
+    use_env_packages(env_package)
     if space not in (None, "auto"):
         bad_option(
             "--space",
@@ -373,6 +385,7 @@ def tune(
 
 register_service_commands(app)  # serve, keys, submit, status, cancel (cli_service.py)
 register_interop_commands(app)  # import-zoo (cli_interop.py)
+register_env_commands(app)  # envs (env_commands.py)
 
 
 _run_closed = False  # set by `run` once its run is closed and everything is durable

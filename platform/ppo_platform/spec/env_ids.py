@@ -35,6 +35,12 @@ def registered_env_ids() -> list[str]:
     return list(gymnasium.registry)
 
 
+def matching_env_ids(contains: str | None = None) -> list[str]:
+    """Registered ids (sorted) that contain `contains`, case-insensitively (all without it)."""
+    needle = (contains or "").lower()
+    return sorted(name for name in registered_env_ids() if needle in name.lower())
+
+
 def close_env_ids(env_id: str, known: Iterable[str]) -> list[str]:
     """Up to three registered ids close to `env_id`: case-insensitive near matches first, then
     ids that contain it (so `cartpole` finds CartPole-v0 and CartPole-v1)."""

@@ -73,7 +73,11 @@ def _check_own_env(spec: ExperimentSpec, factory: EnvFactory) -> None:
 def build_train_env(
     spec: ExperimentSpec, normalize_stats: Path | None = None, make_env: EnvMaker | None = None
 ) -> VecEnv:
-    """N envs of the spec, wrapped in VecNormalize when asked (statistics restored if given)."""
+    """N envs of the spec, wrapped in VecNormalize when asked (statistics restored if given).
+
+    `make_env` (notebooks): returns one env, made instead of `spec.env.id` and wrapped as any;
+    shipped by value to subproc envs and async evaluation, or refused if it cannot be pickled.
+    """
     if make_env is None:
         check_spec_env(spec)
     else:

@@ -34,12 +34,7 @@ from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
 from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
-from ppo_platform.training.environments import (
-    EnvMaker,
-    build_eval_env,
-    build_train_env,
-    eval_seed,
-)
+from ppo_platform.training.environments import EnvMaker, build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
 from ppo_platform.training.progress import EventKind, ProgressEvent
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome
@@ -362,8 +357,7 @@ def run_spec(
 ) -> RunResult:
     """Train `spec` from scratch as a new MLflow run. Raises TrainingError if it diverges.
 
-    `make_env` (notebooks): returns one env, made instead of `spec.env.id` and wrapped as any;
-    shipped by value to subproc envs and async evaluation, or refused if it cannot be pickled.
+    `make_env` (notebooks): one env, made instead of `spec.env.id` (see build_train_env).
 
     MLflow is written by this process's tracking process (`tracking/service.py`), never
     imported here.
