@@ -1,8 +1,10 @@
 """A notebook user's own env factory, shipped to another process (subproc envs, async
 evaluation) by value with cloudpickle, or refused with a clear error if it cannot be.
 
-Only the training process pickles it, for its own children, through a private pipe: nothing is
-unpickled from a place a user chose.
+A factory defined in a notebook (or inside a function) travels by value; one defined at the
+top of an importable module travels by reference, so children must be able to import that
+module (PYTHONPATH). Only the training process pickles it, for its own children, through a
+private pipe: nothing is unpickled from a place a user chose.
 """
 
 from __future__ import annotations
