@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 # Entry-point prefixes (gymnasium's registry) or id prefixes -> the extra that installs them.
@@ -40,6 +41,23 @@ def extra_for(env_id: str, entry_point: Any = None) -> str | None:
     if env_id.split("-v")[0] in MUJOCO_IDS:
         return "mujoco"
     return None
+
+
+# The module each extra installs (what `extra_installed` looks for).
+EXTRA_MODULES = {"mujoco": "mujoco", "atari": "ale_py", "box2d": "Box2D"}
+
+
+def extra_installed(env_id: str, entry_point: Any = None) -> bool:
+    """True unless `env_id` needs an extra whose module is not installed here."""
+    extra = extra_for(env_id, entry_point)
+    return extra is None or _installed(EXTRA_MODULES[extra])
+
+
+@cache
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
 
 
 def install_hint(env_id: str, entry_point: Any = None) -> str:

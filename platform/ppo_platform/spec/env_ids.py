@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ppo_platform.envs.extras import extra_for, install_hint
+from ppo_platform.envs.extras import extra_for, extra_installed, install_hint
 from ppo_platform.envs.factory import EnvFactory
 from ppo_platform.envs.packages import import_env_packages
 from ppo_platform.envs.vocabulary import frame_stack_of
@@ -36,9 +36,16 @@ def registered_env_ids() -> list[str]:
 
 
 def matching_env_ids(contains: str | None = None) -> list[str]:
-    """Registered ids (sorted) that contain `contains`, case-insensitively (all without it)."""
+    """Registered ids (sorted) containing `contains`, case-insensitively, leaving out those
+    whose extra (mujoco, atari, box2d) is not installed here."""
+    import gymnasium
+
     needle = (contains or "").lower()
-    return sorted(name for name in registered_env_ids() if needle in name.lower())
+    return sorted(
+        name
+        for name in registered_env_ids()
+        if needle in name.lower() and extra_installed(name, gymnasium.registry[name].entry_point)
+    )
 
 
 def close_env_ids(env_id: str, known: Iterable[str]) -> list[str]:
