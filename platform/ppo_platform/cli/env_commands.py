@@ -2,7 +2,8 @@
 
 The option adds to `PPO_PLATFORM_ENV_PACKAGES` in this process's environment, so every child
 process (sweep and tuning workers, async evaluation, subproc envs, Ray tasks) imports the same
-packages; they are imported here first, so a typo fails before any work starts.
+packages. Each process imports them at its first look at gymnasium's registry (a repeated
+`plan` answers from its cache without importing gymnasium at all).
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ EnvPackages = Annotated[
 
 
 def use_env_packages(names: list[str] | None) -> None:
-    """Validate `--env-package` names, add them to the setting for this process and its
-    children, and import every env package now (exit 2 naming the one that fails)."""
-    from ppo_platform.envs.packages import ENV_PACKAGES_SETTING, import_env_packages
+    """Validate `--env-package` names and add them to the setting for this process and its
+    children (exit 2 naming a bad one)."""
+    from ppo_platform.envs.packages import ENV_PACKAGES_SETTING
     from ppo_platform.settings import get_settings, module_name_problem, parse_module_names
 
     for name in names or []:
@@ -43,11 +44,8 @@ def use_env_packages(names: list[str] | None) -> None:
         if merged:
             os.environ[ENV_PACKAGES_SETTING] = ",".join(merged)
         get_settings.cache_clear()
-        import_env_packages()
     except ValueError as error:  # PPO_PLATFORM_ENV_PACKAGES itself is malformed
         bad_option(ENV_PACKAGES_SETTING, os.environ.get(ENV_PACKAGES_SETTING), str(error), "")
-    except PlatformError as error:
-        fail(error)
 
 
 def envs(
@@ -63,7 +61,11 @@ def envs(
     from ppo_platform.spec.env_ids import matching_env_ids
 
     use_env_packages(env_package)
-    for env_id in matching_env_ids(contains):
+    try:
+        ids = matching_env_ids(contains)
+    except PlatformError as error:  # an env package that cannot be imported
+        fail(error)
+    for env_id in ids:
         typer.echo(env_id)
     packages = ", ".join(imported_env_packages()) or "none"
     typer.echo(f"env packages imported: {packages}", err=True)

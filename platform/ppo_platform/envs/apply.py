@@ -34,6 +34,21 @@ def _package_wrapper(env: Any, index: int, wrapper: v.PackageWrapperSpec) -> Any
     return factory(env, **wrapper.params)
 
 
+def _refuse_double_frame_skip(env: Any, index: int, wrapper: v.AtariWrapperSpec) -> None:
+    """ALE v5 skips 4 frames itself; with the wrapper's skip on top an action would last 16."""
+    game_skip = getattr(env.unwrapped, "_frameskip", 1)
+    if wrapper.frame_skip > 1 and isinstance(game_skip, int) and game_skip > 1:
+        env.close()
+        raise _issue(
+            index,
+            wrapper,
+            f"would skip frames twice: the game skips {game_skip} and the wrapper "
+            f"{wrapper.frame_skip} ({game_skip * wrapper.frame_skip} frames per action).",
+            "set env.kwargs.frameskip: 1 (as `ppo-platform plan` does for ALE games), or the "
+            "wrapper's frame_skip: 1.",
+        )
+
+
 def _one(env: Any, wrapper: Any) -> Any:
     from gymnasium import wrappers as gw
 
@@ -81,6 +96,8 @@ def wrap_env(env: Any, wrappers: Sequence[Any], monitor: bool = True) -> Any:
         if isinstance(wrapper, v.PackageWrapperSpec):
             env = _package_wrapper(env, index, wrapper)
             continue
+        if isinstance(wrapper, v.AtariWrapperSpec):
+            _refuse_double_frame_skip(env, index, wrapper)
         try:
             env = _one(env, wrapper)
         except SpecError:
