@@ -6,8 +6,9 @@ BIN := $(VENV)/bin
 # CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
 SPEC ?= specs/cartpole.yaml
-# Extras installed into .venv; `ray` brings the Ray executor and its cluster tests.
-EXTRAS ?= dev,ray
+# Extras installed into .venv; `ray` brings the Ray executor and its cluster tests; `atari` and
+# `mujoco` the ALE games and MuJoCo envs that tests/ppo_platform_tests/envs trains.
+EXTRAS ?= dev,ray,atari,mujoco
 
 .PHONY: run test lint setup bench bench-zoo-venv bench-full
 
