@@ -58,7 +58,7 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
     app.state.key_cache = KeyCache(service.key_cache_seconds)
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.max_body_bytes)
-    for module in (health, specs, envs, experiments, events, artifacts):
+    for module in (health, specs, experiments, events, artifacts, envs):
         app.include_router(module.router)
     install_dashboard(app)  # the web pages at /
     return app
