@@ -20,7 +20,7 @@ from typing import Any
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv
 
 from ppo_platform import tracing
 from ppo_platform.errors import Terminated, TrackingError, TrainingError
@@ -311,12 +311,8 @@ class TrainingSession:
     def _log_artifacts(self, model: BaseAlgorithm) -> None:
         final = self.run_dir / "final"
         final.mkdir(parents=True, exist_ok=True)
-        model.save(final / "model.zip")
-        self.tracker.log_artifact(final / "model.zip", "model")
-        norm = model.get_vec_normalize_env()
-        if isinstance(norm, VecNormalize):
-            norm.save(str(final / "vecnormalize.pkl"))
-            self.tracker.log_artifact(final / "vecnormalize.pkl", "model")
+        for path in ckpt.link_final(self.checkpoint_dir, model.num_timesteps, final):
+            self.tracker.log_artifact(path, "model")  # the final checkpoint, stored once
         alerts_path = self.run_dir / "alerts.json"
         alerts_path.write_text(json.dumps(alerts_document(self.monitor), indent=2))
         self.tracker.log_artifact(alerts_path, "diagnostics")
