@@ -228,6 +228,13 @@ class DiagnosticsSpec(StrictModel):
     on_alert: Literal["warn", "stop"] = Field(
         "warn", description="`stop` ends training on the first critical alert."
     )
+    clip_fraction_needs_kl: bool = Field(
+        True,
+        description="Clip-fraction alerts (high, drift) are critical only when approx KL is "
+        "above kl_healthy_max too; with a healthy KL they are warnings (a small clip range "
+        "and many epochs clip most ratios while the policy barely moves, e.g. the zoo's "
+        "tuned HalfCheetah). false: always critical.",
+    )
 
     @model_validator(mode="after")
     def _ordered_thresholds(self) -> DiagnosticsSpec:
@@ -329,8 +336,14 @@ class ExperimentSpec(StrictModel):
         training["evaluation"] = {
             k: v for k, v in training["evaluation"].items() if k != "async" or v
         }
-        # Specs without wrappers keep the hashes they had before wrappers existed.
+        # Specs without wrappers (and with the default clip-fraction rule) keep the hashes
+        # they had before those fields existed.
         training["env"] = {k: v for k, v in training["env"].items() if k != "wrappers" or v}
+        training["diagnostics"] = {
+            k: v
+            for k, v in training["diagnostics"].items()
+            if k != "clip_fraction_needs_kl" or not v
+        }
         canonical = json.dumps(training, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
