@@ -14,8 +14,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from ppo_platform import tracing
-from ppo_platform.cli.env_commands import EnvPackages, use_env_packages
-from ppo_platform.cli.env_commands import register as register_env_commands
+from ppo_platform.cli.env_commands import EnvPackages, register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.cli.service_commands import register as register_service_commands
@@ -103,7 +102,6 @@ def validate(
     """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
     from ppo_platform.spec.env_ids import check_spec_env
 
-    use_env_packages(env_package)
     try:
         experiment = load_spec(spec, overrides or [])
         check_spec_env(experiment, str(spec))
@@ -145,7 +143,6 @@ def run(
         )
     from ppo_platform.tracking.remote import start_reaping
 
-    use_env_packages(env_package)
     tracing.mark("cli: run command")
     # The tracking process starts first (its MLflow import overlaps torch's) and reaps.
     reaped = start_reaping()
@@ -194,7 +191,6 @@ def sweep(
     """Run a spec's sweep: grid x seeds in parallel processes, then print the comparison report."""
     from ppo_platform.sweeps import run_sweep
 
-    use_env_packages(env_package)
     start_guard()
     try:
         experiment = load_spec(spec, overrides or [])
@@ -277,7 +273,6 @@ def plan(
     from ppo_platform.planner import plan_experiment, write_plan
     from ppo_platform.settings import Settings
 
-    use_env_packages(env_package)
     # The same default folder as tune's, read now: relative to this call's working directory.
     folder = out if out is not None else Settings().outputs_dir
     try:
@@ -352,7 +347,6 @@ def tune(
     """Tune a spec with Optuna: parallel workers, pruning, multi-seed trials -> best_spec.yaml."""
     from ppo_platform.tuning import run_study
 
-    use_env_packages(env_package)
     if space not in (None, "auto"):
         bad_option(
             "--space",

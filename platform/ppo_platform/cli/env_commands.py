@@ -16,6 +16,12 @@ import typer
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.errors import PlatformError
 
+
+def _env_package_option(names: list[str] | None) -> list[str] | None:
+    use_env_packages(names)  # at parse time: before the command's body builds anything
+    return names
+
+
 EnvPackages = Annotated[
     list[str] | None,
     typer.Option(
@@ -24,6 +30,7 @@ EnvPackages = Annotated[
         help="Import MODULE first: it registers your gymnasium environments (repeatable; adds "
         "to PPO_PLATFORM_ENV_PACKAGES, which child processes inherit). A spec never names code.",
         show_default=False,
+        callback=_env_package_option,
     ),
 ]
 
@@ -60,7 +67,6 @@ def envs(
     from ppo_platform.envs.packages import imported_env_packages
     from ppo_platform.spec.env_ids import matching_env_ids
 
-    use_env_packages(env_package)
     try:
         ids = matching_env_ids(contains)
     except PlatformError as error:  # an env package that cannot be imported
@@ -71,6 +77,6 @@ def envs(
     typer.echo(f"env packages imported: {packages}", err=True)
 
 
-def register(app: typer.Typer) -> None:
+def register_env_commands(app: typer.Typer) -> None:
     """Add `envs` to the CLI."""
     app.command()(envs)

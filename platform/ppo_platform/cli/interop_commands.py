@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ppo_platform.cli.env_commands import EnvPackages, use_env_packages
+from ppo_platform.cli.env_commands import EnvPackages
 from ppo_platform.cli.output import fail
 from ppo_platform.errors import PlatformError
 
@@ -33,7 +33,6 @@ def import_zoo(
     from ppo_platform.interop import import_zoo as convert
     from ppo_platform.interop import write_import
 
-    use_env_packages(env_package)
     try:
         result = convert(hyperparams, env_id)
         written = write_import(result, out, force) if out is not None else None

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from ppo_platform.cli.env_commands import EnvPackages, use_env_packages
+from ppo_platform.cli.env_commands import EnvPackages
 from ppo_platform.cli.output import fail
 from ppo_platform.errors import EXIT_BAD_INPUT, EXIT_FAILED, PlatformError
 from ppo_platform.spec.loader import read_spec_text
@@ -41,7 +41,6 @@ def serve(
     """
     import uvicorn
 
-    use_env_packages(env_package)  # the app, its job and intake processes inherit the setting
     uvicorn.run(
         "api.app:create_app",
         factory=True,

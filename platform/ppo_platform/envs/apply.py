@@ -84,15 +84,13 @@ def _one(env: Any, wrapper: Any) -> Any:
 def wrap_env(env: Any, wrappers: Sequence[Any], monitor: bool = True) -> Any:
     """`env` with the listed per-env wrappers applied in order (frame_stack is vector-level),
     and SB3's Monitor where episode returns are recorded. SpecError names a wrapper that does
-    not fit the env."""
-    from stable_baselines3.common.monitor import Monitor
-
+    not fit the env (SB3 is imported only for Monitor and atari: `validate` stays light)."""
     monitored = not monitor
     for index, wrapper in enumerate(wrappers):
         if isinstance(wrapper, v.FrameStackSpec):
             continue
         if isinstance(wrapper, v.AtariWrapperSpec) and not monitored:
-            env, monitored = Monitor(env), True
+            env, monitored = _monitor(env), True
         if isinstance(wrapper, v.PackageWrapperSpec):
             env = _package_wrapper(env, index, wrapper)
             continue
@@ -110,7 +108,13 @@ def wrap_env(env: Any, wrappers: Sequence[Any], monitor: bool = True) -> Any:
                 f"cannot wrap this environment: {type(error).__name__}: {error}",
                 _fit_hint(wrapper),
             ) from None
-    return env if monitored else Monitor(env)
+    return env if monitored else _monitor(env)
+
+
+def _monitor(env: Any) -> Any:
+    from stable_baselines3.common.monitor import Monitor
+
+    return Monitor(env)
 
 
 def _fit_hint(wrapper: Any) -> str:

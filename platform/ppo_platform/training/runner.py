@@ -7,7 +7,6 @@ A library function first: the CLI and the REST API are thin shells around `run_s
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import sys
@@ -35,7 +34,8 @@ from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import EnvMaker, build_eval_env, build_train_env, eval_seed
-from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
+from ppo_platform.training.final_artifacts import log_final_artifacts
+from ppo_platform.training.monitoring import diagnostics_row, thresholds_for
 from ppo_platform.training.progress import EventKind, ProgressEvent
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome
 from ppo_platform.training.result import RunResult as RunResult  # re-exported for callers
@@ -295,7 +295,7 @@ class TrainingSession:
         tracing.mark("finish: final evaluation done")
         self.save_checkpoint(model.num_timesteps)
         tracing.mark("finish: checkpoint saved")
-        self._log_artifacts(model)
+        log_final_artifacts(self.tracker, self.spec, self.monitor, model.num_timesteps)
         tracing.mark("finish: final model saved, artifacts + plot handed over")
         mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
         tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}
@@ -316,21 +316,6 @@ class TrainingSession:
             message,
             self.tracker.write_seconds,
             tuple(self.monitor.summary_lines()),
-        )
-
-    def _log_artifacts(self, model: BaseAlgorithm) -> None:
-        final = self.run_dir / "final"
-        final.mkdir(parents=True, exist_ok=True)
-        for path in ckpt.link_final(self.checkpoint_dir, model.num_timesteps, final):
-            self.tracker.log_artifact(path, "model")  # the final checkpoint, stored once
-        alerts_path = self.run_dir / "alerts.json"
-        alerts_path.write_text(json.dumps(alerts_document(self.monitor), indent=2))
-        self.tracker.log_artifact(alerts_path, "diagnostics")
-        self.tracker.flush()
-        self.tracker.render_plot(
-            self.run_dir / "training_curves.png",
-            title=f"{self.spec.name} ({self.spec.algorithm}, {self.spec.env.id})",
-            kl_alert=self.spec.diagnostics.kl_alert,
         )
 
     def _close(self, status: str, tags: dict[str, str], timeout: float | None = None) -> None:

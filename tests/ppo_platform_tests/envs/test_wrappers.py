@@ -18,7 +18,7 @@ from ppo_platform.spec.resources import estimate
 from ppo_platform.training.environments import build_eval_env, build_train_env
 
 ATARI = (
-    "name: pong\nenv:\n  id: ALE/Pong-v5\n  n_envs: 2\n"
+    "name: pong\nenv:\n  id: ALE/Pong-v5\n  n_envs: 2\n  kwargs: {frameskip: 1}\n"
     "  wrappers: [atari, {name: frame_stack, n: 4}]\n"
     "evaluation: {episodes: 2}\n"
 )
@@ -128,3 +128,15 @@ def test_the_memory_estimate_counts_the_wrapped_observation(
     raw, _ = check_env_usable("ALE/Pong-v5")
     assert raw == 210 * 160 * 3
     assert estimate(stacked, observation).memory < estimate(stacked, raw).memory
+
+
+def test_the_atari_wrapper_on_a_game_that_skips_frames_itself_is_refused(
+    load: Callable[..., ExperimentSpec],
+) -> None:
+    spec = load("name: x\nenv: {id: ALE/Pong-v5, wrappers: [atari]}\n")  # v5 skips 4 frames
+    with pytest.raises(SpecError) as caught:
+        check_spec_env(spec)
+    issue = caught.value.issues[0]
+    assert issue.path == "env.wrappers.0"
+    assert "16 frames per action" in issue.message
+    assert "env.kwargs.frameskip: 1" in (issue.fix or "")
