@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ppo_platform.errors import UnavailableError
+from ppo_platform.errors import PlatformError, UnavailableError
 from ppo_platform.jobs import intake
 from ppo_platform.jobs.models import Experiment
 from ppo_platform.jobs.store import JobStore
@@ -46,6 +47,24 @@ def warm_up() -> int:
     grid = "name: warm-up\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\n"
     intake.prepare_submission(grid, 10**9, "warm-up")
     return 0
+
+
+def crosses_back(error: BaseException) -> BaseException:
+    """`error` if this process's pickle of it rebuilds in another, else a PlatformError with
+    its text: an error that cannot be rebuilt would break the pool for every queued request."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return PlatformError(f"{type(error).__name__}: {error}")
+    return error
+
+
+def guarded(fn: Callable[..., Result], *args: Any) -> Result:
+    """`fn(*args)` in a worker, its error sent back only in a form the caller can rebuild."""
+    try:
+        return fn(*args)
+    except Exception as error:
+        raise crosses_back(error) from None
 
 
 _stores: dict[str, JobStore] = {}
@@ -118,7 +137,7 @@ class IntakePool:
             executor = self._executor
         outer: Future[Result] = Future()
         try:
-            inner = executor.submit(fn, *args)
+            inner = executor.submit(guarded, fn, *args)
         except (BrokenProcessPool, RuntimeError):  # broken, or shut down by a replacement
             self._replace(executor)
             raise UnavailableError(RESTARTED) from None
