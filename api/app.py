@@ -18,6 +18,7 @@ from api.dashboard import install_dashboard
 from api.errors import install_error_handlers
 from api.limits import BodyLimitMiddleware
 from api.routes import artifacts, events, experiments, health, specs
+from api.security_headers import SecurityHeadersMiddleware
 from api.services import ServiceOpener
 from ppo_platform.jobs import ServiceSettings, get_service_settings
 from ppo_platform.jobs.keys import KeyCache
@@ -55,6 +56,7 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
     app.state.key_cache = KeyCache(service.key_cache_seconds)
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.max_body_bytes)
+    app.add_middleware(SecurityHeadersMiddleware)  # outermost: every response, 413s too
     for module in (health, specs, experiments, events, artifacts):
         app.include_router(module.router)
     install_dashboard(app)  # the web pages at /

@@ -54,8 +54,9 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> None:
+        inherited = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
         env = {
-            **os.environ,
+            **inherited,
             "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "platform"), str(REPO_ROOT)]),
             "PPO_PLATFORM_HOME": str(self.home),
             "PPO_PLATFORM_API_KEYS": json.dumps(KEYS),
@@ -63,7 +64,6 @@ class Server:
             "PPO_PLATFORM_MAX_RUNNING": "1",
             **self.env_extra,
         }
-        env.pop("MLFLOW_TRACKING_URI", None)
         log = (self.home / "server.log").open("ab")
         started = time.monotonic()
         self.process = subprocess.Popen(
