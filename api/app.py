@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 from api.dashboard import install_dashboard
 from api.errors import install_error_handlers
+from api.key_limits import KeyRateLimiter, StreamSlots
 from api.limits import BodyLimitMiddleware
 from api.routes import artifacts, events, experiments, health, specs
 from api.security_headers import SecurityHeadersMiddleware
@@ -54,6 +55,10 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
     )
     app.state.settings, app.state.service = settings, service
     app.state.key_cache = KeyCache(service.key_cache_seconds)
+    app.state.rate_limiter = KeyRateLimiter(
+        service.key_requests_per_second, service.key_request_burst
+    )
+    app.state.stream_slots = StreamSlots(service.max_streams)
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.max_body_bytes)
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: every response, 413s too

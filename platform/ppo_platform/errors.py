@@ -149,7 +149,15 @@ class RunNotFoundError(NotFoundError):
 
 
 class LimitError(PlatformError):
-    """A request over a configured limit (e.g. queued experiments per API key); retry later."""
+    """A request over a configured limit (e.g. queued experiments per API key); retry later,
+    after `retry_after` seconds when the limit knows when (HTTP: the Retry-After header)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.retry_after))
 
 
 class UnavailableError(PlatformError):

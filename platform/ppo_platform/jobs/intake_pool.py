@@ -21,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ppo_platform.errors import PlatformError, UnavailableError
+from ppo_platform.errors import LimitError, PlatformError, UnavailableError
 from ppo_platform.jobs import intake
 from ppo_platform.jobs.models import Experiment
 from ppo_platform.jobs.store import JobStore
@@ -101,10 +101,12 @@ def validation_summary(text: str) -> dict[str, Any]:
 
 
 class IntakePool:
-    """`workers` processes (0: threads of this process) that read submitted specs."""
+    """`workers` processes (0: threads of this process) that read submitted specs; at most
+    `queue_limit` requests wait or run in them at once (429 past it, never an unbounded queue)."""
 
-    def __init__(self, workers: int, store: JobStore | None = None) -> None:
-        self.workers = workers
+    def __init__(self, workers: int, store: JobStore | None = None, queue_limit: int = 64) -> None:
+        self.workers, self.queue_limit = workers, queue_limit
+        self._pending = 0
         self._lock = threading.Lock()
         self._executor = self._new_executor()
         if store is not None:
@@ -135,14 +137,23 @@ class IntakePool:
         worker that died is replaced and the request answered with UnavailableError."""
         with self._lock:
             executor = self._executor
+            if self._pending >= self.queue_limit:
+                raise LimitError(
+                    f"{self._pending} specs are waiting to be read (PPO_PLATFORM_INTAKE_QUEUE);"
+                    " the service is busy: retry shortly.",
+                    retry_after=1,
+                )
+            self._pending += 1
         outer: Future[Result] = Future()
         try:
             inner = executor.submit(guarded, fn, *args)
         except (BrokenProcessPool, RuntimeError):  # broken, or shut down by a replacement
+            self._done_one()
             self._replace(executor)
             raise UnavailableError(RESTARTED) from None
 
         def relay(done: Future[Result]) -> None:
+            self._done_one()
             error: BaseException | None = (
                 UnavailableError(RESTARTED) if done.cancelled() else done.exception()
             )
@@ -156,6 +167,10 @@ class IntakePool:
 
         inner.add_done_callback(relay)
         return outer
+
+    def _done_one(self) -> None:
+        with self._lock:
+            self._pending -= 1
 
     def _replace(self, broken: Executor) -> None:
         with self._lock:
