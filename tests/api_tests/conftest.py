@@ -62,6 +62,10 @@ class Server:
             "PPO_PLATFORM_API_KEYS": json.dumps(KEYS),
             "PPO_PLATFORM_JOBS_CONCURRENCY": "2",
             "PPO_PLATFORM_MAX_RUNNING": "1",
+            # Tests send requests faster than any person: the per-key write rate is tested
+            # with its own settings (security_tests/test_key_limits.py).
+            "PPO_PLATFORM_KEY_REQUESTS_PER_SECOND": "1000",
+            "PPO_PLATFORM_KEY_REQUEST_BURST": "1000",
             **self.env_extra,
         }
         for name in [k for k, v in self.env_extra.items() if v == ""]:

@@ -1,0 +1,390 @@
+"""`ppo-platform` command line. Thin shell over the library.
+
+Exit codes (the one mapping is `ppo_platform.errors.exit_code`): 0 ok, 1 training failed or
+stopped by a diagnostics alert, 2 bad, refused, unknown or conflicting input, 3 a database or
+store did not answer (try again later), 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, NoReturn
+
+import typer
+
+from ppo_platform import tracing
+from ppo_platform.cli.interop_commands import register as register_interop_commands
+from ppo_platform.cli.output import bad_option, fail
+from ppo_platform.cli.service_commands import register as register_service_commands
+from ppo_platform.errors import (
+    EXIT_BAD_INPUT as EXIT_BAD_INPUT,  # re-exported with EXIT_OK: tests compare exit codes
+)
+from ppo_platform.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    PlatformError,
+    SpecError,
+    SpecIssue,
+    exit_code,
+)
+from ppo_platform.errors import (
+    EXIT_OK as EXIT_OK,
+)
+from ppo_platform.process_exit import exit_now
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import dump_spec, load_spec
+from ppo_platform.spec.names import check_run_id, path_inside
+
+app = typer.Typer(
+    name="ppo-platform",
+    help="Declarative PPO experiments: validate a YAML spec, train it with stable-baselines3, "
+    "track it in MLflow.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+SpecPath = Annotated[
+    Path, typer.Argument(help="Path to a YAML experiment spec.", show_default=False)
+]
+Overrides = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set", help="Override a field: dotted.path=value (repeatable); validated as usual."
+    ),
+]
+
+Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files in --out.")]
+
+
+def start_guard(reap: bool = True) -> None:
+    """Before training: SIGTERM handled like Ctrl-C, and runs of this home left RUNNING by a
+    process that is gone (SIGKILL, OOM) marked KILLED; they stay resumable. `run` leaves the
+    reaping to its tracking process (`reap=False`), so it never imports MLflow itself."""
+    from ppo_platform.execution.signals import terminate_as_interrupt
+
+    terminate_as_interrupt()
+    if reap:
+        from ppo_platform.settings import get_settings
+        from ppo_platform.tracking.liveness import reap_orphans_in
+
+        note_reaped(reap_orphans_in(get_settings().tracking_uri))
+
+
+def note_reaped(run_ids: list[str] | tuple[str, ...]) -> None:
+    for run_id in run_ids:
+        typer.echo(
+            f"note: run {run_id} was left RUNNING by a process that is gone; marked KILLED "
+            f"(continue it with: ppo-platform run --resume {run_id}).",
+            err=True,
+        )
+
+
+def interrupted(error: KeyboardInterrupt, what: str) -> NoReturn:
+    """Ctrl-C (exit 130) or SIGTERM (exit 143): say what happened, exit with its code."""
+    label = "terminated" if exit_code(error) != EXIT_INTERRUPTED else "interrupted"
+    tracing.mark(f"cli: {label}, exiting")
+    typer.echo(f"{label}: {what}", err=True)
+    raise typer.Exit(exit_code(error)) from None
+
+
+@app.command()
+def validate(
+    spec: SpecPath,
+    overrides: Overrides = None,
+    show: bool = typer.Option(
+        False, "--show", help="Print the resolved spec (all defaults filled in)."
+    ),
+) -> None:
+    """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
+    from ppo_platform.spec.env_ids import check_spec_env
+
+    try:
+        experiment = load_spec(spec, overrides or [])
+        check_spec_env(experiment, str(spec))
+    except PlatformError as error:
+        fail(error)
+    typer.echo(
+        f"ok: {spec} is a valid {experiment.algorithm} spec '{experiment.name}' "
+        f"(hash {experiment.spec_hash()})"
+    )
+    if show:
+        typer.echo(dump_spec(experiment))
+
+
+@app.command()
+def schema() -> None:
+    """Print the spec's JSON Schema."""
+    typer.echo(json.dumps(ExperimentSpec.model_json_schema(), indent=2))
+
+
+@app.command()
+def run(
+    spec: Annotated[
+        Path | None, typer.Argument(help="Path to a YAML experiment spec.", show_default=False)
+    ] = None,
+    overrides: Overrides = None,
+    resume: Annotated[
+        str | None, typer.Option(help="MLflow run id to continue from its last checkpoint.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option(help="Only print the final summary.")] = False,
+) -> None:
+    """Train a spec (or resume a run) and log it to MLflow."""
+    if (spec is None) == (resume is None):
+        bad_option(
+            "SPEC/--resume",
+            None,
+            "give a SPEC to train or --resume RUN_ID (exactly one).",
+            "e.g. `ppo-platform run specs/cartpole.yaml` or `ppo-platform run --resume <run id>`.",
+        )
+    from ppo_platform.tracking.remote import start_reaping
+
+    tracing.mark("cli: run command")
+    # The tracking process starts first (its MLflow import overlaps torch's) and reaps.
+    reaped = start_reaping()
+    tracing.mark_exit_begins()
+    tracing.mark("cli: tracking process spawned")
+    from ppo_platform.training.progress import make_reporter
+    from ppo_platform.training.runner import resume_run, run_spec
+
+    tracing.mark("cli: runner imported (torch, SB3)")
+
+    reporter = make_reporter(quiet=quiet)
+    start_guard(reap=False)
+    try:
+        if resume is not None:
+            result = resume_run(resume, on_progress=reporter)
+        else:
+            assert spec is not None
+            result = run_spec(load_spec(spec, overrides or []), on_progress=reporter)
+    except PlatformError as error:
+        reporter.close()  # stop a live progress bar before the message
+        note_reaped(reaped())
+        fail(error)
+    except KeyboardInterrupt as error:
+        reporter.close()
+        interrupted(error, "checkpoint saved, run marked KILLED.")
+    reporter.close()
+    note_reaped(reaped())
+    typer.echo(result.summary())
+    tracing.mark("cli: summary printed")
+    global _run_closed
+    _run_closed = True  # acknowledged durable by the tracking process: `main` may exit at once
+    if result.status != "FINISHED":
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def sweep(
+    spec: SpecPath,
+    overrides: Overrides = None,
+    workers: Annotated[
+        int | None,
+        typer.Option(min=1, help="Parallel worker processes (default: the machine's cores)."),
+    ] = None,
+) -> None:
+    """Run a spec's sweep: grid x seeds in parallel processes, then print the comparison report."""
+    from ppo_platform.sweeps import run_sweep
+
+    start_guard()
+    try:
+        experiment = load_spec(spec, overrides or [])
+        result = run_sweep(
+            experiment,
+            workers=workers,
+            source=str(spec),
+            on_event=lambda event: typer.echo(event.describe()),
+        )
+    except PlatformError as error:
+        fail(error)
+    except KeyboardInterrupt as error:
+        interrupted(
+            error, "run the same command again to finish the sweep (finished runs are skipped)."
+        )
+    if result.report is not None:
+        typer.echo("\n" + result.report.markdown)
+        typer.echo(f"report files: {result.report.files[0].parent}")
+    typer.echo(result.summary())
+    if result.failed:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def report(
+    parent_run_id: Annotated[
+        str, typer.Argument(help="The sweep's MLflow parent run id.", show_default=False)
+    ],
+) -> None:
+    """Build a sweep's comparison report again, log it to the parent run and print it."""
+    from ppo_platform.reports import build_report, publish_report
+    from ppo_platform.settings import get_settings
+    from ppo_platform.tracking.gateway import tracking_client
+
+    settings = get_settings()
+    client = tracking_client(settings.tracking_uri)
+    try:
+        folder = path_inside(
+            settings.runs_dir, [check_run_id(parent_run_id, "PARENT_RUN_ID")], "PARENT_RUN_ID"
+        )
+        result = build_report(client, parent_run_id, folder / "report")
+    except PlatformError as error:
+        fail(error)
+    publish_report(client, result)
+    typer.echo(result.markdown)
+    typer.echo(f"report files: {result.files[0].parent}")
+
+
+@app.command()
+def plan(
+    env: Annotated[
+        str,
+        typer.Option(
+            "--env", help="A registered gymnasium id, e.g. CartPole-v1.", show_default=False
+        ),
+    ],
+    budget: Annotated[
+        int, typer.Option("--budget", help="Training budget in env steps.", show_default=False)
+    ],
+    use_case: Annotated[
+        str,
+        typer.Option(
+            "--use-case", help="auto | classic-control | continuous-control | atari | rlhf."
+        ),
+    ] = "auto",
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Folder for spec.yaml and skill-ppo-trainer.md [default: PPO_PLATFORM_OUTPUTS_DIR"
+            " or ./outputs].",
+            show_default=False,
+        ),
+    ] = None,
+    overrides: Overrides = None,
+    force: Force = False,
+) -> None:
+    """Plan a PPO run for an env and budget: write a runnable spec and the skill-ppo-trainer md."""
+    from ppo_platform.planner import plan_experiment, write_plan
+    from ppo_platform.settings import Settings
+
+    # The same default folder as tune's, read now: relative to this call's working directory.
+    folder = out if out is not None else Settings().outputs_dir
+    try:
+        planned = plan_experiment(env, budget, use_case, overrides or [])
+        spec_path, markdown_path = write_plan(planned, folder, force)
+    except PlatformError as error:
+        fail(error)
+    typer.echo(planned.summary())
+    for warning in planned.warnings:
+        typer.echo(f"warning: {warning}", err=True)
+    if planned.plan_only:
+        typer.echo(
+            "plan only: ppo-platform does not train language models; the spec is a "
+            f"stand-in on {env} that validates and runs, not an RLHF run."
+        )
+    typer.echo(f"wrote {spec_path}\nwrote {markdown_path}\nnext: ppo-platform run {spec_path}")
+
+
+TuneWorkers = Annotated[
+    int,
+    typer.Option(min=1, help="Parallel worker processes on this machine (one torch thread each)."),
+]
+TuneStorage = Annotated[
+    str | None,
+    typer.Option(
+        help="Optuna storage: journal:PATH or a database URL (sqlite:///..., "
+        "postgresql://...). Default: a journal file under PPO_PLATFORM_HOME."
+    ),
+]
+TuneStudy = Annotated[
+    str | None,
+    typer.Option(help="Study name (default: the spec's name). Run again to continue it."),
+]
+TuneSpace = Annotated[
+    str | None,
+    typer.Option(help="`auto`: search around the spec's values instead of its tune.space."),
+]
+TuneOut = Annotated[
+    Path | None, typer.Option(help="Output folder (default: outputs/tune-<study>).")
+]
+
+
+def _spec_to_tune(spec: Path, overrides: list[str], space: str | None) -> ExperimentSpec:
+    """The spec with its search space: its own tune section, or `--space auto`'s."""
+    from ppo_platform.tuning import with_auto_space
+
+    experiment = load_spec(spec, overrides)
+    if space == "auto":
+        return with_auto_space(experiment)
+    if experiment.tune is None:
+        issue = SpecIssue(
+            "tune",
+            "the spec has no tune: section.",
+            fix="add one (see specs/tune_cartpole.yaml) or pass --space auto.",
+        )
+        raise SpecError([issue], str(spec))
+    return experiment
+
+
+@app.command()
+def tune(
+    spec: SpecPath,
+    overrides: Overrides = None,
+    workers: TuneWorkers = 1,
+    storage: TuneStorage = None,
+    study: TuneStudy = None,
+    space: TuneSpace = None,
+    out: TuneOut = None,
+    force: Force = False,
+) -> None:
+    """Tune a spec with Optuna: parallel workers, pruning, multi-seed trials -> best_spec.yaml."""
+    from ppo_platform.tuning import run_study
+
+    if space not in (None, "auto"):
+        bad_option(
+            "--space",
+            space,
+            "is not a known search space; the only value is `auto`.",
+            "pass --space auto, or leave it out to search the spec's own tune.space.",
+        )
+    start_guard()
+    try:
+        experiment = _spec_to_tune(spec, overrides or [], space)
+        result = run_study(
+            experiment,
+            workers=workers,
+            storage=storage,
+            study_name=study,
+            out_dir=out,
+            force=force,
+        )
+    except PlatformError as error:
+        fail(error)
+    except KeyboardInterrupt as error:
+        interrupted(error, "run the same command again to continue the study.")
+    outputs = result.outputs
+    typer.echo(
+        f"best trial {outputs.best_trial}: value {outputs.best_value:.4g} "
+        f"(study '{result.study_name}', storage {result.storage}, "
+        f"MLflow parent run {result.parent_run_id})"
+    )
+    for path in (outputs.best_spec, outputs.summary, *outputs.plots):
+        typer.echo(f"wrote {path}")
+    typer.echo(f"next: ppo-platform run {outputs.best_spec}")
+
+
+register_service_commands(app)  # serve, keys, submit, status, cancel (cli_service.py)
+register_interop_commands(app)  # import-zoo (cli_interop.py)
+
+
+_run_closed = False  # set by `run` once its run is closed and everything is durable
+
+
+def main() -> None:
+    try:
+        app(prog_name="ppo-platform")
+    except SystemExit as done:
+        if _run_closed and isinstance(done.code, int | None):
+            exit_now(done.code or 0)  # skips the interpreter's teardown (process_exit.py)
+        raise

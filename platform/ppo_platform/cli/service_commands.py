@@ -1,0 +1,152 @@
+"""`ppo-platform serve | keys | submit | status | cancel`: the service and its clients.
+
+Registered on the main Typer app by cli/app.py. `serve` names the app factory as a string (uvicorn
+imports `api.app:create_app`), so nothing under ppo_platform imports `api`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ppo_platform.cli.output import fail
+from ppo_platform.errors import EXIT_BAD_INPUT, EXIT_FAILED, PlatformError
+from ppo_platform.spec.loader import read_spec_text
+
+keys_app = typer.Typer(help="API keys of the REST service (stored only as hashes).")
+Server = Annotated[
+    str | None,
+    typer.Option(help="API server URL (default: $PPO_PLATFORM_SERVER or http://127.0.0.1:8000)."),
+]
+
+
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8000,
+    workers: Annotated[int, typer.Option(min=1, help="uvicorn worker processes.")] = 1,
+    access_log: Annotated[bool, typer.Option(help="Log every request.")] = False,
+) -> None:
+    """Run the REST API (and the job dispatcher) with uvicorn.
+
+    Settings from the environment (all in the settings reference of the documentation):
+    PPO_PLATFORM_INTAKE_WORKERS: processes validating submitted specs (0: threads).
+    PPO_PLATFORM_JOB_NICE: niceness of job processes (default 10: the API goes first).
+    PPO_PLATFORM_JOBS_CONCURRENCY, PPO_PLATFORM_JOBS_DATABASE_URL: jobs at once, job store.
+    """
+    import uvicorn
+
+    uvicorn.run(
+        "api.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        access_log=access_log,
+        log_level="info",
+    )
+
+
+def _store():  # type: ignore[no-untyped-def]
+    from ppo_platform.jobs import JobStore, database_url
+    from ppo_platform.settings import get_settings
+
+    return JobStore(database_url(), get_settings().ensure_home())
+
+
+@keys_app.command("create")
+def keys_create(name: Annotated[str, typer.Argument(help="Owner name of the new key.")]) -> None:
+    """Create a key and print it once (only its hash is stored)."""
+    from ppo_platform.jobs.keys import create_key
+
+    try:
+        key = create_key(_store(), name)
+    except PlatformError as error:
+        fail(error)
+    typer.echo(key)
+
+
+@keys_app.command("list")
+def keys_list() -> None:
+    """List key names (never the keys)."""
+    from ppo_platform.jobs.keys import list_keys
+
+    for info in list_keys(_store()):
+        typer.echo(f"{info.name}\t{info.created_at}\t{'revoked' if info.revoked else 'active'}")
+
+
+@keys_app.command("revoke")
+def keys_revoke(name: Annotated[str, typer.Argument(help="The key's owner name.")]) -> None:
+    """Revoke a key: it stops working at once."""
+    from ppo_platform.jobs.keys import revoke_key
+
+    try:
+        revoke_key(_store(), name)
+    except PlatformError as error:
+        fail(error)
+    typer.echo(f"revoked {name}")
+
+
+def _client(server: str | None):  # type: ignore[no-untyped-def]
+    from ppo_platform.cli.http_client import API_KEY_ENV, DEFAULT_SERVER, SERVER_ENV, ApiClient
+
+    key = os.environ.get(API_KEY_ENV)
+    if not key:
+        typer.echo(f"error: set {API_KEY_ENV} to an API key (ppo-platform keys create).", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    return ApiClient(server or os.environ.get(SERVER_ENV, DEFAULT_SERVER), key)
+
+
+def submit(
+    spec: Annotated[Path, typer.Argument(help="Path to a YAML experiment spec.")],
+    server: Server = None,
+    detach: Annotated[bool, typer.Option(help="Print the id and return at once.")] = False,
+) -> None:
+    """Submit a spec to the server; print its id, then follow it to the end unless --detach."""
+    client = _client(server)
+    try:
+        job = client.submit(read_spec_text(spec))
+        typer.echo(job["id"])
+        if detach:
+            return
+        for event in client.events(job["id"]):
+            typer.echo(f"{event['kind']}: {event['data']}")
+        job = client.get(job["id"])
+    except PlatformError as error:
+        fail(error)
+    typer.echo(f"{job['status']}: run {job['mlflow_run_id']}, result {job['result']}")
+    if job["status"] != "succeeded":
+        raise typer.Exit(EXIT_FAILED)
+
+
+def status(
+    experiment_id: Annotated[str, typer.Argument(help="Experiment id.")], server: Server = None
+) -> None:
+    """Print an experiment's status, progress and result as JSON."""
+    import json
+
+    try:
+        job = _client(server).get(experiment_id)
+    except PlatformError as error:
+        fail(error)
+    typer.echo(json.dumps(job, indent=2))
+
+
+def cancel(
+    experiment_id: Annotated[str, typer.Argument(help="Experiment id.")], server: Server = None
+) -> None:
+    """Cancel an experiment (queued: never starts; running: stops within seconds)."""
+    try:
+        job = _client(server).cancel(experiment_id)
+    except PlatformError as error:
+        fail(error)
+    typer.echo(f"{experiment_id}: {job['status']} (cancel requested)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the service commands to the main CLI."""
+    for command in (serve, submit, status, cancel):
+        app.command()(command)
+    app.add_typer(keys_app, name="keys")

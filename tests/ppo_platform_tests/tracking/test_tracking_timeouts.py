@@ -1,0 +1,77 @@
+"""Every wait on the tracking process and the metrics writer is bounded: a process that does not
+answer (stopped here with SIGSTOP) fails the run with what was pending, never hangs it; a run
+failed while its tracking process lives is closed FAILED, not KILLED at exit."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from ppo_platform.errors import TrackingError
+from ppo_platform.settings import get_settings
+from ppo_platform.tracking import tags
+from ppo_platform.tracking.remote import RemoteRun, TrackingProcess
+from ppo_platform.tracking.writer import MetricsWriteError, WriterProcess
+from tests.ppo_platform_tests.training.test_runner import tiny_spec
+
+
+def test_a_tracking_process_that_does_not_answer_fails_the_wait_naming_what_was_pending() -> None:
+    process = TrackingProcess()
+    process.wait(process.request("reap", awaited=True, uri=get_settings().tracking_uri))
+    os.kill(process.process.pid, signal.SIGSTOP)
+    process.request("rows", rows=[["a", 1.0, 0, 1], ["b", 2.0, 0, 1]])
+    seq = process.request("tags", awaited=True, tags={"x": "y"})
+    message = rf"did not answer request tags \(#{seq}\) within 1 s; pending: 1 rows, 1 tags"
+    with pytest.raises(TrackingError, match=message + r" \(2 metric rows unacknowledged\)"):
+        process.wait(seq, timeout=1.0)
+    assert process.process.wait(timeout=10) == -signal.SIGKILL  # it writes nothing afterwards
+    with pytest.raises(TrackingError, match="did not answer request tags"):
+        process.check()  # every later call says why
+
+
+def test_a_run_failed_while_its_tracking_process_lives_is_closed_failed_not_killed(
+    platform_home: Path,
+) -> None:
+    process = TrackingProcess()
+    run = RemoteRun.open(process, get_settings(), tiny_spec())
+    run_id = run.run_id
+    run.log_artifact(platform_home / "no-such-file", "model")
+    with pytest.raises(TrackingError, match="could not artifact"):
+        process.wait(process.request("tags", awaited=True, tags={}))
+        run.flush()
+    run.fail("the artifact was missing")
+    process.close()  # at exit a run left open would be closed KILLED
+    stored = MlflowClient(get_settings().tracking_uri).get_run(run_id)
+    assert stored.info.status == "FAILED"
+    assert stored.data.tags[tags.FAILURE] == "the artifact was missing"
+    assert stored.data.tags[tags.OUTCOME] == "failed"
+
+
+def test_a_metrics_writer_that_does_not_confirm_fails_the_drain_and_is_killed() -> None:
+    writer = WriterProcess()
+    os.kill(writer.process.pid, signal.SIGSTOP)
+    with pytest.raises(MetricsWriteError, match=r"did not confirm its writes within 1 s"):
+        writer.drain(timeout=1.0)
+    assert writer.process.wait(timeout=10) == -signal.SIGKILL
+    assert not writer.alive  # the next run starts a new writer
+
+
+def test_a_run_whose_setup_fails_after_it_was_opened_is_closed_failed_with_the_reason(
+    platform_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ppo_platform.tracking.remote import shared_tracking_process
+    from ppo_platform.training.runner import run_spec
+
+    shared_tracking_process()  # started before the interpreter path breaks
+    # The asynchronous evaluation process cannot start: its interpreter is missing.
+    monkeypatch.setattr("sys.executable", str(platform_home / "no-such-python"))
+    with pytest.raises(FileNotFoundError):
+        run_spec(tiny_spec(evaluation__async=True))
+    client = MlflowClient(get_settings().tracking_uri)
+    [run] = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    assert run.info.status == "FAILED"
+    assert run.data.tags[tags.FAILURE].startswith("FileNotFoundError while starting")
