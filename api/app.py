@@ -60,7 +60,11 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
     )
     app.state.stream_slots = StreamSlots(service.max_streams)
     install_error_handlers(app)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=service.max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=service.max_body_bytes,
+        body_timeout=service.body_timeout_seconds,
+    )
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: every response, 413s too
     for module in (health, specs, experiments, events, artifacts):
         app.include_router(module.router)

@@ -34,6 +34,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     for status, text in {
         401: "Missing or unknown API key.",
         404: "No such experiment (or it belongs to another key).",
+        408: "The request body stalled (PPO_PLATFORM_BODY_TIMEOUT_SECONDS).",
         409: "Conflicts with the current state (e.g. cancel a finished experiment).",
         413: "Request body too large.",
         415: "Unsupported content type.",

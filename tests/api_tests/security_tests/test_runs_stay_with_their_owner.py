@@ -19,9 +19,7 @@ sweep: {grid: {update.epochs: [1]}, seeds: [0]}
 """
 
 
-def test_two_owners_of_the_same_sweep_get_separate_parent_runs(
-    alice, bob, post_spec, wait
-) -> None:
+def test_two_owners_of_the_same_sweep_get_separate_parent_runs(alice, bob, post_spec, wait) -> None:
     first = wait(alice, post_spec(alice, FAILING_SWEEP).json()["id"])
     assert first["status"] == "failed", first
     second = wait(bob, post_spec(bob, FAILING_SWEEP).json()["id"])
