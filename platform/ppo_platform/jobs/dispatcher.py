@@ -23,6 +23,7 @@ from sqlalchemy.exc import OperationalError
 
 from ppo_platform.execution.base import Executor, Task, TaskResult
 from ppo_platform.execution.choose import job_executor
+from ppo_platform.jobs.admission import MemoryAdmission, job_memory
 from ppo_platform.jobs.config import ServiceSettings
 from ppo_platform.jobs.store import JobStore, age_seconds
 from ppo_platform.jobs.worker import ORPHANED, run_job
@@ -80,6 +81,8 @@ class Dispatcher:
         self.concurrency = service.jobs_concurrency
         self.executor = executor or job_executor(get_settings(), self.concurrency, torch_threads)
         self.running: dict[str, str] = {}  # job id -> owner
+        self.memory: dict[str, int] = {}  # job id -> estimated bytes, while it runs
+        self.admission = MemoryAdmission(get_settings())
         self.cancel_seen: dict[str, float] = {}  # job id -> monotonic time cancel was seen
         # Results whose end is not written to the store yet: their jobs stay in `running`
         # (the in-memory state follows the durable one) and are written on the next step.
@@ -222,6 +225,7 @@ class Dispatcher:
             self._record(result)
             self.unrecorded.pop(0)
             self.running.pop(result.key, None)  # only once its end is in the store
+            self.memory.pop(result.key, None)
             self.cancel_seen.pop(result.key, None)
 
     def _record(self, result: TaskResult) -> None:
@@ -259,7 +263,8 @@ class Dispatcher:
 
     def _dispatch(self) -> None:
         """Fill free slots taking turns between owners: each round offers the owner running
-        the fewest jobs its oldest queued one; no owner past its per-key cap."""
+        the fewest jobs its oldest queued one; no owner past its per-key cap, and no job whose
+        memory does not fit beside the running ones (machine-wide admission)."""
         free = self.concurrency - len(self.running)
         cap = self.service.running_per_key()
         counts = Counter(self.running.values())
@@ -270,9 +275,14 @@ class Dispatcher:
                 return
             # Fewest running first; among equals, the oldest submission (the list's order).
             job_id, owner = min(candidates, key=lambda candidate: counts[candidate[1]])
+            job = self._retried(partial(self.store.get, job_id))
+            needed = job_memory(job.spec, job.kind)
+            if not self.admission.fits(self.memory.values(), needed):
+                return  # it starts when running jobs have freed enough memory
             if not self._retried(partial(self.store.mark_running, job_id)):
                 continue  # cancelled meanwhile: the next round offers that owner's next job
             self.running[job_id] = owner
+            self.memory[job_id] = needed
             counts[owner] += 1
             task = Task(job_id, run_job, (job_id, self.store.url, self.service.job_nice))
             self.executor.submit(task)

@@ -119,3 +119,36 @@ def test_one_key_never_holds_every_slot_and_keys_take_turns(server_factory, tmp_
                 alice.post(f"/v1/experiments/{job_id}/cancel")
     finally:
         server.kill()
+
+
+@pytest.mark.slow
+def test_jobs_start_only_while_their_memory_fits_beside_the_running_ones(
+    server_factory, tmp_path, tiny
+) -> None:
+    # Each tiny run is estimated at a little over 400 MiB: one fits a 600 MiB budget, two not.
+    server = server_factory(
+        tmp_path, PPO_PLATFORM_MEMORY_BUDGET_BYTES=str(600 * 2**20), PPO_PLATFORM_MAX_RUNNING="2"
+    )
+    try:
+        with server.client("alice") as alice:
+            first, second = (
+                alice.post(
+                    "/v1/experiments", content=tiny(steps=1024, name=n), headers=YAML
+                ).json()["id"]
+                for n in ("m1", "m2")
+            )
+            deadline = time.monotonic() + 120
+            while _status(alice, first) == "queued":
+                assert time.monotonic() < deadline
+                time.sleep(0.25)
+            seen = set()
+            while _status(alice, first) == "running":  # two slots free, memory for one job
+                seen.add(_status(alice, second))
+                assert time.monotonic() < deadline
+                time.sleep(0.25)
+            assert seen == {"queued"}, seen
+            while _status(alice, second) == "queued":  # and it starts once the first ended
+                assert time.monotonic() < deadline
+                time.sleep(0.25)
+    finally:
+        server.kill()
