@@ -12,8 +12,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 CONTENT_SECURITY_POLICY = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; "
-    "base-uri 'none'; object-src 'none'"
+    "media-src 'self'; connect-src 'self'; font-src 'self'; form-action 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'; object-src 'none'"
 )
 # FastAPI's /docs and /redoc pages load their viewer from a CDN with an inline script; they
 # show only the OpenAPI document, never user data.
