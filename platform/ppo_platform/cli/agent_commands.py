@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from ppo_platform.cli.env_commands import EnvPackages
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.errors import PlatformError
 
@@ -44,6 +45,7 @@ def enjoy(
         bool, typer.Option("--stochastic", help="Sample actions instead of the greedy ones.")
     ] = False,
     force: Force = False,
+    env_package: EnvPackages = None,
 ) -> None:
     """Play a run's trained policy on its own env and print each episode's return."""
     from ppo_platform.settings import get_settings
@@ -81,6 +83,7 @@ def export(
         typer.Option("--onnx", help="Write the policy as an ONNX graph to this .onnx file."),
     ],
     force: Force = False,
+    env_package: EnvPackages = None,
 ) -> None:
     """Export a run's policy to ONNX, checked with onnxruntime against the torch policy."""
     from ppo_platform.interop.onnx_export import export_onnx

@@ -7,7 +7,7 @@ reuses the unfinished parent and trains only the members that did not finish.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -78,9 +78,13 @@ def run_sweep(
     on_event: SweepListener | None = None,
     source: str | None = None,
     report: bool = True,
+    lineage: Mapping[str, str] | None = None,
 ) -> SweepResult:
     """Validate every member, then train the unfinished ones in parallel under one parent run.
-    `on_event` receives the sweep's progress as data (`sweeps/events.py`)."""
+    `on_event` receives the sweep's progress as data (`sweeps/events.py`). `lineage` (the job
+    service's owner and job id tags) goes on the parent and every member, and only a parent of
+    the same lineage is resumed."""
+    lineage = dict(lineage or {})
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
     # The base spec's env, before any parent run: an unusable env id is bad input. Members
     # whose variants change env.kwargs are checked as they start (a failing member is
@@ -92,25 +96,14 @@ def run_sweep(
     tell = on_event or (lambda event: None)
     started = time.perf_counter()
     client = tracking_client(settings.tracking_uri)
-    parent_run_id, resumed, experiment_id = _open_parent(client, spec, members, settings)
+    parent_run_id, resumed, experiment_id = _open_parent(client, spec, members, settings, lineage)
     outcomes = _finished_earlier(client, experiment_id, parent_run_id, members) if resumed else {}
     todo = [m for m in members if m.key not in outcomes]
     n_workers, crowded = worker_count(workers, len(todo) or 1)
     if crowded:
         tell(SweepWarning(crowded))
     earlier = len(outcomes)
-    tell(
-        SweepStarted(
-            spec.name,
-            parent_run_id,
-            len(members),
-            len(grid_points(spec)),
-            len(spec.sweep.seeds),
-            earlier,
-            n_workers,
-            resumed,
-        )
-    )
+    tell(_started(spec, parent_run_id, members, earlier, n_workers, resumed))
     by_key = {m.key: m for m in members}
 
     def collect(result: TaskResult) -> None:
@@ -119,7 +112,7 @@ def run_sweep(
         trained = sum(not o.skipped for o in outcomes.values())
         tell(MemberFinished(outcome, trained, len(todo), earlier))
 
-    tasks = [_member_task(m, parent_run_id, settings) for m in todo]
+    tasks = [_member_task(m, parent_run_id, {**m.tags, **lineage}, settings) for m in todo]
     try:
         _train(tasks, n_workers, settings, collect, tell)
     except KeyboardInterrupt:
@@ -131,9 +124,26 @@ def run_sweep(
     return result
 
 
-def _member_task(member: SweepMember, parent_run_id: str, settings: Settings) -> Task:
+def _started(
+    spec: ExperimentSpec,
+    parent_run_id: str,
+    members: list[SweepMember],
+    earlier: int,
+    n_workers: int,
+    resumed: bool,
+) -> SweepStarted:
+    assert spec.sweep is not None
+    variants, seeds = len(grid_points(spec)), len(spec.sweep.seeds)
+    return SweepStarted(
+        spec.name, parent_run_id, len(members), variants, seeds, earlier, n_workers, resumed
+    )
+
+
+def _member_task(
+    member: SweepMember, parent_run_id: str, tags: dict[str, str], settings: Settings
+) -> Task:
     """A member's run as a task, with the GPU its run trains on (`policy.device: cuda`)."""
-    args = (member.spec, parent_run_id, member.tags, settings)
+    args = (member.spec, parent_run_id, tags, settings)
     return Task(member.key, run_member, args, num_gpus=task_gpus(member.spec.policy.device))
 
 
@@ -162,7 +172,11 @@ def _train(
 
 
 def _open_parent(
-    client: MlflowClient, spec: ExperimentSpec, members: list[SweepMember], settings: Settings
+    client: MlflowClient,
+    spec: ExperimentSpec,
+    members: list[SweepMember],
+    settings: Settings,
+    lineage: Mapping[str, str],
 ) -> tuple[str, bool, str]:
     """The sweep's parent run (new, or the unfinished one to resume), whether it was resumed,
     and the experiment id."""
@@ -173,7 +187,9 @@ def _open_parent(
     # The parent process creates the store and the parent run before any worker starts:
     # several processes creating one SQLite database at once race.
     experiment_id = ensure_experiment(client, spec.experiment_name, settings.artifact_root)
-    parent_run_id, resumed = open_parent_run(client, experiment_id, spec, members, threshold)
+    parent_run_id, resumed = open_parent_run(
+        client, experiment_id, spec, members, threshold, lineage
+    )
     return parent_run_id, resumed, experiment_id
 
 
