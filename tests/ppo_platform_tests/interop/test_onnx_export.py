@@ -1,5 +1,6 @@
 """`ppo-platform export RUN_ID --onnx`: the policy as ONNX, checked by onnxruntime, for a
-discrete and a continuous policy, with the run's observation normalization folded in."""
+discrete and a continuous policy (the run's observation normalization folded in) and an Atari
+CNN policy on stacked frames."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from ppo_platform.spec.loader import validate_data
 from ppo_platform.training.play import load_policy, trained_run
 from ppo_platform.training.runner import run_spec
 
-pytestmark = pytest.mark.slow  # two real training runs behind the module
+pytestmark = pytest.mark.slow  # real training runs behind the module
 runner = CliRunner()
 
 
@@ -75,3 +76,30 @@ def test_export_refuses_a_wrong_suffix_and_keeps_existing_files(
     taken.write_bytes(b"keep")
     again = runner.invoke(app, ["export", runs["CartPole-v1"], "--onnx", str(taken)])
     assert again.exit_code == EXIT_BAD_INPUT and taken.read_bytes() == b"keep"
+
+
+def test_an_atari_cnn_policy_exports_with_its_stacked_frames(
+    shared_home: Path, tmp_path: Path
+) -> None:
+    pong = {
+        **spec("ALE/Pong-v5"),
+        "env": {
+            "id": "ALE/Pong-v5",
+            "n_envs": 2,
+            "kwargs": {"frameskip": 1},
+            "wrappers": ["atari", {"name": "frame_stack", "n": 4}],
+        },
+        "rollout": {"n_steps": 32},
+        "policy": {"net_arch": []},
+        "budget": {"total_timesteps": 64},
+    }
+    run_id = run_spec(validate_data(pong)).run_id
+    out = tmp_path / "pong.onnx"
+    result = runner.invoke(app, ["export", run_id, "--onnx", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "float32 [batch, 4, 84, 84]" in result.stdout  # channels first, 4 frames
+    model, env = load_policy(trained_run(get_settings(), run_id))
+    observations = env_observations(model, env, steps=32)
+    session = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    [actions] = session.run(["action"], {"observation": observations})
+    np.testing.assert_array_equal(actions, torch_actions(model, None, observations))
