@@ -66,6 +66,9 @@ start_mlflow() {
 
 start_ray() {
     RAY_PORT="$(free_port)"
+    # The tests' env package is importable on every node, as an operator installs env packages
+    # on every node of a real cluster (tests/cluster_tests/test_ray_env_packages.py).
+    export PYTHONPATH="$PWD/tests/fixtures/env_packages${PYTHONPATH:+:$PYTHONPATH}"
     mkdir -p "$DIR/ray"
     local common=(--block --num-cpus="${RAY_NODE_CPUS:-1}" --disable-usage-stats)
     setsid "$BIN/ray" start --head --port="$RAY_PORT" --temp-dir="$DIR/ray" \
@@ -104,7 +107,7 @@ export PPO_TEST_POSTGRES_URL=postgresql://ppo@127.0.0.1:$PG_PORT/postgres
 export PPO_TEST_MLFLOW_URI=http://127.0.0.1:$MLFLOW_PORT
 export PPO_TEST_RAY_ADDRESS=127.0.0.1:$RAY_PORT
 EOF
-    # The platform's own settings for using these services (README: multi-node).
+    # The platform's own settings for using these services (docs/guides/cluster.md).
     cat >"$DIR/platform.env" <<EOF
 export PPO_PLATFORM_EXECUTOR=ray
 export PPO_PLATFORM_RAY_ADDRESS=127.0.0.1:$RAY_PORT

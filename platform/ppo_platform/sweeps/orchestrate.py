@@ -7,7 +7,7 @@ reuses the unfinished parent and trains only the members that did not finish.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -75,9 +75,13 @@ def run_sweep(
     on_event: SweepListener | None = None,
     source: str | None = None,
     report: bool = True,
+    lineage: Mapping[str, str] | None = None,
 ) -> SweepResult:
     """Validate every member, then train the unfinished ones in parallel under one parent run.
-    `on_event` receives the sweep's progress as data (`sweeps/events.py`)."""
+    `on_event` receives the sweep's progress as data (`sweeps/events.py`). `lineage` (the job
+    service's owner and job id tags) goes on the parent and every member, and only a parent of
+    the same lineage is resumed."""
+    lineage = dict(lineage or {})
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
     # The base spec's env, before any parent run: an unusable env id is bad input. Members
     # whose variants change env.kwargs are checked as they start (a failing member is
@@ -88,7 +92,7 @@ def run_sweep(
     settings = settings or get_settings()
     tell = on_event or (lambda event: None)
     started = time.perf_counter()
-    parent, resumed = open_parent_run(spec, members, _threshold(spec), settings)
+    parent, resumed = open_parent_run(spec, members, _threshold(spec), settings, lineage)
     with parent:  # closed KILLED on an interrupt, FAILED on an error
         parent_run_id = parent.run_id
         outcomes = _finished_earlier(spec, parent_run_id, members, settings) if resumed else {}
@@ -117,7 +121,10 @@ def run_sweep(
             trained = sum(not o.skipped for o in outcomes.values())
             tell(MemberFinished(outcome, trained, len(todo), earlier))
 
-        tasks = [Task(m.key, run_member, (m.spec, parent_run_id, m.tags, settings)) for m in todo]
+        tasks = [
+            Task(m.key, run_member, (m.spec, parent_run_id, {**m.tags, **lineage}, settings))
+            for m in todo
+        ]
         _train(tasks, n_workers, settings, collect, tell)
         ordered = [outcomes[m.key] for m in members]
         result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)

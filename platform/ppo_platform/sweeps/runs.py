@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,20 +23,34 @@ if TYPE_CHECKING:
     from ppo_platform.training.runner import RunResult
 
 
+LINEAGE_TAGS = (tag.JOB_OWNER, tag.JOB_ID)
+
+
+def same_lineage(run_tags: Mapping[str, str], lineage: Mapping[str, str]) -> bool:
+    """Was a sweep run started for the same owner and job as `lineage` (both absent for the
+    CLI)? Only such a parent may be resumed: another owner's run is never continued."""
+    return all(run_tags.get(name) == lineage.get(name) for name in LINEAGE_TAGS)
+
+
 def open_parent_run(
     spec: ExperimentSpec,
     members: list[SweepMember],
     threshold: float | None,
     settings: Settings,
+    lineage: Mapping[str, str] | None = None,
 ) -> tuple[RemoteRun, bool]:
-    """Reuse the unfinished parent run of this exact sweep, or create one. -> (its handle,
-    resumed). The parent process creates the store and the parent run before any worker
-    starts: several processes creating one SQLite database at once race."""
+    """Reuse the unfinished parent run of this exact sweep started for the same owner and job
+    (`lineage`: the job service's owner and job id tags), or create one tagged with them.
+    -> (its handle, resumed). The parent process creates the store and the parent run before
+    any worker starts: several processes creating one SQLite database at once race."""
     assert spec.sweep is not None
+    lineage = dict(lineage or {})
     digest = sweep_hash(spec)
     uri = settings.tracking_uri
     earlier = find_runs(spec.experiment_name, {tag.KIND: "sweep", tag.SWEEP_HASH: digest}, uri=uri)
-    unfinished = [r for r in earlier if r["status"] != "FINISHED"]
+    unfinished = [
+        r for r in earlier if r["status"] != "FINISHED" and same_lineage(r["tags"], lineage)
+    ]
     threshold_text = "" if threshold is None else repr(threshold)
     if unfinished:
         run_id = unfinished[-1]["run_id"]  # the newest
@@ -54,6 +69,7 @@ def open_parent_run(
         tag.ALGORITHM: spec.algorithm,
         tag.SPEC_HASH: spec.spec_hash(),
         tag.THRESHOLD: threshold_text,
+        **lineage,
     }
     parent = RemoteRun.open_kind(
         "sweep",

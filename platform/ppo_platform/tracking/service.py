@@ -34,6 +34,7 @@ from ppo_platform.spec.names import check_run_id, path_inside
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
 from ppo_platform.tracking.liveness import reap_orphans_in
+from ppo_platform.tracking.local_artifacts import link_artifact
 from ppo_platform.tracking.plots import PLOTTED_METRICS, plot_training_curves
 from ppo_platform.tracking.queries import child_runs, metric_history, search_all
 from ppo_platform.tracking.reads import sweep_runs
@@ -59,6 +60,7 @@ class OpenRun:
     run_id: str
     kind: str = "training"
     history: dict[str, list[tuple[int, float]]] = field(default_factory=lambda: defaultdict(list))
+    artifact_uri: str | None = None  # read at the first artifact
 
     @property
     def client(self) -> Any:
@@ -244,8 +246,11 @@ class TrackingService:
 
     def artifact(self, request: dict[str, Any]) -> dict[str, Any]:
         run = self._current(request)
-        call = partial(run.client.log_artifact, run.run_id, request["path"], request["folder"])
-        retry(call)
+        if run.artifact_uri is None:
+            run.artifact_uri = retry(partial(run.client.get_run, run.run_id)).info.artifact_uri
+        if not link_artifact(str(run.artifact_uri), request["path"], request["folder"]):
+            call = partial(run.client.log_artifact, run.run_id, request["path"], request["folder"])
+            retry(call)
         return {}
 
     def plot(self, request: dict[str, Any]) -> dict[str, Any]:
