@@ -8,7 +8,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from conftest import REPO_ROOT, Server, start_server, submit, wait_for
 from env_package_fixtures import (
     INSTALLED_ENV,
     INSTALLED_MODULE,
@@ -18,6 +17,8 @@ from env_package_fixtures import (
     install_env_package,
     python_path,
 )
+
+from tests.api_tests.conftest import REPO_ROOT, Server, start_server, submit, wait_for
 
 OWN_ENV_SPEC = """name: own-env
 env: {{id: {env}, n_envs: 2}}
