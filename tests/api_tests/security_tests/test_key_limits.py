@@ -72,12 +72,13 @@ def test_a_key_may_hold_only_so_many_event_streams(server_factory, tmp_path, tin
             second = alice.stream("GET", route).__enter__()
             assert (first.status_code, second.status_code) == (200, 200)
             third = alice.get(route)
-            assert third.status_code == 429 and third.headers["Retry-After"] == "5"
+            assert third.status_code == 429, (third.status_code, third.text[:300])
+            assert third.headers["Retry-After"] == "5"
             bob_job = bob.post("/v1/experiments", content=tiny(steps=64), headers=YAML).json()
             with bob.stream("GET", f"/v1/experiments/{bob_job['id']}/events") as bobs:
                 assert bobs.status_code == 200  # another key's streams are its own
             first.close()
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + 60  # a loaded machine notices the disconnect late
             while True:  # the slot frees once the server sees the stream gone
                 with alice.stream("GET", route) as again:
                     if again.status_code == 200:
