@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.routing import Match, Route
 
 from api.schemas import ErrorPublic, IssuePublic
 from ppo_platform.errors import IssueError, PlatformError, http_status
@@ -26,21 +28,25 @@ HTTP_TYPES = {
     415: "UnsupportedMediaType",
 }
 
-# Documented on every route (schemathesis checks responses against them).
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorPublic, "description": text}
-    for status, text in {
-        401: "Missing or unknown API key.",
-        404: "No such experiment (or it belongs to another key).",
-        409: "Conflicts with the current state (e.g. cancel a finished experiment).",
-        413: "Request body too large.",
-        415: "Unsupported content type.",
-        422: "Invalid input: every issue listed.",
-        429: "Over a per-key limit.",
-        500: "Internal error.",
-        503: "A store does not answer.",
-    }.items()
+ERROR_TEXTS = {
+    401: "Missing or unknown API key.",
+    404: "No such experiment (or it belongs to another key), or no such item of it.",
+    409: "Conflicts with the current state (e.g. cancel a finished experiment).",
+    413: "Request body too large.",
+    415: "Unsupported content type.",
+    422: "Invalid input: every issue listed.",
+    429: "Over a per-key limit.",
+    503: "A store does not answer, or the job service is not open.",
 }
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI `responses` of the error statuses a route can answer (all `ErrorPublic`)."""
+    return {s: {"model": ErrorPublic, "description": ERROR_TEXTS[s]} for s in statuses}
+
+
+# Every route that needs an API key: no key (401), and the job service not open (503).
+ERROR_RESPONSES = error_responses(401, 503)
 
 
 class AsciiJSONResponse(JSONResponse):
@@ -52,10 +58,16 @@ class AsciiJSONResponse(JSONResponse):
 
 
 def error_response(
-    status: int, kind: str, message: str, issues: list[dict[str, Any]] | None = None
+    status: int,
+    kind: str,
+    message: str,
+    issues: list[dict[str, Any]] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     body = ErrorPublic(type=kind, message=message, issues=[IssuePublic(**i) for i in issues or []])
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = dict(headers or {})
+    if status == 401:
+        headers.setdefault("WWW-Authenticate", "Bearer")
     return AsciiJSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
@@ -68,10 +80,24 @@ async def _platform_error(_request: Request, error: Exception) -> JSONResponse:
     return error_response(http_status(error), type(error).__name__, str(error))
 
 
-async def _http_error(_request: Request, error: Exception) -> JSONResponse:
+def allowed_methods(request: Request) -> str:
+    """Every method some route has for the request's path (Starlette's own 405 names only the
+    first route's: GET and POST on /v1/experiments are two routes)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        matched = isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE
+        if matched and route.methods:
+            methods |= route.methods
+    return ", ".join(sorted(methods))
+
+
+async def _http_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, HTTPException)
     kind = HTTP_TYPES.get(error.status_code, "HTTPError")
-    return error_response(error.status_code, kind, str(error.detail))
+    headers = dict(error.headers or {})
+    if error.status_code == 405:  # RFC 9110: a 405 names the methods the resource has
+        headers["Allow"] = allowed_methods(request) or headers.get("Allow", "")
+    return error_response(error.status_code, kind, str(error.detail), headers=headers)
 
 
 async def _request_error(_request: Request, error: Exception) -> JSONResponse:

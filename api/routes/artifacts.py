@@ -6,6 +6,7 @@ of the listed files, so nothing from the request becomes a path.
 
 from __future__ import annotations
 
+import mimetypes
 import re
 from pathlib import Path
 
@@ -13,8 +14,8 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse, PlainTextResponse, Response
 
 from api.deps import OwnerDep, SettingsDep, StoreDep
-from api.errors import ERROR_RESPONSES
-from api.schemas import ArtifactList, ArtifactPublic
+from api.errors import ERROR_RESPONSES, error_responses
+from api.schemas import ArtifactList, ArtifactPublic, ExperimentId
 from ppo_platform.errors import NotFoundError
 from ppo_platform.jobs import Experiment
 from ppo_platform.jobs.worker import job_folder
@@ -25,6 +26,19 @@ router = APIRouter(prefix="/v1/experiments", tags=["artifacts"], responses=ERROR
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 RESOLVED_SPEC = "resolved_spec.yaml"
 SUFFIXES = {".yaml", ".yml", ".json", ".md", ".png", ".csv", ".txt"}
+
+
+def media_type(name: str) -> str:
+    """What FileResponse sends a file as (its guess, else text/plain)."""
+    return mimetypes.guess_type(name)[0] or "text/plain"
+
+
+# The resolved spec is YAML; the listed files go out as their suffix says.
+MEDIA_TYPES = sorted({"application/yaml", *(media_type(f"file{suffix}") for suffix in SUFFIXES)})
+FILE_CONTENT = {
+    media: {"schema": {} if media == "application/json" else {"type": "string"}}
+    for media in MEDIA_TYPES
+}
 
 
 def _folders(job: Experiment, settings: Settings) -> list[Path]:
@@ -46,9 +60,11 @@ def _files(job: Experiment, settings: Settings) -> dict[str, Path]:
     return found
 
 
-@router.get("/{experiment_id}/artifacts", response_model=ArtifactList)
+@router.get(
+    "/{experiment_id}/artifacts", response_model=ArtifactList, responses=error_responses(404, 422)
+)
 def list_artifacts(
-    experiment_id: str, owner: OwnerDep, store: StoreDep, settings: SettingsDep
+    experiment_id: ExperimentId, owner: OwnerDep, store: StoreDep, settings: SettingsDep
 ) -> ArtifactList:
     """The files you can download, with their sizes."""
     job = store.get(experiment_id, owner)
@@ -64,10 +80,13 @@ def list_artifacts(
 @router.get(
     "/{experiment_id}/artifacts/{name}",
     response_class=Response,
-    responses={200: {"content": {"application/octet-stream": {"schema": {"type": "string"}}}}},
+    responses={
+        200: {"description": "The file, as its suffix says.", "content": FILE_CONTENT},
+        **error_responses(404, 422),
+    },
 )
 def download_artifact(
-    experiment_id: str, name: str, owner: OwnerDep, store: StoreDep, settings: SettingsDep
+    experiment_id: ExperimentId, name: str, owner: OwnerDep, store: StoreDep, settings: SettingsDep
 ) -> Response:
     """One listed file."""
     job = store.get(experiment_id, owner)

@@ -12,10 +12,12 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import OwnerDep, SettingsDep, StoreDep
-from api.errors import ERROR_RESPONSES
+from api.errors import ERROR_RESPONSES, error_responses
 from api.present import event_public
-from api.schemas import EventList, MetricHistory, MetricPoint
+from api.schemas import EventList, ExperimentId, MetricHistory, MetricList, MetricPoint
+from ppo_platform.errors import NotFoundError
 from ppo_platform.jobs import TERMINAL, JobStore
+from ppo_platform.settings import Settings
 
 router = APIRouter(prefix="/v1/experiments", tags=["events"], responses=ERROR_RESPONSES)
 POLL_SECONDS = 0.5
@@ -52,10 +54,17 @@ async def _stream(request: Request, store: JobStore, job_id: str, last: int) -> 
 @router.get(
     "/{experiment_id}/events",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
+    responses={
+        200: {
+            "description": "One SSE frame per event: `id:` the event id, `event:` its kind, "
+            "`data:` the event as JSON (an `Event`).",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+        **error_responses(404, 422),
+    },
 )
 def stream_events(
-    experiment_id: str,
+    experiment_id: ExperimentId,
     request: Request,
     owner: OwnerDep,
     store: StoreDep,
@@ -74,30 +83,62 @@ def stream_events(
     )
 
 
-@router.get("/{experiment_id}/alerts", response_model=EventList)
-def list_alerts(experiment_id: str, owner: OwnerDep, store: StoreDep) -> EventList:
+@router.get(
+    "/{experiment_id}/alerts", response_model=EventList, responses=error_responses(404, 422)
+)
+def list_alerts(experiment_id: ExperimentId, owner: OwnerDep, store: StoreDep) -> EventList:
     """The diagnostics alerts raised so far, oldest first."""
     store.get(experiment_id, owner)
     events = store.events_after(experiment_id, kinds=["alert"], limit=10_000)
     return EventList(items=[event_public(e) for e in events])
 
 
-@router.get("/{experiment_id}/metrics", response_model=MetricHistory)
-def metric_history(
-    experiment_id: str,
+def _tracking(settings: Settings) -> Any:
+    from ppo_platform.tracking.gateway import tracking_client  # MLflow: on first use only
+
+    return tracking_client(settings.tracking_uri)
+
+
+@router.get(
+    "/{experiment_id}/metrics", response_model=MetricList, responses=error_responses(404, 422)
+)
+def list_metrics(
+    experiment_id: ExperimentId, owner: OwnerDep, store: StoreDep, settings: SettingsDep
+) -> MetricList:
+    """The metric keys the experiment's MLflow run has logged (none before it has a run)."""
+    run_id = store.get(experiment_id, owner).mlflow_run_id
+    if not run_id:
+        return MetricList(run_id=None, keys=[])
+    from ppo_platform.tracking.queries import metric_keys
+
+    return MetricList(run_id=run_id, keys=metric_keys(_tracking(settings), run_id))
+
+
+@router.get(
+    "/{experiment_id}/metrics/history",
+    response_model=MetricHistory,
+    responses=error_responses(404, 422),
+)
+def get_metric_history(
+    experiment_id: ExperimentId,
     owner: OwnerDep,
     store: StoreDep,
     settings: SettingsDep,
     key: Annotated[str, Query(pattern=METRIC_KEY, description="e.g. eval/mean_reward")],
 ) -> MetricHistory:
-    """A metric's history from the experiment's MLflow run (empty before it has one)."""
-    job = store.get(experiment_id, owner)
-    run_id = job.mlflow_run_id
+    """A metric's history from the experiment's MLflow run; 404 for a key it has not logged."""
+    run_id = store.get(experiment_id, owner).mlflow_run_id
     if not run_id:
-        return MetricHistory(key=key, run_id=None, points=[])
-    from ppo_platform.tracking.gateway import tracking_client  # MLflow: on first use only
+        raise NotFoundError(f"experiment {experiment_id} has no MLflow run yet, so no {key!r}.")
     from ppo_platform.tracking.queries import metric_history as read_history
+    from ppo_platform.tracking.queries import metric_keys
 
-    history = read_history(tracking_client(settings.tracking_uri), run_id, [key])[key]
+    client = _tracking(settings)
+    if key not in metric_keys(client, run_id):
+        raise NotFoundError(
+            f"experiment {experiment_id} has no metric {key!r} (yet); GET "
+            f"/v1/experiments/{experiment_id}/metrics lists its keys."
+        )
+    history = read_history(client, run_id, [key])[key]
     points = [MetricPoint(step=s, value=v if v == v else None) for s, v in history]
     return MetricHistory(key=key, run_id=run_id, points=points)

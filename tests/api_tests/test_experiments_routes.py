@@ -52,9 +52,15 @@ def test_a_finished_run_reports_result_alerts_metrics_artifacts(alice, post_spec
     assert job["progress"]["timesteps"] == 1024 and job["diagnostics"]["approx_kl"] is not None
     alerts = alice.get(f"/v1/experiments/{job_id}/alerts").json()["items"]
     assert len(alerts) == job["alerts"] and all(a["kind"] == "alert" for a in alerts)
-    metrics = alice.get(f"/v1/experiments/{job_id}/metrics", params={"key": "eval/mean_reward"})
+    keys = alice.get(f"/v1/experiments/{job_id}/metrics").json()
+    assert keys["run_id"] == job["mlflow_run_id"]
+    assert {"eval/mean_reward", "train/approx_kl"} <= set(keys["keys"])
+    history = f"/v1/experiments/{job_id}/metrics/history"
+    metrics = alice.get(history, params={"key": "eval/mean_reward"})
     assert metrics.status_code == 200, metrics.text
     assert [p["step"] for p in metrics.json()["points"]][-1] == 1024
+    unknown = alice.get(history, params={"key": "eval/no_such_metric"})
+    assert unknown.status_code == 404 and "eval/no_such_metric" in unknown.json()["message"]
     names = {a["name"] for a in alice.get(f"/v1/experiments/{job_id}/artifacts").json()["items"]}
     assert {"resolved_spec.yaml", "spec.yaml", "training_curves.png", "alerts.json"} <= names
     spec = alice.get(f"/v1/experiments/{job_id}/artifacts/resolved_spec.yaml")

@@ -51,7 +51,8 @@ def test_another_keys_experiment_is_not_found_for_every_route(alice, bob, tiny, 
         ("GET", "/alerts"),
         ("GET", "/artifacts"),
         ("GET", "/artifacts/resolved_spec.yaml"),
-        ("GET", "/metrics?key=eval/mean_reward"),
+        ("GET", "/metrics"),
+        ("GET", "/metrics/history?key=eval/mean_reward"),
         ("POST", "/cancel"),
     ]:
         response = bob.request(method, f"/v1/experiments/{job_id}{path}")
