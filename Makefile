@@ -6,10 +6,11 @@ BIN := $(VENV)/bin
 # CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
 SPEC ?= specs/cartpole.yaml
-# Extras installed into .venv; `ray` brings the Ray executor and its cluster tests.
-EXTRAS ?= dev,ray
+# Extras installed into .venv; `ray` brings the Ray executor and its cluster tests, `docs` the
+# MkDocs site the tests build (`mkdocs build --strict`).
+EXTRAS ?= dev,ray,docs
 
-.PHONY: run test lint setup bench bench-zoo-venv bench-full
+.PHONY: run test lint setup docs bench bench-zoo-venv bench-full
 
 setup: $(VENV)/.installed
 
@@ -25,6 +26,10 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# The documentation site (mkdocs.yml) into site/; `.venv/bin/mkdocs serve` to read it while editing.
+docs: setup
+	$(BIN)/mkdocs build --strict
 
 # mypy's files and the import contract are declared in pyproject.toml. The source roots go
 # first on the path so lint-imports analyses this tree, whatever .venv has installed.
