@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,13 +14,13 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
-from starlette.routing import Match, Route
 
 from api.schemas import ErrorPublic, IssuePublic
 from ppo_platform.errors import IssueError, PlatformError, http_status
 
 log = logging.getLogger("api")
 HTTP_TYPES = {
+    400: "BadRequest",
     401: "Unauthorized",
     404: "NotFound",
     405: "MethodNotAllowed",
@@ -29,6 +30,7 @@ HTTP_TYPES = {
 }
 
 ERROR_TEXTS = {
+    400: "The body is not JSON.",
     401: "Missing or unknown API key.",
     404: "No such experiment (or it belongs to another key), or no such item of it.",
     409: "Conflicts with the current state (e.g. cancel a finished experiment).",
@@ -80,15 +82,20 @@ async def _platform_error(_request: Request, error: Exception) -> JSONResponse:
     return error_response(http_status(error), type(error).__name__, str(error))
 
 
-def allowed_methods(request: Request) -> str:
-    """Every method some route has for the request's path (Starlette's own 405 names only the
-    first route's: GET and POST on /v1/experiments are two routes)."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        matched = isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE
-        if matched and route.methods:
-            methods |= route.methods
-    return ", ".join(sorted(methods))
+def allowed_methods(request: Request) -> str | None:
+    """The methods the OpenAPI document lists for the request's path (None for a path it does
+    not describe). Starlette's own 405 names only the first route's: GET and POST on
+    /v1/experiments are two routes."""
+    table: list[tuple[re.Pattern[str], str]] | None = getattr(request.app.state, "allow", None)
+    if table is None:
+        table = [
+            (re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path))), methods)
+            for path, item in request.app.openapi()["paths"].items()
+            for methods in [", ".join(sorted(method.upper() for method in item))]
+        ]
+        request.app.state.allow = table
+    path = request.url.path
+    return next((methods for pattern, methods in table if pattern.fullmatch(path)), None)
 
 
 async def _http_error(request: Request, error: Exception) -> JSONResponse:

@@ -6,7 +6,6 @@ of the listed files, so nothing from the request becomes a path.
 
 from __future__ import annotations
 
-import mimetypes
 import re
 from pathlib import Path
 
@@ -25,19 +24,21 @@ from ppo_platform.spec.loader import dump_spec, validate_data
 router = APIRouter(prefix="/v1/experiments", tags=["artifacts"], responses=ERROR_RESPONSES)
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 RESOLVED_SPEC = "resolved_spec.yaml"
-SUFFIXES = {".yaml", ".yml", ".json", ".md", ".png", ".csv", ".txt"}
-
-
-def media_type(name: str) -> str:
-    """What FileResponse sends a file as (its guess, else text/plain)."""
-    return mimetypes.guess_type(name)[0] or "text/plain"
-
-
-# The resolved spec is YAML; the listed files go out as their suffix says.
-MEDIA_TYPES = sorted({"application/yaml", *(media_type(f"file{suffix}") for suffix in SUFFIXES)})
+# What each listed file goes out as (the resolved spec is YAML too).
+MEDIA_TYPES = {
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".json": "application/json",
+    ".md": "text/markdown",
+    ".png": "image/png",
+    ".csv": "text/csv",
+    ".txt": "text/plain",
+}
+SUFFIXES = set(MEDIA_TYPES)
+# Structured files are any value once parsed; the others are text or bytes.
 FILE_CONTENT = {
-    media: {"schema": {} if media == "application/json" else {"type": "string"}}
-    for media in MEDIA_TYPES
+    media: {"schema": {} if media.startswith("application/") else {"type": "string"}}
+    for media in sorted(set(MEDIA_TYPES.values()))
 }
 
 
@@ -96,4 +97,4 @@ def download_artifact(
     path = _files(job, settings).get(name)
     if path is None:
         raise NotFoundError(f"experiment {experiment_id} has no artifact {name!r}.")
-    return FileResponse(path, filename=name)
+    return FileResponse(path, filename=name, media_type=MEDIA_TYPES[path.suffix])

@@ -17,9 +17,32 @@ from api.present import event_public
 from api.schemas import EventList, ExperimentId, MetricHistory, MetricList, MetricPoint
 from ppo_platform.errors import NotFoundError
 from ppo_platform.jobs import TERMINAL, JobStore
+from ppo_platform.jobs.models import EVENT_KINDS
+from ppo_platform.public.events import EVENT_ADAPTER
 from ppo_platform.settings import Settings
 
 router = APIRouter(prefix="/v1/experiments", tags=["events"], responses=ERROR_RESPONSES)
+# One SSE frame, as OpenAPI 3.1 describes the events of a stream: `data` holds an event as
+# JSON (one of the event schemas, by `kind`).
+SSE_FRAME = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "description": "The event id: resume after it (Last-Event-ID)."},
+        "event": {"type": "string", "enum": list(EVENT_KINDS)},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {
+                key: value
+                for key, value in EVENT_ADAPTER.json_schema(
+                    ref_template="#/components/schemas/{model}"
+                ).items()
+                if key != "$defs"
+            },
+        },
+    },
+    "required": ["id", "event", "data"],
+}
 POLL_SECONDS = 0.5
 KEEPALIVE_SECONDS = 15.0
 METRIC_KEY = r"^[A-Za-z0-9_./ -]{1,250}$"
@@ -58,7 +81,7 @@ async def _stream(request: Request, store: JobStore, job_id: str, last: int) -> 
         200: {
             "description": "One SSE frame per event: `id:` the event id, `event:` its kind, "
             "`data:` the event as JSON (an `Event`).",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            "content": {"text/event-stream": {"schema": SSE_FRAME}},
         },
         **error_responses(404, 422),
     },

@@ -36,7 +36,7 @@ async def validate_spec(request: Request, _owner: OwnerDep, intake: IntakeDep) -
     response_model=PlanPublic,
     responses={
         200: {"content": {"text/markdown": {"schema": {"type": "string"}}}},
-        **error_responses(413, 422),
+        **error_responses(400, 413, 422),
     },
 )
 def create_plan(body: PlanCreate, _owner: OwnerDep, accept: str | None = Header(None)) -> Any:

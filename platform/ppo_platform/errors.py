@@ -73,6 +73,11 @@ class IssueError(PlatformError):
         self.source = source
         super().__init__(self.render())
 
+    def __reduce__(self) -> tuple[type[IssueError], tuple[list[SpecIssue], str | None]]:
+        # Rebuilt from its issues, not from its message (Exception's default): an error sent
+        # back from a worker process must arrive whole, whatever its message holds.
+        return (type(self), (self.issues, self.source))
+
     @property
     def refused(self) -> bool:
         """True if a refusal rule (not a plain mistake) broke: the issue carries its rule."""

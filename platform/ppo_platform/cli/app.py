@@ -15,6 +15,7 @@ import typer
 
 from ppo_platform import tracing
 from ppo_platform.cli.interop_commands import register as register_interop_commands
+from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.cli.service_commands import register as register_service_commands
 from ppo_platform.errors import (
@@ -47,12 +48,6 @@ app = typer.Typer(
 
 SpecPath = Annotated[
     Path, typer.Argument(help="Path to a YAML experiment spec.", show_default=False)
-]
-Overrides = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set", help="Override a field: dotted.path=value (repeatable); validated as usual."
-    ),
 ]
 
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files in --out.")]
