@@ -29,7 +29,7 @@ test: setup
 
 # The documentation site (mkdocs.yml) into site/; `.venv/bin/mkdocs serve` to read it while editing.
 docs: setup
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 # mypy's files and the import contract are declared in pyproject.toml. The source roots go
 # first on the path so lint-imports analyses this tree, whatever .venv has installed.
@@ -40,7 +40,8 @@ lint: setup
 	PYTHONPATH=platform:. $(BIN)/lint-imports
 
 # Whole-process benchmark, quick set (256 + 20k env steps, 3 rounds; < 15 min on 2 cores), into
-# benchmarks/results/whole_process_quick.*: whole_process.* holds the full 5-round reference.
+# benchmarks/results/whole_process_quick.*, a local check that is not committed (.gitignore):
+# whole_process.* holds the current full 5-round result.
 # rl-baselines3-zoo lives only in its own venv, never in the project's dependencies.
 ZOO_VENV ?= benchmarks/.venv-zoo
 bench: setup

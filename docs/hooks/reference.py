@@ -28,8 +28,15 @@ GENERATED_PAGES = {
 }
 
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+# Benchmark results are written by the scripts in benchmarks/ and committed there, one current
+# result per benchmark: the site shows those files as they are, from their one place.
+RESULTS = REPO_ROOT / "benchmarks" / "results"
+RESULT_SUFFIXES = {".md", ".png"}
+
+
 def on_files(files: Any, config: Any) -> Any:
-    """Add the generated reference pages to the site's files (mkdocs >= 1.6 `File.generated`)."""
+    """Add the generated reference pages and the benchmark results to the site's files."""
     from mkdocs.structure.files import File
 
     for src_uri, render in GENERATED_PAGES.items():
@@ -37,4 +44,8 @@ def on_files(files: Any, config: Any) -> Any:
         if existing is not None:  # a committed copy would go stale: the generated one wins
             files.remove(existing)
         files.append(File.generated(config, src_uri, content=render()))
+    for path in sorted(RESULTS.rglob("*")):
+        if path.suffix in RESULT_SUFFIXES:
+            src_uri = f"benchmarks/results/{path.relative_to(RESULTS).as_posix()}"
+            files.append(File.generated(config, src_uri, abs_src_path=str(path)))
     return files

@@ -90,10 +90,7 @@ def cli_page() -> str:
         "# CLI commands\n",
         GENERATED_NOTE,
         cell(root.help or "") + "\n",
-        "Every command also answers `--help`. Exit codes: 0 ok, 1 training failed or stopped "
-        "by a diagnostics alert, 2 bad, refused, unknown or conflicting input, 3 a database or "
-        "store did not answer (try again later), 130 interrupted (Ctrl-C), 143 terminated "
-        "(SIGTERM).\n",
+        "Every command also answers `--help`.\n",
         table(
             ("command", "what it does"),
             (
@@ -102,7 +99,20 @@ def cli_page() -> str:
             ),
         ),
     ]
-    return "\n".join(intro + [command_section(root, path) for path in paths])
+    sections = [command_section(root, path) for path in paths]
+    return "\n".join([*intro, *sections, exit_codes_section()])
+
+
+def exit_codes_section() -> str:
+    """Exit codes from the one table that maps each kind of error to its code."""
+    from ppo_platform.errors import EXIT_CODES, EXIT_OK
+
+    kinds: dict[int, list[str]] = {EXIT_OK: ["success"]}
+    for kind, code in EXIT_CODES.items():
+        doc = " ".join((kind.__doc__ or "").strip().split("\n\n")[0].split())
+        kinds.setdefault(code, []).append(f"`{kind.__name__}`: {doc}")
+    rows = [(f"`{code}`", "; ".join(kinds[code])) for code in sorted(kinds)]
+    return "## Exit codes\n\n" + table(("exit code", "when"), rows)
 
 
 def summary(command: Any) -> str:

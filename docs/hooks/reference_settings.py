@@ -103,6 +103,20 @@ def settings_rows() -> list[tuple[str, str, str, str, str]]:
     return sorted(rows)
 
 
+# Variables read without a settings model: by the CLI's HTTP client, by the time marks (which
+# must import nothing) and by the dashboard's sessions. The docs test fails on a PPO_PLATFORM_*
+# name in the source that is neither a settings field nor listed here.
+DIRECT_VARIABLES = {
+    "PPO_PLATFORM_API_KEY": "API key that `submit`, `status` and `cancel` send to the server.",
+    "PPO_PLATFORM_SERVER": "Server URL of `submit`, `status` and `cancel` when `--server` is "
+    "not given (default http://127.0.0.1:8000).",
+    "PPO_PLATFORM_TRACE_TIMES": "`1`: every process of a run prints time marks (start-up, "
+    "imports, exit) to stderr, on one clock.",
+    "PPO_PLATFORM_DASHBOARD_SECRET": "Secret of the dashboard's CSRF tokens; default: a random "
+    "secret made once in the platform home (`dashboard.secret`).",
+}
+
+
 def settings_page() -> str:
     return "\n".join(
         [
@@ -112,5 +126,11 @@ def settings_page() -> str:
             "Relative paths are resolved against the working directory when the process "
             "starts.\n",
             table(("variable", "type", "default", "meaning", "read by"), settings_rows()),
+            "## Read directly\n",
+            "These are read where they are used, not through a settings model.\n",
+            table(
+                ("variable", "meaning"),
+                ((f"`{name}`", text) for name, text in sorted(DIRECT_VARIABLES.items())),
+            ),
         ]
     )

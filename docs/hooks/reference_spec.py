@@ -51,6 +51,8 @@ def type_text(schema: dict[str, Any]) -> str:
     for union in ("anyOf", "oneOf"):
         if union in schema:
             return " | ".join(dict.fromkeys(type_text(option) for option in schema[union]))
+    if len(schema.get("allOf", [])) == 1:  # a $ref with siblings, as older generators write it
+        return type_text(schema["allOf"][0])
     kind = schema.get("type", "any")
     if kind == "array":
         return f"list of {type_text(schema.get('items', {}))}"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,14 @@ def test_every_spec_field_appears_with_its_description(site: SiteBuild) -> None:
     for name, description in fields.items():
         assert any(code == name or code.endswith(f".{name}") for code in codes), name
         assert squeeze(description) in text, (name, description)
+    # A field that holds a value (not a section) says what it means.
+    undescribed = [
+        name
+        for obj in [schema, *schema["$defs"].values()]
+        for name, prop in obj.get("properties", {}).items()
+        if not prop.get("description") and "$ref" not in prop
+    ]
+    assert not undescribed, f"spec fields without a description: {undescribed}"
     # Dotted paths as --set takes them, with their defaults.
     assert {"update.epochs", "surrogate.clip_epsilon.start", "env.normalize.obs"} <= codes
     row = site.text("reference/spec").split("update.epochs", 1)[1][:80]
@@ -84,7 +93,7 @@ def test_every_cli_command_appears_with_its_options(site: SiteBuild) -> None:
     commands = cli_paths(root)
     assert {"ppo-platform run", "ppo-platform plan", "ppo-platform keys create"} <= set(commands)
     headings = site.headings("reference/cli", 2)
-    assert sorted(headings) == sorted(commands)
+    assert sorted(h for h in headings if h.startswith("ppo-platform ")) == sorted(commands)
     # Each command's section (text up to the next heading's permalink) names all its options.
     sections = {
         heading: section
@@ -97,6 +106,10 @@ def test_every_cli_command_appears_with_its_options(site: SiteBuild) -> None:
             for option in param.opts if param.param_type_name == "option" else []:
                 assert option in sections[command].split(), (command, option)
     assert "--resume" in sections["ppo-platform run"].split()
+    # Exit codes come from the one error table.
+    assert "KeyboardInterrupt" in sections["Exit codes"] and "`130`" not in sections["Exit codes"]
+    for code in ("0", "1", "2", "3", "130", "143"):
+        assert code in sections["Exit codes"].split(), code
 
 
 def command_at(root: Any, full_name: str) -> Any:
@@ -143,7 +156,21 @@ def test_every_setting_appears_as_its_environment_variable(site: SiteBuild) -> N
     codes, text = site.code_spans("reference/settings"), site.squeezed("reference/settings")
     for variable, description in variables.items():
         assert variable in codes, variable
+        assert description, f"setting {variable} has no description"
         assert squeeze(description) in text, (variable, description)
+
+
+def test_every_variable_the_source_names_is_in_the_settings_reference(site: SiteBuild) -> None:
+    named = set()
+    for folder in ("platform", "api", "trainers"):
+        for path in (REPO_ROOT / folder).rglob("*.py"):
+            named |= set(
+                re.findall(r"[\"'](PPO_PLATFORM_[A-Z0-9_]+)[\"']", path.read_text("utf-8"))
+            )
+    assert {"PPO_PLATFORM_TRACE_TIMES", "PPO_PLATFORM_API_KEY"} <= named
+    codes = site.code_spans("reference/settings")
+    missing = sorted(named - codes)
+    assert not missing, f"document {missing} in a settings model or in DIRECT_VARIABLES"
 
 
 def test_every_route_appears_with_its_status_codes(site: SiteBuild) -> None:
