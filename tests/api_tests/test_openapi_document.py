@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from api.app import create_app
+from ppo_platform.jobs.models import EVENT_KINDS
 from ppo_platform.spec.experiment import ExperimentSpec
 
 # (method, path) -> (operation id, statuses the route can answer)
@@ -140,7 +141,7 @@ def test_progress_result_diagnostics_and_events_are_typed(document) -> None:
     }
     items = schemas["EventList"]["properties"]["items"]["items"]
     assert items["discriminator"]["propertyName"] == "kind"
-    assert set(items["discriminator"]["mapping"]) == {"progress", "eval", "alert", "status", "log"}
+    assert set(items["discriminator"]["mapping"]) == set(EVENT_KINDS)
     for moment in ("created_at", "started_at", "finished_at"):
         text = json.dumps(experiment[moment])
         assert '"format": "date-time"' in text, moment

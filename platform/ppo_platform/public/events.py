@@ -11,6 +11,7 @@ from ppo_platform.public.experiments import (
     Diagnostics,
     ExperimentStatus,
     RunProgress,
+    SweepProgress,
     TuneProgress,
     UtcDateTime,
 )
@@ -38,6 +39,32 @@ class StatusData(BaseModel):
 
 
 class LogData(BaseModel):
+    message: str
+    parent_run_id: str | None = Field(
+        None, description="A sweep's or study's MLflow parent run, when it starts."
+    )
+
+
+class SweepMember(BaseModel):
+    name: str
+    key: str = Field(description="The member's grid point and seed (stable across restarts).")
+    status: str = Field(description="How it ended, e.g. completed or failed.")
+    run_id: str | None
+    final_eval_mean: float | None
+    error: str | None
+
+
+class MemberData(SweepProgress):
+    member: SweepMember
+    message: str
+
+
+class TrialData(BaseModel):
+    number: int
+    state: str = Field(description="COMPLETE, PRUNED or FAIL.")
+    value: float | None = Field(description="The trial's score (COMPLETE only).")
+    run_id: str | None = Field(description="The trial's MLflow run.")
+    reason: str = Field(description="Why it was pruned or failed (empty when complete).")
     message: str
 
 
@@ -69,14 +96,34 @@ class StatusEvent(_EventBase):
 
 
 class LogEvent(_EventBase):
-    """A line of a sweep's log, or a note such as a resume starting over."""
+    """A line for people: a sweep or study starting, a warning, a resume starting over."""
 
     kind: Literal["log"]
     data: LogData
 
 
+class MemberEvent(_EventBase):
+    """A sweep member finished."""
+
+    kind: Literal["member"]
+    data: MemberData
+
+
+class TrialEvent(_EventBase):
+    """A study's trial finished."""
+
+    kind: Literal["trial"]
+    data: TrialData
+
+
 EventPublic = Annotated[
-    ProgressEvent | EvaluationEvent | AlertEvent | StatusEvent | LogEvent,
+    ProgressEvent
+    | EvaluationEvent
+    | AlertEvent
+    | StatusEvent
+    | LogEvent
+    | MemberEvent
+    | TrialEvent,
     Field(discriminator="kind"),
 ]
 EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(EventPublic)
