@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -14,9 +15,10 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from api.schemas import ErrorPublic, IssuePublic
-from ppo_platform.errors import IssueError, PlatformError, http_status
+from ppo_platform.errors import IssueError, LimitError, PlatformError, http_status
 
 log = logging.getLogger("api")
 HTTP_TYPES = {
@@ -33,11 +35,12 @@ ERROR_TEXTS = {
     400: "The body is not JSON.",
     401: "Missing or unknown API key.",
     404: "No such experiment (or it belongs to another key), or no such item of it.",
+    408: "The request body stalled (PPO_PLATFORM_BODY_TIMEOUT_SECONDS).",
     409: "Conflicts with the current state (e.g. cancel a finished experiment).",
     413: "Request body too large.",
     415: "Unsupported content type.",
     422: "Invalid input: every issue listed.",
-    429: "Over a per-key limit.",
+    429: "Over a per-key limit (`Retry-After` says when to try again, when known).",
     503: "A store does not answer, or the job service is not open.",
 }
 
@@ -79,7 +82,10 @@ async def _platform_error(_request: Request, error: Exception) -> JSONResponse:
         count = len(error.issues)
         message = f"{count} issue(s): " + "; ".join(i.format(error.source) for i in error.issues)
         return error_response(http_status(error), type(error).__name__, message, error.to_dict())
-    return error_response(http_status(error), type(error).__name__, str(error))
+    response = error_response(http_status(error), type(error).__name__, str(error))
+    if isinstance(error, LimitError) and error.retry_after is not None:
+        response.headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+    return response
 
 
 def allowed_methods(request: Request) -> str | None:
@@ -123,6 +129,13 @@ async def _request_error(_request: Request, error: Exception) -> JSONResponse:
     return error_response(422, "RequestValidationError", message, issues)
 
 
+async def _client_gone(request: Request, _error: Exception) -> JSONResponse:
+    """The client closed the connection while its body was read: nothing went wrong here, and
+    nobody reads the answer. One line, not a traceback (a client could fill the log)."""
+    log.info("client went away during %s %s", request.method, request.url.path)
+    return error_response(400, "ClientDisconnected", "the client closed the connection.")
+
+
 async def _unexpected(_request: Request, error: Exception) -> JSONResponse:
     log.exception("unexpected error", exc_info=error)
     return error_response(500, "InternalError", "an unexpected error; see the server log.")
@@ -132,4 +145,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(PlatformError, _platform_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _request_error)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _unexpected)

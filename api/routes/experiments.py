@@ -35,7 +35,7 @@ IdempotencyKey = Annotated[
     responses={
         200: {"model": ExperimentPublic, "description": "Known Idempotency-Key."},
         202: {"description": "Queued; `Location` names the experiment."},
-        **error_responses(413, 415, 422, 429),
+        **error_responses(408, 413, 415, 422, 429),
     },
 )
 async def submit_experiment(
@@ -107,7 +107,7 @@ async def get_experiment(
     "/{experiment_id}/cancel",
     response_model=ExperimentPublic,
     status_code=202,
-    responses=error_responses(404, 409, 422),
+    responses=error_responses(404, 409, 422, 429),
 )
 def cancel_experiment(
     experiment_id: ExperimentId, owner: OwnerDep, store: StoreDep

@@ -22,7 +22,7 @@ router = APIRouter(prefix="/v1", tags=["specs"], responses=ERROR_RESPONSES)
     "/specs/validate",
     response_model=ValidationPublic,
     openapi_extra=SPEC_BODY,
-    responses=error_responses(413, 415, 422),
+    responses=error_responses(408, 413, 415, 422, 429),
 )
 async def validate_spec(request: Request, _owner: OwnerDep, intake: IntakeDep) -> Any:
     """Validate a spec (YAML or JSON): 200 with the resolved spec, or 422 with every issue."""
@@ -36,7 +36,7 @@ async def validate_spec(request: Request, _owner: OwnerDep, intake: IntakeDep) -
     response_model=PlanPublic,
     responses={
         200: {"content": {"text/markdown": {"schema": {"type": "string"}}}},
-        **error_responses(400, 413, 422),
+        **error_responses(400, 408, 413, 422, 429),
     },
 )
 def create_plan(body: PlanCreate, _owner: OwnerDep, accept: str | None = Header(None)) -> Any:

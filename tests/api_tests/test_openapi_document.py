@@ -18,25 +18,29 @@ OPERATIONS = {
     ("get", "/readyz"): ("readyz", {"200", "503"}),
     ("post", "/v1/specs/validate"): (
         "validateSpec",
-        {"200", "401", "413", "415", "422", "503"},
+        {"200", "401", "408", "413", "415", "422", "429", "503"},
     ),
-    ("post", "/v1/plans"): ("createPlan", {"200", "400", "401", "413", "422", "503"}),
+    ("post", "/v1/plans"): (
+        "createPlan",
+        {"200", "400", "401", "408", "413", "422", "429", "503"},
+    ),
     ("post", "/v1/experiments"): (
         "submitExperiment",
-        {"200", "202", "401", "413", "415", "422", "429", "503"},
+        {"200", "202", "401", "408", "413", "415", "422", "429", "503"},
     ),
     ("get", "/v1/experiments"): ("listExperiments", {"200", "401", "422", "503"}),
+    ("get", "/v1/envs"): ("listEnvs", {"200", "401", "422", "503"}),
     ("get", "/v1/experiments/{experiment_id}"): (
         "getExperiment",
         {"200", "401", "404", "422", "503"},
     ),
     ("post", "/v1/experiments/{experiment_id}/cancel"): (
         "cancelExperiment",
-        {"202", "401", "404", "409", "422", "503"},
+        {"202", "401", "404", "409", "422", "429", "503"},
     ),
     ("get", "/v1/experiments/{experiment_id}/events"): (
         "streamEvents",
-        {"200", "401", "404", "422", "503"},
+        {"200", "401", "404", "422", "429", "503"},
     ),
     ("get", "/v1/experiments/{experiment_id}/alerts"): (
         "listAlerts",
@@ -81,6 +85,8 @@ def test_every_operation_has_a_named_id_and_only_the_statuses_it_can_answer(docu
     }
     for key, expected in OPERATIONS.items():
         assert found.get(key) == expected, key
+    for key, (operation_id, _statuses) in found.items():  # routes added later: named too
+        assert operation_id.isalnum() and operation_id[0].islower(), key
 
 
 def test_every_error_status_has_the_one_error_body(document) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pickle
 from pathlib import Path
 
 import pytest
@@ -149,11 +148,3 @@ def test_cli_exits_with_the_mapped_code_for_an_unavailable_storage(tmp_path: Pat
     assert result.output.startswith(
         "error: the Optuna storage (--storage, or PPO_PLATFORM_OPTUNA_STORAGE_URL) sqlite:///"
     )
-
-
-def test_an_issue_error_crosses_a_process_boundary_whole_whatever_its_message_holds() -> None:
-    # Found by schemathesis: a spec whose issue echoed `[{}]` broke the intake worker's reply.
-    error = SpecError([SpecIssue("tune.space._", "Input should be a valid string.", [{}])], "req")
-    back = pickle.loads(pickle.dumps(error))
-    assert type(back) is SpecError and back.issues == error.issues and back.source == "req"
-    assert str(back) == str(error) and "[{}]" in str(back)
