@@ -20,7 +20,6 @@ from ppo_platform.errors import BadInputError, NotFoundError, SpecIssue
 from ppo_platform.jobs import TERMINAL, JobStore
 from ppo_platform.jobs.models import EVENT_KINDS
 from ppo_platform.public.events import EVENT_ADAPTER
-from ppo_platform.settings import Settings
 
 router = APIRouter(prefix="/v1/experiments", tags=["events"], responses=ERROR_RESPONSES)
 # One SSE frame, as OpenAPI 3.1 describes the events of a stream: `data` holds an event as
@@ -140,12 +139,6 @@ def list_alerts(experiment_id: ExperimentId, owner: OwnerDep, store: StoreDep) -
     return EventList(items=[event_public(e) for e in events])
 
 
-def _tracking(settings: Settings) -> Any:
-    from ppo_platform.tracking.gateway import tracking_client  # MLflow: on first use only
-
-    return tracking_client(settings.tracking_uri)
-
-
 @router.get(
     "/{experiment_id}/metrics", response_model=MetricList, responses=error_responses(404, 422)
 )
@@ -156,9 +149,9 @@ def list_metrics(
     run_id = store.get(experiment_id, owner).mlflow_run_id
     if not run_id:
         return MetricList(run_id=None, keys=[])
-    from ppo_platform.tracking.queries import metric_keys
+    from ppo_platform.tracking.reads import stored_metric_keys  # MLflow: on first use only
 
-    return MetricList(run_id=run_id, keys=metric_keys(_tracking(settings), run_id))
+    return MetricList(run_id=run_id, keys=stored_metric_keys(settings.tracking_uri, run_id))
 
 
 @router.get(
@@ -177,15 +170,13 @@ def get_metric_history(
     run_id = store.get(experiment_id, owner).mlflow_run_id
     if not run_id:
         raise NotFoundError(f"experiment {experiment_id} has no MLflow run yet, so no {key!r}.")
-    from ppo_platform.tracking.queries import metric_history as read_history
-    from ppo_platform.tracking.queries import metric_keys
+    from ppo_platform.tracking.reads import stored_history, stored_metric_keys  # MLflow: now
 
-    client = _tracking(settings)
-    if key not in metric_keys(client, run_id):
+    if key not in stored_metric_keys(settings.tracking_uri, run_id):
         raise NotFoundError(
             f"experiment {experiment_id} has no metric {key!r} (yet); GET "
             f"/v1/experiments/{experiment_id}/metrics lists its keys."
         )
-    history = read_history(client, run_id, [key])[key]
+    history = stored_history(settings.tracking_uri, run_id, key)
     points = [MetricPoint(step=s, value=v if v == v else None) for s, v in history]
     return MetricHistory(key=key, run_id=run_id, points=points)
