@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from api.dashboard import install_dashboard
 from api.errors import install_error_handlers
@@ -27,6 +28,13 @@ from ppo_platform.jobs.keys import KeyCache
 from ppo_platform.settings import Settings, get_settings
 
 VERSION = "1"
+
+
+def operation_id(route: APIRoute) -> str:
+    """The OpenAPI operation id: the route function's name in camelCase (`submitExperiment`),
+    so generated clients get readable method names."""
+    first, *rest = route.name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
 
 
 def create_app(settings: Settings | None = None, service: ServiceSettings | None = None) -> FastAPI:
@@ -55,6 +63,9 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
         description="Validate, plan, submit and follow PPO experiments. Every route but the "
         "health checks needs an API key (`Authorization: Bearer <key>`).",
         lifespan=lifespan,
+        generate_unique_id_function=operation_id,
+        # One schema per model for requests and responses: `ExperimentSpec`, not `-Input`.
+        separate_input_output_schemas=False,
     )
     app.state.settings, app.state.service = settings, service
     app.state.key_cache = KeyCache(service.key_cache_seconds)

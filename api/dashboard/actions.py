@@ -65,7 +65,7 @@ def stream(
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     """As GET /v1/experiments/{id}/events (EventSource sends the cookie, not a bearer key)."""
-    return events.stream_events(experiment_id, request, viewer.owner, store, last_event_id)
+    return events.stream_events(experiment_id, request, viewer.owner, store, last_event_id or "")
 
 
 @router.get("/experiments/{experiment_id}/artifacts/{name}")

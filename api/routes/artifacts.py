@@ -13,9 +13,9 @@ from fastapi import APIRouter
 from fastapi.responses import FileResponse, PlainTextResponse, Response
 
 from api.deps import OwnerDep, ServiceDep, SettingsDep, StoreDep
-from api.errors import ERROR_RESPONSES
+from api.errors import ERROR_RESPONSES, error_responses
 from api.routes.trained_model import RUN_ID, check_download_size, model_files
-from api.schemas import ArtifactList, ArtifactPublic, ErrorPublic
+from api.schemas import ArtifactList, ArtifactPublic, ErrorPublic, ExperimentId
 from ppo_platform.errors import NotFoundError
 from ppo_platform.jobs import Experiment
 from ppo_platform.jobs.worker import job_folder
@@ -24,8 +24,24 @@ from ppo_platform.spec.loader import dump_spec, validate_data
 
 router = APIRouter(prefix="/v1/experiments", tags=["artifacts"], responses=ERROR_RESPONSES)
 RESOLVED_SPEC = "resolved_spec.yaml"
-SUFFIXES = {".yaml", ".yml", ".json", ".md", ".png", ".csv", ".txt", ".mp4"}
 VIDEOS = "videos"  # a run's evaluation videos (`evaluation.video`)
+# What each listed file goes out as (the resolved spec is YAML too).
+MEDIA_TYPES = {
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".json": "application/json",
+    ".md": "text/markdown",
+    ".png": "image/png",
+    ".csv": "text/csv",
+    ".txt": "text/plain",
+    ".mp4": "video/mp4",
+}
+SUFFIXES = set(MEDIA_TYPES)
+# Structured files are any value once parsed; the others are text or bytes.
+FILE_CONTENT = {
+    media: {"schema": {} if media.startswith("application/") else {"type": "string"}}
+    for media in sorted(set(MEDIA_TYPES.values()))
+}
 
 
 def _folders(job: Experiment, settings: Settings) -> list[Path]:
@@ -47,9 +63,11 @@ def _files(job: Experiment, settings: Settings) -> dict[str, Path]:
     return found
 
 
-@router.get("/{experiment_id}/artifacts", response_model=ArtifactList)
+@router.get(
+    "/{experiment_id}/artifacts", response_model=ArtifactList, responses=error_responses(404, 422)
+)
 def list_artifacts(
-    experiment_id: str, owner: OwnerDep, store: StoreDep, settings: SettingsDep
+    experiment_id: ExperimentId, owner: OwnerDep, store: StoreDep, settings: SettingsDep
 ) -> ArtifactList:
     """The files you can download, with their sizes."""
     job = store.get(experiment_id, owner)
@@ -70,12 +88,13 @@ def list_artifacts(
     "/{experiment_id}/artifacts/{name}",
     response_class=Response,
     responses={
-        200: {"content": {"application/octet-stream": {"schema": {"type": "string"}}}},
+        200: {"description": "The file, as its suffix says.", "content": FILE_CONTENT},
+        **error_responses(404, 422),
         413: {"model": ErrorPublic, "description": "The file is over max_download_bytes."},
     },
 )
 def download_artifact(
-    experiment_id: str,
+    experiment_id: ExperimentId,
     name: str,
     owner: OwnerDep,
     store: StoreDep,
@@ -91,4 +110,4 @@ def download_artifact(
     if path is None:
         raise NotFoundError(f"experiment {experiment_id} has no artifact {name!r}.")
     check_download_size(path, name, service.max_download_bytes)
-    return FileResponse(path, filename=name)
+    return FileResponse(path, filename=name, media_type=MEDIA_TYPES[path.suffix])

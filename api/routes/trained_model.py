@@ -16,8 +16,8 @@ from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse
 
 from api.deps import OwnerDep, ServiceDep, SettingsDep, StoreDep
-from api.errors import ERROR_RESPONSES
-from api.schemas import ErrorPublic
+from api.errors import ERROR_RESPONSES, error_responses
+from api.schemas import ErrorPublic, ExperimentId
 from ppo_platform.errors import NotFoundError
 from ppo_platform.jobs import Experiment
 from ppo_platform.settings import Settings
@@ -53,11 +53,12 @@ def model_files(job: Experiment, settings: Settings) -> dict[str, Path]:
             "description": "The file, streamed.",
             "content": {"application/zip": BINARY, "application/octet-stream": BINARY},
         },
+        **error_responses(404, 422),
         413: {"model": ErrorPublic, "description": "The file is over max_download_bytes."},
     },
 )
 def download_model(
-    experiment_id: str,
+    experiment_id: ExperimentId,
     file: ModelFile,
     owner: OwnerDep,
     store: StoreDep,

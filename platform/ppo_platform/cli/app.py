@@ -17,6 +17,7 @@ from ppo_platform import tracing
 from ppo_platform.cli.agent_commands import register as register_agent_commands
 from ppo_platform.cli.env_commands import EnvPackages, register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
+from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.cli.service_commands import register as register_service_commands
 from ppo_platform.errors import (
@@ -49,12 +50,6 @@ app = typer.Typer(
 
 SpecPath = Annotated[
     Path, typer.Argument(help="Path to a YAML experiment spec.", show_default=False)
-]
-Overrides = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set", help="Override a field: dotted.path=value (repeatable); validated as usual."
-    ),
 ]
 
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files in --out.")]
