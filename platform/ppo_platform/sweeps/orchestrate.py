@@ -101,18 +101,9 @@ def run_sweep(
         if crowded:
             tell(SweepWarning(crowded))
         earlier = len(outcomes)
-        tell(
-            SweepStarted(
-                spec.name,
-                parent_run_id,
-                len(members),
-                len(grid_points(spec)),
-                len(spec.sweep.seeds),
-                earlier,
-                n_workers,
-                resumed,
-            )
-        )
+        seeds = len(spec.sweep.seeds)
+        counts = (len(members), len(grid_points(spec)), seeds, earlier, n_workers, resumed)
+        tell(SweepStarted(spec.name, parent_run_id, *counts))
         by_key = {m.key: m for m in members}
 
         def collect(result: TaskResult) -> None:
