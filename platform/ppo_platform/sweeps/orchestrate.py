@@ -101,9 +101,7 @@ def run_sweep(
         if crowded:
             tell(SweepWarning(crowded))
         earlier = len(outcomes)
-        seeds = len(spec.sweep.seeds)
-        counts = (len(members), len(grid_points(spec)), seeds, earlier, n_workers, resumed)
-        tell(SweepStarted(spec.name, parent_run_id, *counts))
+        tell(_started(spec, parent_run_id, len(members), earlier, n_workers, resumed))
         by_key = {m.key: m for m in members}
 
         def collect(result: TaskResult) -> None:
@@ -121,6 +119,19 @@ def run_sweep(
         result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
         _close_parent(parent, result, settings, report)
     return result
+
+
+def _started(
+    spec: ExperimentSpec,
+    parent_run_id: str,
+    members: int,
+    earlier: int,
+    workers: int,
+    resumed: bool,
+) -> SweepStarted:
+    assert spec.sweep is not None
+    points, seeds = len(grid_points(spec)), len(spec.sweep.seeds)
+    return SweepStarted(spec.name, parent_run_id, members, points, seeds, earlier, workers, resumed)
 
 
 def _train(
