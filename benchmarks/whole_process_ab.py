@@ -4,7 +4,7 @@ Each tree's code runs with this interpreter and `PYTHONPATH=<tree>/platform:<tre
 and evaluation children get the same code), a fresh platform home per tree, one untimed
 warm-up each. Medians with min and max, and the load at each start.
 
-    python benchmarks/whole_process_ab.py main=/work/main h22=. --pairs 5 --steps 256 20000
+    python benchmarks/whole_process_ab.py before=/path/to/tree-a after=. --pairs 5 --steps 256 20000
 """
 
 import argparse
