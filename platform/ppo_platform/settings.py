@@ -21,6 +21,9 @@ MODULE_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9
 MAX_MODULE_NAME = 200
 
 
+JOURNAL_SCHEME = "journal:"  # an Optuna journal file storage: journal:/path/to/file
+
+
 def module_name_problem(name: str) -> str | None:
     """Why `name` is not a module name the platform will import, or None if it is one."""
     if len(name) > MAX_MODULE_NAME or not MODULE_NAME_PATTERN.fullmatch(name):
@@ -145,6 +148,14 @@ class Settings(BaseSettings):
     @property
     def runs_dir(self) -> Path:
         return self.home / "runs"
+
+    @property
+    def optuna_storage(self) -> str:
+        """Where studies live: `optuna_storage_url` if set (a database every node reaches),
+        else the journal file every local study shares. The one derivation of it."""
+        if self.optuna_storage_url:
+            return self.optuna_storage_url
+        return f"{JOURNAL_SCHEME}{(self.home / 'optuna' / 'studies.journal').resolve()}"
 
     def ensure_home(self) -> Path:
         """Create the home folder (for a writer about to put a store in it) and return it."""

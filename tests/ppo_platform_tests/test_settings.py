@@ -33,3 +33,14 @@ def test_settings_cross_a_process_boundary(platform_home: Path) -> None:
     import pickle
 
     assert pickle.loads(pickle.dumps(get_settings())) == get_settings()
+
+
+def test_the_tuner_and_the_readiness_check_use_one_optuna_storage(tmp_path: Path) -> None:
+    from ppo_platform.jobs.readiness import optuna_storage
+    from ppo_platform.tuning.study import default_storage_url
+
+    local = Settings(home=tmp_path / "h")
+    expected = f"journal:{(tmp_path / 'h' / 'optuna' / 'studies.journal').resolve()}"
+    assert local.optuna_storage == default_storage_url(local) == optuna_storage(local) == expected
+    shared = Settings(home=tmp_path, optuna_storage_url="postgresql+psycopg://u@db/optuna")
+    assert default_storage_url(shared) == optuna_storage(shared) == shared.optuna_storage_url

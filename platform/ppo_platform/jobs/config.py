@@ -13,7 +13,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from ppo_platform.execution.local import default_workers
-from ppo_platform.settings import DEFAULT_MAX_ATTEMPTS, Settings, get_settings
+from ppo_platform.settings import Settings, get_settings
 
 
 class ServiceSettings(BaseSettings):
@@ -119,11 +119,6 @@ class ServiceSettings(BaseSettings):
     )
     cancel_grace_seconds: float = Field(
         20.0, gt=0, description="A cancelled job still running after this long is killed."
-    )
-    max_attempts: int = Field(  # the same variable as Settings.max_attempts
-        DEFAULT_MAX_ATTEMPTS,
-        ge=1,
-        description="Runs of a job whose worker keeps dying before it is failed.",
     )
     lease_seconds: float = Field(
         30.0,

@@ -77,8 +77,11 @@ class Dispatcher:
         lock_path: Path,
         executor: Executor | None = None,
         torch_threads: int = 1,
+        max_attempts: int | None = None,
     ) -> None:
         self.store, self.service, self.lock_path = store, service, lock_path
+        # Runs of a job whose worker keeps dying: the one `max_attempts` setting (Settings).
+        self.max_attempts = max_attempts or get_settings().max_attempts
         self.concurrency = service.jobs_concurrency
         self.executor = executor or job_executor(get_settings(), self.concurrency, torch_threads)
         self.running: dict[str, str] = {}  # job id -> owner
@@ -241,7 +244,7 @@ class Dispatcher:
         job = self._retried(lambda: self.store.get(result.key))
         if job.status != "running":
             return
-        limit = self.service.max_attempts
+        limit = self.max_attempts
         # "orphaned": the job saw its parent (the Ray node's raylet) die and stopped itself,
         # leaving its status for us: like a worker that died, it runs again from its checkpoint.
         lost = result.lost or (result.ok and result.value == ORPHANED)

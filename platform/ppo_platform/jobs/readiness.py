@@ -14,10 +14,9 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from ppo_platform.execution.ray_executor import address_answers
-from ppo_platform.settings import Settings
+from ppo_platform.settings import JOURNAL_SCHEME, Settings
 
 TIMEOUT_SECONDS = 2.0
-JOURNAL_SCHEME = "journal:"
 
 
 def http_answers(uri: str) -> bool:
@@ -52,9 +51,8 @@ def database_answers(url: str) -> bool:
 
 
 def optuna_storage(settings: Settings) -> str:
-    """The Optuna storage studies use (the setting, else the journal under the home)."""
-    default = f"{JOURNAL_SCHEME}{settings.home / 'optuna' / 'studies.journal'}"
-    return settings.optuna_storage_url or default
+    """The Optuna storage studies use (`Settings.optuna_storage`, as the tuner derives it)."""
+    return settings.optuna_storage
 
 
 def other_stores(settings: Settings) -> dict[str, bool]:

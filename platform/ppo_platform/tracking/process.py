@@ -8,19 +8,13 @@ run's requests on top of it.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from ppo_platform import tracing
 from ppo_platform.errors import TrackingError
+from ppo_platform.execution.child import JsonLinesChild
 
 # How long the training process waits for any one answer of its tracking process. An answer
 # normally comes in milliseconds; a store locked by another process may hold one up to the
@@ -37,51 +31,10 @@ AckListener = Callable[[list[MetricRow]], None]
 ack_listeners: list[AckListener] = []
 
 
-def _exit_reason(pid: int, code: int) -> str:
-    how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-    return f"the tracking process (pid {pid}) died ({how}); see its message above, if any"
-
-
-def same_code_env() -> dict[str, str]:
-    """The environment for a child `python -m ppo_platform...`: this process's environment with
-    the folders this process imported ppo_platform and trainers from first on PYTHONPATH, so the
-    child runs the same code (a script may have set sys.path rather than PYTHONPATH)."""
-    import importlib.util
-
-    import ppo_platform
-
-    roots = [str(Path(ppo_platform.__file__).resolve().parents[1])]
-    found = importlib.util.find_spec("trainers")
-    if found is not None and found.submodule_search_locations:
-        roots.append(str(Path(next(iter(found.submodule_search_locations))).resolve().parent))
-    inherited = os.environ.get("PYTHONPATH")
-    return {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([*roots, *([inherited] if inherited else [])]),
-    }
-
-
-def spawn_child(module: str) -> subprocess.Popen[str]:
-    """`python -m module` running this process's code, talking JSON lines on its stdin and
-    stdout, in its own session: a terminal's Ctrl-C reaches only the parent, which closes what
-    the child holds; the child finishes on end of input."""
-    return subprocess.Popen(
-        [sys.executable, "-m", module],
-        env=same_code_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        bufsize=1,
-        start_new_session=True,
-    )
-
-
 class TrackingProcess:
     """The child process, the pipe to it, and the answers that came back."""
 
     def __init__(self) -> None:
-        # On end of input (the trainer gone) it closes the run KILLED.
-        self.process = spawn_child("ppo_platform.tracking.service")
         self._send_lock = threading.Lock()
         self._state = threading.Condition()
         self._seq = 0
@@ -93,7 +46,12 @@ class TrackingProcess:
         self._errors: list[str] = []
         self._death: str | None = None
         self.acknowledged_rows = 0
-        threading.Thread(target=self._read, name="tracking-replies", daemon=True).start()
+        # Started last: its reader thread calls back into the state above. On end of input
+        # (the trainer gone) it closes the runs left open KILLED.
+        self.child = JsonLinesChild(
+            "ppo_platform.tracking.service", "the tracking process", self._receive, self._ended
+        )
+        self.process = self.child.process
 
     @property
     def alive(self) -> bool:
@@ -115,12 +73,8 @@ class TrackingProcess:
                     self._open_runs.add(seq)
                 elif op == "finish":
                     self._open_runs.discard(fields.get("run", -1))
-            assert self.process.stdin is not None
-            try:
-                self.process.stdin.write(json.dumps({"op": op, "seq": seq, **fields}) + "\n")
-                self.process.stdin.flush()
-            except (BrokenPipeError, OSError):
-                pass  # the reader thread records the death; `wait`/`check` raise it
+            # A broken pipe: the reader thread records the death; `wait`/`check` raise it.
+            self.child.send({"op": op, "seq": seq, **fields})
         return seq
 
     def wait(self, seq: int, timeout: float | None = None) -> dict[str, Any]:
@@ -172,16 +126,8 @@ class TrackingProcess:
             busy = self.pending or self._open_runs
             timeout = INTERRUPTED_REPLY_TIMEOUT if busy else IDLE_EXIT_TIMEOUT
         tracing.mark(f"tracking close: pending {self.pending}, wait up to {timeout:.0f} s")
-        with contextlib.suppress(OSError, ValueError):
-            assert self.process.stdin is not None
-            self.process.stdin.close()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            tracing.mark("tracking close: timed out, killing it")
-            self.process.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.process.wait(5)
+        if not self.child.close(timeout):
+            tracing.mark("tracking close: timed out, killed it")
         tracing.mark("tracking close: exited")
 
     def _raise_if_failed(self) -> None:
@@ -191,19 +137,11 @@ class TrackingProcess:
         if self._death is not None:
             raise TrackingError(self._death)
 
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        garbled: str | None = None
-        try:
-            for line in self.process.stdout:
-                self._receive(json.loads(line))
-        except (ValueError, KeyError, TypeError) as error:  # never a silent hang: a death
-            garbled = f"answered garbage ({type(error).__name__}: {error})"
-            self.process.kill()
-        code = self.process.wait()
+    def _ended(self, reason: str) -> None:
+        """The reader thread's last word: the process is gone (or answered garbage)."""
         with self._state:
             # A death already recorded (no answer in time: killed) keeps its reason.
-            self._death = self._death or garbled or _exit_reason(self.process.pid, code)
+            self._death = self._death or reason
             self._state.notify_all()
 
     def _receive(self, reply: dict[str, Any]) -> None:

@@ -34,7 +34,6 @@ from ppo_platform.tracking.liveness import owner_tags, this_process
 from ppo_platform.tracking.process import INTERRUPTED_REPLY_TIMEOUT, MetricRow
 from ppo_platform.tracking.process import TrackingProcess as TrackingProcess
 from ppo_platform.tracking.process import ack_listeners as ack_listeners
-from ppo_platform.tracking.process import spawn_child as spawn_child
 
 _process: TrackingProcess | None = None
 _process_pid: int | None = None

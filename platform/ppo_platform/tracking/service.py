@@ -30,6 +30,7 @@ from typing import IO, Any
 
 from ppo_platform import tracing
 from ppo_platform.errors import RunNotFoundError
+from ppo_platform.execution.child import answer_stream
 from ppo_platform.spec.names import check_run_id, path_inside
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
@@ -349,9 +350,7 @@ def serve(requests: IO[str], replies: IO[str]) -> None:
 def main() -> None:
     """Replies go on the stdout this process was given; anything a library prints there (MLflow
     prints "View run ..." links for tracking servers) goes to stderr instead."""
-    replies = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    sys.stdout = sys.stderr
+    replies = answer_stream()
     serve(sys.stdin, replies)
     # Everything is answered and durable (each store call commits; files are closed): skip the
     # interpreter's teardown of MLflow, SQLAlchemy and matplotlib (~0.6 s the trainer waits for).

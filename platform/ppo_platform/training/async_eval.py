@@ -9,13 +9,9 @@ ones before it closes the run (`collect(wait=True)`).
 
 from __future__ import annotations
 
-import contextlib
-import json
 import pickle
 import queue
-import subprocess
 import tempfile
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,8 +20,8 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
 from ppo_platform.envs.shipping import encode_factory
 from ppo_platform.errors import TrainingError
+from ppo_platform.execution.child import JsonLinesChild
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.tracking.remote import spawn_child
 from trainers.callbacks import PeriodicEvalCallback
 
 # The first line's key for a notebook user's env factory (cloudpickled, base64).
@@ -33,37 +29,31 @@ MAKE_ENV_KEY = "__make_env__"
 
 
 class EvalProcess:
-    """The evaluation process, fed snapshots; a reader thread queues its answers."""
+    """The evaluation process, fed snapshots; its answers are queued by the reader thread."""
 
     def __init__(self, spec: ExperimentSpec, make_env: Callable[[], Any] | None = None) -> None:
         first = spec.resolved()
         if make_env is not None:  # checked before the process starts
             first[MAKE_ENV_KEY] = encode_factory(make_env, "evaluation.async")
-        self.process = spawn_child("ppo_platform.training.eval_worker")
         self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.outstanding = 0
+        self._end = ""
+        module, who = "ppo_platform.training.eval_worker", "the evaluation process"
+        self.child = JsonLinesChild(module, who, self.answers.put, self._ended)
+        self.process = self.child.process
         self._send(first)
-        threading.Thread(target=self._read, name="eval-answers", daemon=True).start()
+
+    def _ended(self, reason: str) -> None:
+        self._end = reason
+        self.answers.put(None)  # end of answers: the process is gone
 
     def _send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        try:
-            self.process.stdin.write(json.dumps(message) + "\n")
-            self.process.stdin.flush()
-        except (BrokenPipeError, OSError) as error:
-            raise TrainingError(self._death()) from error
+        if not self.child.send(message):
+            self.process.wait()
+            raise TrainingError(self._death())
 
     def _death(self) -> str:
-        return f"the evaluation process exited ({self.process.wait()}); see its message above"
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        try:
-            for line in self.process.stdout:
-                self.answers.put(json.loads(line))
-        except ValueError:  # garbage on the answer pipe: treat it as a death, never a hang
-            self.process.kill()
-        self.answers.put(None)  # end of answers: the process is gone
+        return self._end or f"the evaluation process exited ({self.process.poll()})"
 
     def submit(self, step: int, model: Path, normalize: Path | None) -> None:
         self._send({"step": step, "model": str(model), "normalize": str(normalize or "")})
@@ -86,14 +76,7 @@ class EvalProcess:
 
     def close(self, timeout: float = 10.0) -> None:
         """End its input and wait for it to exit (killed if it does not within `timeout`)."""
-        with contextlib.suppress(OSError, ValueError):
-            if self.process.stdin is not None:
-                self.process.stdin.close()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        self.child.close(timeout)
 
 
 class AsyncEvalCallback(PeriodicEvalCallback):

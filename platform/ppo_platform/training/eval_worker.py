@@ -10,7 +10,6 @@ equal for the same snapshot. The snapshot files are deleted once evaluated.
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import IO, Any
 import numpy as np
 
 from ppo_platform.envs.shipping import decode_factory
+from ppo_platform.execution.child import answer_stream
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.spec.loader import validate_data
 from ppo_platform.training.algorithms import load_model
@@ -63,10 +63,7 @@ def serve(requests: IO[str], replies: IO[str]) -> None:
 def main() -> None:
     """Answers go on the stdout this process was given; anything an env or library prints there
     goes to stderr instead of corrupting the answers."""
-    answers = os.fdopen(os.dup(sys.stdout.fileno()), "w")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    sys.stdout = sys.stderr
-    serve(sys.stdin, answers)
+    serve(sys.stdin, answer_stream())
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from ppo_platform.errors import (
     SpecIssue,
     UnavailableError,
 )
-from ppo_platform.settings import Settings, masked_url
+from ppo_platform.settings import JOURNAL_SCHEME, Settings, masked_url
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.names import refuse_unknown_host
 from ppo_platform.tuning.space import grid_search_space, grid_size
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     import optuna
     from optuna.storages import BaseStorage
 
-JOURNAL_SCHEME = "journal:"
 HEARTBEAT_ATTR = "ppo_platform:heartbeat"
 FINGERPRINT_ATTR = "ppo_platform:fingerprint"
 PARENT_RUN_ATTR = "ppo_platform:mlflow_parent_run_id"
@@ -50,11 +49,8 @@ GRACE_SECONDS = 60
 
 
 def default_storage_url(settings: Settings) -> str:
-    """`optuna_storage_url` if set (a database every node reaches), else the journal file every
-    local study shares."""
-    if settings.optuna_storage_url:
-        return settings.optuna_storage_url
-    return f"{JOURNAL_SCHEME}{(settings.home / 'optuna' / 'studies.journal').resolve()}"
+    """The storage of studies (`Settings.optuna_storage`)."""
+    return settings.optuna_storage
 
 
 def redact(url: str) -> str:

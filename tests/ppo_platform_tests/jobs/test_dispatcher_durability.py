@@ -70,9 +70,12 @@ def flaky(tmp_path: Path) -> Any:
     store.close()
 
 
-def dispatcher(store: JobStore, tmp_path: Path, **service: Any) -> Dispatcher:
+def dispatcher(
+    store: JobStore, tmp_path: Path, max_attempts: int | None = None, **service: Any
+) -> Dispatcher:
     settings = ServiceSettings(jobs_concurrency=2, **service)
-    return Dispatcher(store, settings, tmp_path / "d.lock", executor=ScriptedExecutor())
+    executor = ScriptedExecutor()
+    return Dispatcher(store, settings, tmp_path / "d.lock", executor, max_attempts=max_attempts)
 
 
 def submit(store: JobStore) -> str:

@@ -73,7 +73,7 @@ def test_an_async_run_logs_the_same_evaluations_at_the_snapshot_steps(shared_hom
 
 
 def _eval_worker_pid() -> int:
-    """This process's evaluation process (`spawn_child`: a direct child)."""
+    """This process's evaluation process (`execution.child.spawn_child`: a direct child)."""
     me = os.getpid()
     for task in Path(f"/proc/{me}/task").iterdir():
         for child in (task / "children").read_text().split():
