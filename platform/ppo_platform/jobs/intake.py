@@ -9,6 +9,9 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from pydantic import TypeAdapter
+
+from ppo_platform.envs.vocabulary import WrapperSpec
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.jobs.store import Submission
 from ppo_platform.spec.env_ids import (
@@ -22,6 +25,9 @@ from ppo_platform.spec.loader import load_spec_text
 from ppo_platform.spec.resources import budget_refusals
 from ppo_platform.spec.rules import rollout_over_budget_issue, trained_steps
 
+# env.wrappers back from the JSON the remembered env check is keyed by.
+_WRAPPERS: TypeAdapter[list[Any]] = TypeAdapter(list[WrapperSpec])
+
 
 def kind_of(spec: ExperimentSpec) -> str:
     """run, sweep or tune: what the spec asks for follows from its sections."""
@@ -33,10 +39,12 @@ def kind_of(spec: ExperimentSpec) -> str:
 
 
 @lru_cache(maxsize=256)
-def _env_sizes(env_id: str, kwargs_json: str, source: str) -> tuple[int, int]:
+def _env_sizes(env_id: str, kwargs_json: str, wrappers_json: str, source: str) -> tuple[int, int]:
     """`check_env_usable`, remembered: the service sees the same few envs again and again and
-    need not create each once per submission (only envs that passed are remembered)."""
-    return check_env_usable(env_id, json.loads(kwargs_json), source)
+    need not create each once per submission (only envs that passed are remembered). The
+    wrappers are part of the key: they decide what the policy sees and whether the env fits."""
+    wrappers = _WRAPPERS.validate_python(json.loads(wrappers_json))
+    return check_env_usable(env_id, json.loads(kwargs_json), source, wrappers)
 
 
 def check_env_remembered(spec: ExperimentSpec, source: str) -> None:
@@ -45,7 +53,8 @@ def check_env_remembered(spec: ExperimentSpec, source: str) -> None:
     refuse_oversized_kwargs(spec.env.kwargs, source)
     refuse_importing_env(spec.env.id, spec.env.kwargs, source)
     kwargs = json.dumps(spec.env.kwargs, sort_keys=True, default=repr)
-    issues = budget_refusals(spec, *_env_sizes(spec.env.id, kwargs, source))
+    wrappers = json.dumps([w.model_dump(mode="json") for w in spec.env.wrappers], sort_keys=True)
+    issues = budget_refusals(spec, *_env_sizes(spec.env.id, kwargs, wrappers, source))
     if issues:
         raise SpecError(issues, source)
 

@@ -355,17 +355,19 @@ def resume_run(
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
     settings: Settings | None = None,
+    make_env: EnvMaker | None = None,
 ) -> RunResult:
-    """Continue `run_id` from its last checkpoint, into the same MLflow run."""
+    """Continue `run_id` from its last checkpoint, into the same MLflow run (`make_env`: the
+    notebook env factory the run was started with, as in `run_spec`)."""
     process = shared_tracking_process()
     settings = _prepare(settings)
     found = resumable(settings, run_id, recorded_folder(process, settings))
     spec, last, run_dir = found.spec, found.checkpoint, found.run_dir
-    env = build_train_env(spec, normalize_stats=last.normalize)
+    env = build_train_env(spec, normalize_stats=last.normalize, make_env=make_env)
     model = load_model(spec, str(last.model), env)  # on fresh envs, reset before the first step
     resumed = {tag.RESUMED_FROM_STEP: str(last.timesteps)}
     tracker = RemoteRun.reopen(process, settings, run_id, run_dir, resumed)
-    session = TrainingSession(spec, tracker, on_progress, cancel)
+    session = TrainingSession(spec, tracker, on_progress, cancel, make_env)
     return session.train(
-        model, build_eval_env(spec), spec.budget.total_timesteps - last.timesteps, fresh=False
+        model, build_eval_env(spec, make_env), spec.budget.total_timesteps - last.timesteps, False
     )

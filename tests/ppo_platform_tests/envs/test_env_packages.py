@@ -106,3 +106,15 @@ def test_envs_lists_the_ids_an_env_package_registers() -> None:
     assert result.exit_code == 0, result.output
     assert LOCAL_ENV in result.stdout.split()
     assert "CartPole-v1" not in result.stdout
+
+
+def test_env_packages_named_by_option_travel_with_ray_tasks(tmp_path: Path) -> None:
+    """--env-package adds to the setting in this process's environment, which is what a Ray
+    task's runtime env carries (the nodes import the same packages)."""
+    from ppo_platform.execution.ray_executor import forwarded_env
+
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(f"name: own\nenv: {LOCAL_ENV}\n")
+    result = CliRunner().invoke(app, ["validate", str(spec), "--env-package", LOCAL_MODULE])
+    assert result.exit_code == 0, result.output
+    assert forwarded_env()["PPO_PLATFORM_ENV_PACKAGES"] == LOCAL_MODULE

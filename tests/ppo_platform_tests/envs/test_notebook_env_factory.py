@@ -74,3 +74,22 @@ def test_an_image_env_trains_with_in_process_evaluation(
     assert result.status == "FINISHED"  # VecEnvWrapper but got DummyVecEnv" before
     assert result.final_eval_mean is not None and math.isfinite(result.final_eval_mean)
     assert 0.0 <= result.final_eval_mean <= 10.0
+
+
+def test_a_cancelled_factory_run_resumes_with_the_same_factory(shared_home: Path) -> None:
+    from ppo_platform.training.runner import resume_run
+
+    def make_short_cartpole() -> gymnasium.Env:  # type: ignore[type-arg]
+        return gymnasium.make("CartPole-v1", max_episode_steps=20)
+
+    cancel = threading.Event()
+    spec = _spec("MyNotebookEnv-v0", net_arch="[16]")
+    first = run_spec(
+        spec,
+        make_env=make_short_cartpole,
+        cancel=cancel,
+        on_progress=lambda event: cancel.set() if event.kind == "update" else None,
+    )
+    assert first.outcome == "cancelled" and first.timesteps == 64
+    resumed = resume_run(first.run_id, make_env=make_short_cartpole)
+    assert resumed.status == "FINISHED" and resumed.timesteps == 128

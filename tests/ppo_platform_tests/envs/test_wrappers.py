@@ -140,3 +140,13 @@ def test_the_atari_wrapper_on_a_game_that_skips_frames_itself_is_refused(
     assert issue.path == "env.wrappers.0"
     assert "16 frames per action" in issue.message
     assert "env.kwargs.frameskip: 1" in (issue.fix or "")
+
+
+def test_the_service_intake_checks_the_wrappers_too() -> None:
+    from ppo_platform.jobs.intake import parse_spec
+
+    spec = parse_spec(ATARI)  # the remembered env check is keyed by the wrappers as well
+    assert [w.name for w in spec.env.wrappers] == ["atari", "frame_stack"]
+    with pytest.raises(SpecError) as caught:
+        parse_spec("name: x\nenv: {id: CartPole-v1, wrappers: [atari]}\n")
+    assert caught.value.issues[0].path == "env.wrappers.0"
