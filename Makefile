@@ -6,8 +6,9 @@ BIN := $(VENV)/bin
 # CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
 SPEC ?= specs/cartpole.yaml
-# Extras installed into .venv; `ray` brings the Ray executor and its cluster tests.
-EXTRAS ?= dev,ray
+# Extras installed into .venv; `ray` brings the Ray executor and its cluster tests, `lm` the
+# language-model trainer (transformers, tokenizers) and its tests.
+EXTRAS ?= dev,ray,lm
 
 .PHONY: run test lint setup bench bench-zoo-venv bench-full
 
