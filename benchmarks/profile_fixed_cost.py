@@ -21,8 +21,8 @@ RUN = ["run", "specs/cartpole.yaml", "--set", "budget.total_timesteps=256", "--q
 EVAL_OFF = ["--set", "evaluation.every_timesteps=0", "--set", "evaluation.episodes=1"]
 # (label, file suffix, function name): what the training process pays before/after `learn`.
 STEPS = [
-    ("whole CLI command", "ppo_platform/cli.py", "run"),
-    ("start_guard: orphan reaper", "ppo_platform/cli.py", "start_guard"),
+    ("whole CLI command", "ppo_platform/cli/app.py", "run"),
+    ("start_guard: orphan reaper", "ppo_platform/cli/app.py", "start_guard"),
     ("  import mlflow (first import)", "mlflow/__init__.py", "<module>"),
     ("  MlflowClient + store open", "mlflow/tracking/client.py", "__init__"),
     ("import torch", "torch/__init__.py", "<module>"),
@@ -32,7 +32,7 @@ STEPS = [
     ("model.learn (256 steps)", "common/on_policy_algorithm.py", "learn"),
     ("_finish: final eval + saves + artifacts + close", "training/runner.py", "_finish"),
     ("  final evaluation", "trainers/evaluation.py", "evaluate_episodes"),
-    ("  plot (matplotlib import + render)", "training/plots.py", "plot_training_curves"),
+    ("  plot (matplotlib import + render)", "tracking/plots.py", "plot_training_curves"),
     ("  wait for the metrics writer (drain)", "tracking/writer.py", "drain"),
     ("  set_terminated + tags (_close)", "training/runner.py", "_close"),
 ]

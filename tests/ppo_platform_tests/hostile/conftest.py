@@ -1,4 +1,13 @@
-"""Fixtures of the hostile-input tests (helpers live in hostile_cli.py)."""
+"""Fixtures of the hostile-input tests (helpers live in hostile_cli.py).
+
+The hostile tests stay together, one class of attack per module; what each one guards:
+- test_paths: spec/names.py, tracking read paths, run folders
+- test_outputs: planner and tuning `--out` folders
+- test_interruptions: execution/signals.py, training/runner.py, sweeps
+- test_resources: spec/resources.py
+- test_tracebacks: cli/ and errors.py
+- test_smaller: spec/yaml_source.py, spec/loader.py, tracking/tags.py
+"""
 
 from __future__ import annotations
 

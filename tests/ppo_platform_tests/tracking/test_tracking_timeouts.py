@@ -16,7 +16,7 @@ from ppo_platform.settings import get_settings
 from ppo_platform.tracking import tags
 from ppo_platform.tracking.remote import RemoteRun, TrackingProcess
 from ppo_platform.tracking.writer import MetricsWriteError, WriterProcess
-from tests.ppo_platform_tests.test_runner import tiny_spec
+from tests.ppo_platform_tests.training.test_runner import tiny_spec
 
 
 def test_a_tracking_process_that_does_not_answer_fails_the_wait_naming_what_was_pending() -> None:

@@ -22,7 +22,7 @@ from trainers.a2c import MonitoredA2C
 from trainers.ppo import MonitoredPPO, epoch_kl_name
 from trainers.ppo_kl import MonitoredKLPPO
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CLASSES = {"ppo": MonitoredPPO, "ppo_kl": MonitoredKLPPO, "a2c": MonitoredA2C}
 QUANTILES = [f"train/ratio_{q}" for q in ("min", "p01", "p50", "p99", "max")]
 # Short real runs: a few thousand CartPole steps, evaluated once at the end.

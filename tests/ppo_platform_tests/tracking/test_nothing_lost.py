@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from mlflow.tracking import MlflowClient
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 # The training process: journals every metric row the tracking process acknowledged.
 TRAIN_WITH_JOURNAL = textwrap.dedent(

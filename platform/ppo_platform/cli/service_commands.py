@@ -1,6 +1,6 @@
 """`ppo-platform serve | keys | submit | status | cancel`: the service and its clients.
 
-Registered on the main Typer app by cli.py. `serve` names the app factory as a string (uvicorn
+Registered on the main Typer app by cli/app.py. `serve` names the app factory as a string (uvicorn
 imports `api.app:create_app`), so nothing under ppo_platform imports `api`.
 """
 
@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from ppo_platform.cli_output import fail
+from ppo_platform.cli.output import fail
 from ppo_platform.errors import EXIT_BAD_INPUT, EXIT_FAILED, PlatformError
 from ppo_platform.spec.loader import read_spec_text
 
@@ -90,7 +90,7 @@ def keys_revoke(name: Annotated[str, typer.Argument(help="The key's owner name."
 
 
 def _client(server: str | None):  # type: ignore[no-untyped-def]
-    from ppo_platform.client import API_KEY_ENV, DEFAULT_SERVER, SERVER_ENV, ApiClient
+    from ppo_platform.cli.http_client import API_KEY_ENV, DEFAULT_SERVER, SERVER_ENV, ApiClient
 
     key = os.environ.get(API_KEY_ENV)
     if not key:

@@ -19,7 +19,7 @@ from ppo_platform.training.async_eval import EvalProcess
 from ppo_platform.training.environments import build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.progress import ProgressEvent
 from ppo_platform.training.runner import run_spec
-from tests.ppo_platform_tests.test_runner import tiny_spec
+from tests.ppo_platform_tests.training.test_runner import tiny_spec
 from trainers.evaluation import evaluate_episodes
 
 

@@ -1,6 +1,6 @@
 """`ppo-platform import-zoo`: bring an rl-baselines3-zoo hyperparameter entry along as a spec.
 
-Registered on the main Typer app by cli.py.
+Registered on the main Typer app by cli/app.py.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from ppo_platform.cli_output import fail
+from ppo_platform.cli.output import fail
 from ppo_platform.errors import PlatformError
 
 

@@ -12,7 +12,7 @@ from ppo_platform.cli import app
 from ppo_platform.spec.experiment import ExperimentSpec, Schedule, flatten
 from ppo_platform.spec.loader import load_spec
 
-SPECS_DIR = Path(__file__).resolve().parents[2] / "specs"
+SPECS_DIR = Path(__file__).resolve().parents[3] / "specs"
 SHIPPED_SPECS = sorted(SPECS_DIR.rglob("*.yaml"))  # the lesson exercises in specs/exercises/ too
 
 # The documented defaults (SB3 and the lessons), by dotted path of the resolved spec.
@@ -166,7 +166,7 @@ def test_shipped_spec_validates(path):
 
 
 def test_cartpole_spec_has_rl_zoo_tuned_values():
-    spec = load_spec(Path(__file__).resolve().parents[2] / "specs" / "cartpole.yaml")
+    spec = load_spec(Path(__file__).resolve().parents[3] / "specs" / "cartpole.yaml")
     assert (spec.env.n_envs, spec.rollout.n_steps, spec.update.minibatch_size) == (8, 32, 256)
     assert spec.update.epochs == 20
     assert (spec.advantage.gamma, spec.advantage.gae_lambda) == (0.98, 0.8)

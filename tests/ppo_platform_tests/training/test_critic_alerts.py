@@ -16,7 +16,7 @@ from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec
 from ppo_platform.training.runner import run_spec
 
-CARTPOLE_SPEC = Path(__file__).resolve().parents[2] / "specs" / "cartpole.yaml"
+CARTPOLE_SPEC = Path(__file__).resolve().parents[3] / "specs" / "cartpole.yaml"
 SCALED_ENV_ID = "ppo_platform_tests/CartPoleRewardsTimes1e4-v0"
 
 

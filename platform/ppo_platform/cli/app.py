@@ -14,9 +14,9 @@ from typing import Annotated, NoReturn
 import typer
 
 from ppo_platform import tracing
-from ppo_platform.cli_interop import register as register_interop_commands
-from ppo_platform.cli_output import bad_option, fail
-from ppo_platform.cli_service import register as register_service_commands
+from ppo_platform.cli.interop_commands import register as register_interop_commands
+from ppo_platform.cli.output import bad_option, fail
+from ppo_platform.cli.service_commands import register as register_service_commands
 from ppo_platform.errors import (
     EXIT_BAD_INPUT as EXIT_BAD_INPUT,  # re-exported with EXIT_OK: tests compare exit codes
 )
@@ -385,7 +385,3 @@ def main() -> None:
         if _run_closed and isinstance(done.code, int | None):
             exit_now(done.code or 0)  # skips the interpreter's teardown (process_exit.py)
         raise
-
-
-if __name__ == "__main__":
-    main()

@@ -10,7 +10,7 @@ import pytest
 from ppo_platform.spec.loader import load_spec
 from ppo_platform.sweeps import expand_sweep
 
-EXERCISES = Path(__file__).resolve().parents[2] / "specs" / "exercises"
+EXERCISES = Path(__file__).resolve().parents[3] / "specs" / "exercises"
 EXERCISE_SPECS = sorted(EXERCISES.glob("*.yaml"))
 
 

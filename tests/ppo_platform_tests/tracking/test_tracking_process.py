@@ -20,9 +20,9 @@ from ppo_platform.tracking import tags
 from ppo_platform.tracking.remote import shared_tracking_process
 from ppo_platform.training.progress import ProgressEvent
 from ppo_platform.training.runner import run_spec
-from tests.ppo_platform_tests.test_runner import tiny_spec
+from tests.ppo_platform_tests.training.test_runner import tiny_spec
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CHILD_ENV = {"PYTHONPATH": f"{REPO / 'platform'}{os.pathsep}{REPO}"}
 
 
