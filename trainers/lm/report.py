@@ -17,20 +17,24 @@ def sequence_kl(batch: RolloutBatch, estimator: KLEstimator) -> Tensor:
     return torch.where(batch.action_mask, kl, 0.0).sum(1)
 
 
-def rollout_metrics(batch: RolloutBatch, estimator: KLEstimator, beta: float) -> dict[str, float]:
+def rollout_metrics(
+    batch: RolloutBatch, estimator: KLEstimator, beta: float, has_reference: bool = True
+) -> dict[str, float]:
     """lm/reward_mean, lm/kl_ref, lm/response_length (and `/<task>` each), critic fit."""
     kl = sequence_kl(batch, estimator)
     lengths = batch.response_lengths.double()
     per_sequence = {
         "lm/reward_mean": batch.scores.double(),
-        "lm/kl_ref": kl.double(),
         "lm/response_length": lengths,
     }
+    if has_reference:  # without one there is no KL to report (not a KL of 0)
+        per_sequence["lm/kl_ref"] = kl.double()
     metrics = {name: float(values.mean()) for name, values in per_sequence.items()}
     metrics["lm/reward_std"] = float(batch.scores.double().std(correction=0))
-    metrics["lm/kl_ref_per_token"] = float(kl.sum() / lengths.sum().clamp(min=1))
-    metrics["lm/kl_penalty_mean"] = float(-beta * kl.double().mean())
-    metrics["lm/kl_beta"] = float(beta)
+    if has_reference:
+        metrics["lm/kl_ref_per_token"] = float(kl.sum() / lengths.sum().clamp(min=1))
+        metrics["lm/kl_penalty_mean"] = float(-beta * kl.double().mean())
+        metrics["lm/kl_beta"] = float(beta)
     names, index = batch.task_index()
     for i, name in enumerate(names):
         rows = index == i

@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from .errors import LMTrainerError
 
 MAX_PATTERN_LENGTH = 200
@@ -192,15 +190,17 @@ class RewardModel:
         self.model.config.pad_token_id = self.tokenizer.pad_token_id
         self.batch_size = batch_size
 
-    @torch.no_grad()
     def score(self, samples: Sequence[Sample]) -> list[float]:
+        import torch
+
         scores: list[float] = []
         for start in range(0, len(samples), self.batch_size):
             chunk = samples[start : start + self.batch_size]
             encoded = self.tokenizer(
                 [s.prompt + s.response for s in chunk], return_tensors="pt", padding=True
             )
-            scores += self.model(**encoded).logits[:, 0].float().tolist()
+            with torch.no_grad():
+                scores += self.model(**encoded).logits[:, 0].float().tolist()
         return scores
 
 

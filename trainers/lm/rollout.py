@@ -99,7 +99,10 @@ def collect_rollout(
         generation.action_mask,
     )
     terms = policy(ids, attention)  # the old-training policy, recomputed on the training side
-    ref_log_probs = reference_log_probs(reference, ids, attention)
+    # No reference (no KL penalty): the old policy stands in, so every KL term is exactly 0.
+    ref_log_probs = (
+        terms.log_probs if reference is None else reference_log_probs(reference, ids, attention)
+    )
     samples = [
         Sample(p.prompt, text, p.reference, int(n), p.task)
         for p, text, n in zip(prompts, responses, actions.sum(1).tolist(), strict=True)

@@ -49,11 +49,13 @@ class LMPPOTrainer:
         *,
         reward: ProgrammaticReward | RewardModel,
         reference_path: str | Path | None = None,
+        use_reference: bool = True,
         sampling: SamplingSettings | None = None,
         update: UpdateSettings | None = None,
         rollout: RolloutSettings | None = None,
         batch_size: int = 16,
         learning_rate: float = 1e-5,
+        learning_rate_end: float | None = None,
         kl_beta: float = 0.05,
         kl_estimator: KLEstimator = "k1",
         kl_target: float | None = None,
@@ -67,6 +69,10 @@ class LMPPOTrainer:
             )
         if not (math.isfinite(kl_beta) and kl_beta >= 0):
             raise LMTrainerError(f"kl_beta must be a finite number >= 0, got {kl_beta!r}")
+        if not use_reference and (kl_beta > 0 or kl_target is not None):
+            raise LMTrainerError(
+                "a KL penalty (kl_beta > 0 or kl_target) needs a reference; use_reference=True"
+            )
         self.sampling = sampling or SamplingSettings()
         self.settings = update or UpdateSettings()
         self.rollout_settings = rollout or RolloutSettings(
@@ -80,18 +86,19 @@ class LMPPOTrainer:
         self.tokenizer = load_tokenizer(policy_path)
         self.policy = PolicyWithValueHead(load_causal_lm(policy_path))
         self.policy.eval()  # dropout off: the ratio is 1 before the first step, as it must be
-        self.reference = (
-            frozen_copy(self.policy.lm)
-            if reference_path is None
-            else frozen_copy(load_causal_lm(reference_path))
-        )
+        self.reference: Any = None
+        if use_reference:
+            self.reference = frozen_copy(
+                self.policy.lm if reference_path is None else load_causal_lm(reference_path)
+            )
         self.reward = reward
         self.kl_controller = (
             AdaptiveKLController(kl_beta, kl_target, kl_rule) if kl_target is not None else None
         )
-        self.fixed_beta = kl_beta
+        self.fixed_beta, self.listeners = kl_beta, list(update_listeners)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=learning_rate)
-        self.listeners: list[UpdateListener] = list(update_listeners)
+        self.learning_rate = (learning_rate, learning_rate_end)
+        self.planned_updates = 0  # set by learn(): a linear learning rate decays over them
         self.stop_condition: Callable[[], bool] | None = None
         self.n_updates = 0
         self.n_sequences = 0
@@ -136,9 +143,15 @@ class LMPPOTrainer:
     def step(self, prompts: Sequence[PromptRecord]) -> dict[str, float]:
         """One rollout and its update; beta adapts to the rollout's KL; listeners are called."""
         beta = self.beta
+        start, end = self.learning_rate
+        if end is not None and self.planned_updates:
+            progress = min(self.n_updates / self.planned_updates, 1.0)
+            for group in self.optimizer.param_groups:
+                group["lr"] = start + (end - start) * progress
         batch = self.collect(prompts)
         self.last_batch = batch
-        metrics = rollout_metrics(batch, self.kl_estimator, beta)
+        metrics = rollout_metrics(batch, self.kl_estimator, beta, self.reference is not None)
+        metrics["train/learning_rate"] = float(self.optimizer.param_groups[0]["lr"])
         metrics.update(self.update(batch))
         self.n_updates += 1
         self.n_sequences += batch.size
@@ -164,6 +177,7 @@ class LMPPOTrainer:
         if not prompts:
             raise LMTrainerError("prompts is empty; pass at least one PromptRecord")
         self.check_prompts(prompts)
+        self.planned_updates = self.n_updates + n_updates
         for _ in range(n_updates):
             if self.stop_condition is not None and self.stop_condition():
                 return

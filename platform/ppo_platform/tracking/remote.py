@@ -22,6 +22,7 @@ from typing import Any
 from ppo_platform.errors import TrackingError
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
+from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.loader import dump_spec
 from ppo_platform.tracking.liveness import this_process
 from ppo_platform.tracking.process import INTERRUPTED_REPLY_TIMEOUT
@@ -89,7 +90,7 @@ class RemoteRun:
         cls,
         process: TrackingProcess,
         settings: Settings,
-        spec: ExperimentSpec,
+        spec: ExperimentSpec | LMExperimentSpec,
         *,
         parent_run_id: str | None = None,
         tags: dict[str, str] | None = None,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
+from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.names import path_inside
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
@@ -56,14 +57,19 @@ def ensure_experiment(client: MlflowClient, name: str, artifact_root: Path | Non
 
 
 def run_tags(
-    spec: ExperimentSpec, parent_run_id: str | None = None, tags: dict[str, str] | None = None
+    spec: ExperimentSpec | LMExperimentSpec,
+    parent_run_id: str | None = None,
+    tags: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """The tags a new run of `spec` starts with; this process is recorded as its owner."""
     run_tags = {
         tag.RUN_NAME: spec.name,
         tag.SPEC_HASH: spec.spec_hash(),
         tag.ALGORITHM: spec.algorithm,
-        tag.ENV_ID: spec.env.id,
+        # An LM run has no env: its policy folder says what it trains.
+        tag.ENV_ID: spec.env.id
+        if isinstance(spec, ExperimentSpec)
+        else f"lm:{spec.lm.model.policy}",
         **spec.tracking.tags,
         **(tags or {}),
         **owner_tags(),
