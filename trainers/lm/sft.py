@@ -64,7 +64,7 @@ def supervised_fine_tune(
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         schedule.step()
-        loss_value = float(out.loss)
+        loss_value = float(out.loss.detach())
         if on_step is not None:
             on_step(step, loss_value)
     model.eval()

@@ -161,6 +161,7 @@ class LMPPOTrainer:
 
             raise NonFiniteError(f"non-finite values after update {self.n_updates}: {bad}")
         if self.kl_controller is not None:
+            metrics["lm/kl_target"] = self.kl_controller.target
             self.kl_controller.update(metrics["lm/kl_ref"])
         for listener in self.listeners:
             listener(self, metrics)

@@ -24,7 +24,7 @@ def init_demo(
     sft_steps: Annotated[
         int,
         typer.Option(min=1, max=100_000, help="Supervised fine-tuning steps (64 prompts each)."),
-    ] = 300,
+    ] = 150,
     seed: Annotated[
         int, typer.Option(min=0, help="Seed of the model's initialisation and SFT.")
     ] = 0,

@@ -40,10 +40,10 @@ from ppo_platform.spec.yaml_source import (
 MAX_ISSUES = 10
 LM_ELSEWHERE = SpecIssue(
     "algorithm",
-    "ppo_lm specs are taken by `ppo-platform validate`, `run` and the jobs API; this command "
-    "takes gymnasium specs only.",
+    "ppo_lm specs are taken by `ppo-platform validate` and `ppo-platform run` only (not yet "
+    "by sweep, tune, plan or the jobs API).",
     "ppo_lm",
-    fix="run it with `ppo-platform run <spec>` (or POST it to /experiments).",
+    fix="run it with `ppo-platform run <spec>`.",
 )
 
 __all__ = [

@@ -70,7 +70,7 @@ def greedy_accuracy(model_dir: Path, records: list[dict[str, str]]) -> float:
 
 def init_demo(
     settings: Settings | None = None,
-    sft_steps: int = 300,
+    sft_steps: int = 150,
     seed: int = 0,
     force: bool = False,
     on_step: Callable[[int, float], None] | None = None,
