@@ -6,11 +6,12 @@ BIN := $(VENV)/bin
 # CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
 SPEC ?= specs/cartpole.yaml
-# Extras installed into .venv; `ray` brings the Ray executor and its cluster tests, `lm` the
-# language-model trainer (transformers, tokenizers) and its tests.
-EXTRAS ?= dev,ray,lm
+# Extras installed into .venv; `ray` brings the Ray executor and its cluster tests, `docs` the
+# MkDocs site the tests build (`mkdocs build --strict`), `lm` the language-model trainer
+# (transformers, tokenizers) and its tests.
+EXTRAS ?= dev,ray,docs,lm
 
-.PHONY: run test lint setup bench bench-zoo-venv bench-full
+.PHONY: run test lint setup docs bench bench-zoo-venv bench-full
 
 setup: $(VENV)/.installed
 
@@ -27,6 +28,10 @@ run: setup
 test: setup
 	$(BIN)/python -m pytest
 
+# The documentation site (mkdocs.yml) into site/; `.venv/bin/mkdocs serve` to read it while editing.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 # mypy's files and the import contract are declared in pyproject.toml. The source roots go
 # first on the path so lint-imports analyses this tree, whatever .venv has installed.
 lint: setup
@@ -36,7 +41,8 @@ lint: setup
 	PYTHONPATH=platform:. $(BIN)/lint-imports
 
 # Whole-process benchmark, quick set (256 + 20k env steps, 3 rounds; < 15 min on 2 cores), into
-# benchmarks/results/whole_process_quick.*: whole_process.* holds the full 5-round reference.
+# benchmarks/results/whole_process_quick.*, a local check that is not committed (.gitignore):
+# whole_process.* holds the current full 5-round result.
 # rl-baselines3-zoo lives only in its own venv, never in the project's dependencies.
 ZOO_VENV ?= benchmarks/.venv-zoo
 bench: setup

@@ -104,7 +104,7 @@ export PPO_TEST_POSTGRES_URL=postgresql://ppo@127.0.0.1:$PG_PORT/postgres
 export PPO_TEST_MLFLOW_URI=http://127.0.0.1:$MLFLOW_PORT
 export PPO_TEST_RAY_ADDRESS=127.0.0.1:$RAY_PORT
 EOF
-    # The platform's own settings for using these services (README: multi-node).
+    # The platform's own settings for using these services (docs/guides/cluster.md).
     cat >"$DIR/platform.env" <<EOF
 export PPO_PLATFORM_EXECUTOR=ray
 export PPO_PLATFORM_RAY_ADDRESS=127.0.0.1:$RAY_PORT

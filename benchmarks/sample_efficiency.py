@@ -47,7 +47,7 @@ VARIANTS = ("planner", "zoo")
 
 # env: (budget here, zoo budget, solve threshold, where the threshold comes from)
 ENVS: dict[str, tuple[int, int, float, str]] = {
-    "Pendulum-v1": (100_000, 100_000, -200.0, "issue 14"),
+    "Pendulum-v1": (100_000, 100_000, -200.0, "the project's target"),
     "CartPole-v1": (100_000, 100_000, 475.0, "gymnasium reward_threshold"),
     "Acrobot-v1": (100_000, 1_000_000, -100.0, "gymnasium reward_threshold"),
     "MountainCarContinuous-v0": (20_000, 20_000, 90.0, "gymnasium reward_threshold"),
@@ -77,7 +77,8 @@ NOTES = (
     "(1e5) or 256 (1e6), GAE(0.95) and normalized rewards (`planner/reward_probe.py`); before, "
     "Acrobot-v1 planned gamma 0.98, T = 32, lambda 0.8 and reached -98.2 +- 10.8 (1/3 seeds at "
     "-100, commit 620cfd7). Pendulum-v1's planner row is the rule without normalization for "
-    "unit-scale observations (`pendulum_planner_rule.md`).",
+    "unit-scale observations (its before/after comparison is in the git history of "
+    "benchmarks/results/).",
     "Wall times are not comparable between rows: the machine's load (other engineers' jobs) "
     "changed from run to run (load column).",
 )

@@ -7,7 +7,7 @@ child (the largest single process of its tree; the same numbers `/usr/bin/time -
 Medians with min and max. All tools use specs/cartpole.yaml's values (rl-zoo's tuned CartPole
 PPO), one torch thread, seed 0.
 
-    # `make bench`, the quick set:
+    # `make bench`, the quick set (a local check, not committed):
     python benchmarks/whole_process.py --steps 256 20000 --pairs 3 --out whole_process_quick
     # the full set (results/whole_process.md):
     python benchmarks/whole_process.py --steps 256 20000 100000 --pairs 5

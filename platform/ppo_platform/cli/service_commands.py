@@ -31,7 +31,7 @@ def serve(
 ) -> None:
     """Run the REST API (and the job dispatcher) with uvicorn.
 
-    Settings from the environment (all in the README, Settings):
+    Settings from the environment (all in the settings reference of the documentation):
     PPO_PLATFORM_INTAKE_WORKERS: processes validating submitted specs (0: threads).
     PPO_PLATFORM_JOB_NICE: niceness of job processes (default 10: the API goes first).
     PPO_PLATFORM_JOBS_CONCURRENCY, PPO_PLATFORM_JOBS_DATABASE_URL: jobs at once, job store.

@@ -39,10 +39,10 @@ class SweepSpec(StrictModel):
 
 
 class FloatDistribution(StrictModel):
-    type: Literal["float"]
-    low: float
-    high: float
-    log: bool = False
+    type: Literal["float"] = Field(description="A real number between `low` and `high`.")
+    low: float = Field(description="Smallest value sampled.")
+    high: float = Field(description="Largest value sampled.")
+    log: bool = Field(False, description="Sample on a log scale (e.g. a learning rate).")
 
     @model_validator(mode="after")
     def _ordered(self) -> FloatDistribution:
@@ -54,11 +54,11 @@ class FloatDistribution(StrictModel):
 
 
 class IntDistribution(StrictModel):
-    type: Literal["int"]
-    low: int
-    high: int
-    step: int = Field(1, ge=1)
-    log: bool = False
+    type: Literal["int"] = Field(description="An integer between `low` and `high`.")
+    low: int = Field(description="Smallest value sampled.")
+    high: int = Field(description="Largest value sampled (inclusive).")
+    step: int = Field(1, ge=1, description="Spacing of the values sampled.")
+    log: bool = Field(False, description="Sample on a log scale.")
 
     @model_validator(mode="after")
     def _ordered(self) -> IntDistribution:
@@ -70,8 +70,8 @@ class IntDistribution(StrictModel):
 
 
 class CategoricalDistribution(StrictModel):
-    type: Literal["categorical"]
-    choices: list[GridValue] = Field(min_length=1)
+    type: Literal["categorical"] = Field(description="One of a list of values.")
+    choices: list[GridValue] = Field(min_length=1, description="The values to choose from.")
 
 
 Distribution = Annotated[
@@ -80,13 +80,17 @@ Distribution = Annotated[
 
 
 class SamplerSpec(StrictModel):
-    type: Literal["tpe", "random", "cmaes", "grid"] = "tpe"
+    type: Literal["tpe", "random", "cmaes", "grid"] = Field(
+        "tpe", description="Optuna sampler: TPE, random search, CMA-ES, or the full grid."
+    )
     seed: int = Field(0, ge=0, description="Sampler seed (pinned: Optuna's defaults change).")
     n_startup_trials: int = Field(5, ge=0, description="Random trials before TPE/CMA-ES model.")
 
 
 class PrunerSpec(StrictModel):
-    type: Literal["median", "successive_halving", "hyperband", "none"] = "median"
+    type: Literal["median", "successive_halving", "hyperband", "none"] = Field(
+        "median", description="Optuna pruner that stops unpromising trials early (`none`: off)."
+    )
     n_startup_trials: int = Field(5, ge=0, description="Trials completed before pruning starts.")
     n_warmup_evaluations: int = Field(
         1,
@@ -107,14 +111,21 @@ class TuneSpec(StrictModel):
         description="`final_eval_return`: mean eval return at the end; `eval_auc`: mean of the "
         "eval curve (rewards fast learners).",
     )
-    direction: Literal["maximize", "minimize"] = "maximize"
-    n_trials: int = Field(20, ge=1, le=100_000)
+    direction: Literal["maximize", "minimize"] = Field(
+        "maximize", description="Whether a higher or a lower metric is better."
+    )
+    n_trials: int = Field(20, ge=1, le=100_000, description="Trials the study runs in all.")
     timeout: float | None = Field(None, gt=0, description="Stop starting trials after this many s.")
     seeds_per_trial: int = Field(1, ge=1, le=20, description="Seeds each trial is scored over.")
     aggregate: Literal["mean", "quantile"] = Field(
         "mean", description="How a trial's seeds combine: mean, or the `quantile` (pessimistic)."
     )
-    quantile: float = Field(0.25, ge=0, le=1)
+    quantile: float = Field(
+        0.25,
+        ge=0,
+        le=1,
+        description="With `aggregate: quantile`: 0 scores a trial by its worst seed.",
+    )
     sampler: SamplerSpec = Field(default_factory=SamplerSpec)
     pruner: PrunerSpec = Field(default_factory=PrunerSpec)
     space: dict[DottedPath, Distribution] = Field(
