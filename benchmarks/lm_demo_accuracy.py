@@ -48,9 +48,10 @@ def main() -> None:
     started = time.perf_counter()
     demo = init_demo(get_settings())
     _, heldout = split_records()
+    client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
+    client.search_experiments()  # creates the store once: parallel first writers collide
     processes = {seed: run_seed(home, seed) for seed in args.seeds}
     outputs = {seed: p.communicate()[0] for seed, p in processes.items()}
-    client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
     rows = []
     for run in client.search_runs(
         [e.experiment_id for e in client.search_experiments() if e.name == "lm-arithmetic"]

@@ -30,7 +30,7 @@ class RolloutSettings:
     """How a rollout turns samples into advantages."""
 
     gamma: float = 1.0  # seed 002's RLHF row: no discount within a response
-    gae_lambda: float = 0.95
+    gae_lambda: float = 1.0  # < 1 with an untrained critic pushes against first tokens
     kl_estimator: KLEstimator = "k1"
     normalize_advantage: bool = True
     advantage_scope: str = "batch"

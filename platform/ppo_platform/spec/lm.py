@@ -147,8 +147,9 @@ class LMExperimentSpec(StrictModel):
     )
     surrogate: SurrogateSpec = Field(default_factory=lambda: SurrogateSpec(clip_value=0.2))
     advantage: AdvantageSpec = Field(
-        default_factory=lambda: AdvantageSpec(gamma=1.0, gae_lambda=0.95),
-        description="GAE over response tokens; seed 002's RLHF row: gamma 1.0.",
+        default_factory=lambda: AdvantageSpec(gamma=1.0, gae_lambda=1.0),
+        description="GAE over response tokens; seed 002's RLHF row: gamma 1.0; lambda 1.0 "
+        "(equal scores then give equal advantages, see docs/guides/language-models.md).",
     )
     budget: LMBudgetSpec = Field(default_factory=LMBudgetSpec)
     diagnostics: DiagnosticsSpec = Field(default_factory=DiagnosticsSpec)
@@ -156,10 +157,14 @@ class LMExperimentSpec(StrictModel):
     tracking: TrackingSpec = Field(default_factory=TrackingSpec)
     tune: TuneSpec | None = Field(None, description="Optional Optuna study (ppo-platform tune).")
 
-    @field_validator("update")
+    @field_validator("surrogate")
     @classmethod
-    def _minibatch_of_responses(cls, update: UpdateSpec) -> UpdateSpec:
-        return update
+    def _constant_clip_range(cls, surrogate: SurrogateSpec) -> SurrogateSpec:
+        if surrogate.clip_epsilon.schedule != "constant":
+            raise ValueError(
+                "ppo_lm keeps the clip range constant; set surrogate.clip_epsilon to a number"
+            )
+        return surrogate
 
     @property
     def experiment_name(self) -> str:

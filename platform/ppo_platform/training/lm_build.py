@@ -94,6 +94,11 @@ def build_trainer(spec: LMExperimentSpec, settings: Settings) -> Any:
         rollout=rollout,
         batch_size=lm.prompts_per_update,
         learning_rate=spec.update.learning_rate.start,
+        learning_rate_end=(
+            spec.update.learning_rate.end
+            if spec.update.learning_rate.schedule == "linear"
+            else None
+        ),
         kl_beta=lm.kl.beta,
         kl_estimator=lm.kl.estimator,
         kl_target=lm.kl.target,

@@ -215,3 +215,10 @@ def test_the_shipped_spec_passes_schema_and_rules(lm_dir):
     with pytest.raises(SpecError) as caught:  # the demo is not built in this LM folder
         load_any_spec(REPO / "specs" / "lm_arithmetic.yaml")
     assert caught.value.issues[0].path == "lm.model.policy"
+
+
+def test_a_clip_schedule_is_refused_for_lm_specs(lm_dir):
+    data = spec_with()
+    data["surrogate"] = {"clip_epsilon": {"start": 0.2, "schedule": "linear"}}
+    (issue,) = issues_of(data)
+    assert issue.path == "surrogate" and "constant" in issue.message

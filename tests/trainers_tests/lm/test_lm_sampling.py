@@ -91,3 +91,11 @@ def test_prompts_longer_than_the_model_positions_are_refused(make_trainer, promp
     )
     with pytest.raises(LMTrainerError, match="positions"):
         trainer.learn(prompts, n_updates=1)
+
+
+def test_a_linear_learning_rate_decays_over_the_planned_updates(make_trainer, prompts):
+    trainer = make_trainer(learning_rate=1e-3, learning_rate_end=0.0)
+    seen = []
+    trainer.add_update_listener(lambda t, m: seen.append(m["train/learning_rate"]))
+    trainer.learn(prompts, n_updates=4)
+    assert seen == pytest.approx([1e-3, 0.75e-3, 0.5e-3, 0.25e-3])
