@@ -66,6 +66,14 @@ def validate_any(
     return validate_data(data, positions, source)
 
 
+def stored_spec(data: Any) -> AnySpec:
+    """A job's stored (resolved) spec, for display: an LM spec's files were checked when it
+    was submitted and are not looked at again here."""
+    if is_lm_data(data):
+        return LMExperimentSpec.model_validate(data)
+    return validate_data(data)
+
+
 def load_any_spec_text(
     text: str, source: str | None = None, overrides: Iterable[str] = (), from_outside: bool = False
 ) -> AnySpec:
@@ -83,4 +91,11 @@ def load_any_spec(path: str | Path, overrides: Iterable[str] = ()) -> AnySpec:
     return load_any_spec_text(read_spec_text(path), str(path), overrides)
 
 
-__all__ = ["AnySpec", "SpecIssue", "load_any_spec", "validate_any", "validate_lm_data"]
+__all__ = [
+    "AnySpec",
+    "SpecIssue",
+    "load_any_spec",
+    "stored_spec",
+    "validate_any",
+    "validate_lm_data",
+]

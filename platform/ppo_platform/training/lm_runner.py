@@ -49,9 +49,16 @@ class LMTrainingSession:
         self.trainer: Any = None
         self.eval_prompts: list[Any] = []
         self._started = time.perf_counter()
+        self._announced = False
 
     def _event(self, kind: EventKind, **fields: Any) -> None:
         updates = self.trainer.n_updates if self.trainer is not None else 0
+        if not self._announced:  # `started` first, with the run id (the job service keeps it)
+            self._announced = True
+            run_id = self.tracker.run_id
+            self.on_progress(
+                ProgressEvent("started", updates, self.spec.budget.updates, run_id=run_id)
+            )
         self.on_progress(ProgressEvent(kind, updates, self.spec.budget.updates, **fields))
 
     def on_update(self, trainer: Any, metrics: dict[str, float]) -> None:
