@@ -22,6 +22,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
+SAMPLES = 4  # sampled responses per held-out prompt (temperature 1, as PPO samples)
 
 
 def run_seed(home: Path, seed: int) -> subprocess.Popen[str]:
@@ -43,13 +44,14 @@ def main() -> None:
     from mlflow.tracking import MlflowClient
 
     from ppo_platform.settings import get_settings
-    from ppo_platform.training.lm_demo import greedy_accuracy, init_demo, split_records
+    from ppo_platform.training.lm_demo import heldout_accuracy, init_demo, split_records
 
     started = time.perf_counter()
     demo = init_demo(get_settings())
     _, heldout = split_records()
     client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
     client.search_experiments()  # creates the store once: parallel first writers collide
+    sft_sampled = heldout_accuracy(demo.model, heldout, greedy=False, samples=SAMPLES)
     processes = {seed: run_seed(home, seed) for seed in args.seeds}
     outputs = {seed: p.communicate()[0] for seed, p in processes.items()}
     rows = []
@@ -65,7 +67,11 @@ def main() -> None:
                 "seed": seed,
                 "status": run.info.status,
                 "sft_accuracy": demo.sft_accuracy,
-                "ppo_accuracy": greedy_accuracy(final, heldout),
+                "ppo_accuracy": heldout_accuracy(final, heldout, greedy=True),
+                "sft_sampled_accuracy": sft_sampled,
+                "ppo_sampled_accuracy": heldout_accuracy(
+                    final, heldout, greedy=False, samples=SAMPLES
+                ),
                 "reward_first_fifth": sum(rewards[:fifth]) / fifth,
                 "reward_last_fifth": sum(rewards[-fifth:]) / fifth,
                 "kl_ref_final": run.data.metrics.get("lm/kl_ref"),
@@ -90,13 +96,17 @@ def main() -> None:
         f" (2 shared CPU cores, load average {load[0]:.1f} at the end; wall "
         f"{result['wall_seconds']:.0f} s, the seeds' runs in parallel).",
         "",
-        "| seed | SFT accuracy | PPO accuracy | lm/reward_mean first fifth | last fifth | "
-        "final lm/kl_ref |",
-        "|---|---|---|---|---|---|",
+        "Accuracy on the 200 held-out prompts: greedy, and sampled at temperature 1 (4 samples "
+        "per prompt; what PPO optimises). lm/reward_mean is the training rollouts' mean reward.",
+        "",
+        "| seed | SFT greedy | PPO greedy | SFT sampled | PPO sampled | reward first fifth | "
+        "last fifth | final lm/kl_ref (target 2.0) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         lines.append(
             f"| {r['seed']} | {r['sft_accuracy']:.3f} | {r['ppo_accuracy']:.3f} | "
+            f"{r['sft_sampled_accuracy']:.3f} | {r['ppo_sampled_accuracy']:.3f} | "
             f"{r['reward_first_fifth']:.3f} | {r['reward_last_fifth']:.3f} | "
             f"{r['kl_ref_final']:.3f} |"
         )

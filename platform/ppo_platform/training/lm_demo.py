@@ -58,13 +58,21 @@ def write_jsonl(path: Path, records: list[dict[str, str]]) -> Path:
 
 def greedy_accuracy(model_dir: Path, records: list[dict[str, str]]) -> float:
     """Share of records whose greedy response equals the answer."""
+    return heldout_accuracy(model_dir, records, greedy=True)
+
+
+def heldout_accuracy(
+    model_dir: Path, records: list[dict[str, str]], greedy: bool, samples: int = 1, seed: int = 0
+) -> float:
+    """Share of responses equal to the answer: greedy, or `samples` sampled ones per record at
+    temperature 1 (the distribution PPO trains)."""
     from trainers.lm.rewards import build_reward
     from trainers.lm.rollout import PromptRecord
     from trainers.lm.trainer import LMPPOTrainer
 
-    trainer = LMPPOTrainer(model_dir, reward=build_reward("exact_answer"))
-    prompts = [PromptRecord(r["prompt"], r["answer"], r["task"]) for r in records]
-    responses = trainer.respond(prompts)
+    trainer = LMPPOTrainer(model_dir, reward=build_reward("exact_answer"), seed=seed)
+    prompts = [PromptRecord(r["prompt"], r["answer"], r["task"]) for r in records] * samples
+    responses = trainer.respond(prompts, greedy=greedy)
     return sum(r == p.reference for r, p in zip(responses, prompts, strict=True)) / len(prompts)
 
 
