@@ -7,9 +7,10 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 SPEC ?= specs/cartpole.yaml
 # Extras installed into .venv; `ray` brings the Ray executor and its cluster tests, `docs` the
-# MkDocs site the tests build (`mkdocs build --strict`), `lm` the language-model trainer
+# MkDocs site the tests build (`mkdocs build --strict`), `atari` and `mujoco` the ALE games and
+# MuJoCo envs that tests/ppo_platform_tests/envs trains, `lm` the language-model trainer
 # (transformers, tokenizers) and its tests.
-EXTRAS ?= dev,ray,docs,lm
+EXTRAS ?= dev,ray,docs,atari,mujoco,lm
 
 .PHONY: run test lint setup docs bench bench-zoo-venv bench-full
 

@@ -7,14 +7,46 @@ the working directory once, when the settings are built, so no module depends on
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_MAX_ATTEMPTS = 3
+# Env packages are imported by name: dotted Python identifiers only (no paths, no ':').
+MODULE_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+MAX_MODULE_NAME = 200
+
+
+def module_name_problem(name: str) -> str | None:
+    """Why `name` is not a module name the platform will import, or None if it is one."""
+    if len(name) > MAX_MODULE_NAME or not MODULE_NAME_PATTERN.fullmatch(name):
+        return (
+            f"{name!r} is not a module name: use dotted Python identifiers such as "
+            "my_envs or my_company.envs (no paths, no ':')."
+        )
+    return None
+
+
+def parse_module_names(value: object) -> tuple[str, ...]:
+    """'a, b.c' or ['a', 'b.c'] -> ('a', 'b.c'), each a valid module name, duplicates dropped."""
+    if value is None:
+        return ()
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, (list, tuple)):
+        raise ValueError("expected comma-separated module names")
+    names: list[str] = []
+    for part in parts:
+        name = str(part).strip()
+        problem = module_name_problem(name) if name else None
+        if problem:
+            raise ValueError(problem)
+        if name and name not in names:
+            names.append(name)
+    return tuple(names)
 
 
 class Settings(BaseSettings):
@@ -79,6 +111,12 @@ class Settings(BaseSettings):
         description="Runs of a job, sweep member or tuning worker whose worker process or node "
         "keeps dying (each run resumes from the last checkpoint) before it is failed.",
     )
+    env_packages: Annotated[tuple[str, ...], NoDecode] = Field(
+        (),
+        description="Modules imported before any env is built or checked, in every process "
+        "that builds one (comma-separated, e.g. `my_envs,my_company.envs`): importing them "
+        "registers their gymnasium environments and wrappers. A spec never names code.",
+    )
     optuna_storage_url: str | None = Field(
         None,
         description="Optuna storage of studies (e.g. postgresql+psycopg://...); default a "
@@ -94,6 +132,11 @@ class Settings(BaseSettings):
     def lm_folder(self) -> Path:
         """Where LM specs' relative paths resolve (`ppo-platform lm init-demo` writes here)."""
         return self.lm_dir if self.lm_dir is not None else self.home / "lm"
+
+    @field_validator("env_packages", mode="before")
+    @classmethod
+    def _module_names(cls, value: Any) -> tuple[str, ...]:
+        return parse_module_names(value)
 
     @property
     def tracking_uri(self) -> str:
@@ -119,6 +162,19 @@ class Settings(BaseSettings):
         """Create the home folder (for a writer about to put a store in it) and return it."""
         self.home.mkdir(parents=True, exist_ok=True)
         return self.home
+
+
+def masked_url(url: str) -> str:
+    """`url` with any password replaced by `***`: how a URL setting is shown anywhere (pages,
+    responses, tags, logs). `user:***@host` keeps the user so an operator knows which one."""
+    if "://" not in url or "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    # The last "@" ends the credentials: a password may hold "@" or "/" unescaped.
+    credentials, host = rest.rsplit("@", 1)
+    if ":" not in credentials:
+        return url
+    return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}"
 
 
 @lru_cache

@@ -103,18 +103,19 @@ def _run_lm(
     job: Any, spec: LMExperimentSpec, writer: EventWriter, watcher: Watcher
 ) -> tuple[str, str | None, dict[str, Any] | None]:
     """An LM run; one that was interrupted starts over (LM runs keep no checkpoints)."""
-    from ppo_platform.tracking.tags import JOB_ID
+    from ppo_platform.tracking.tags import JOB_ID, JOB_OWNER
     from ppo_platform.training.lm_runner import run_lm_spec
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    result = run_lm_spec(spec, on_progress=writer, cancel=watcher.cancel, tags={JOB_ID: job.id})
+    tags = {JOB_ID: job.id, JOB_OWNER: job.owner}
+    result = run_lm_spec(spec, on_progress=writer, cancel=watcher.cancel, tags=tags)
     return _finished(job, result, writer, spec.budget.updates)
 
 
 def _run(
     job: Any, spec: ExperimentSpec, writer: EventWriter, watcher: Watcher
 ) -> tuple[str, str | None, dict[str, Any] | None]:
-    from ppo_platform.tracking.tags import JOB_ID
+    from ppo_platform.tracking.tags import JOB_ID, JOB_OWNER
     from ppo_platform.training.runner import resume_run, run_spec
 
     result = None
@@ -124,7 +125,12 @@ def _run(
         except RunNotFoundError as error:
             writer.store.append_event(job.id, "log", {"message": f"starting over: {error}"})
     if result is None:
-        result = run_spec(spec, on_progress=writer, cancel=watcher.cancel, tags={JOB_ID: job.id})
+        result = run_spec(
+            spec,
+            on_progress=writer,
+            cancel=watcher.cancel,
+            tags={JOB_ID: job.id, JOB_OWNER: job.owner},
+        )
     return _finished(job, result, writer, spec.budget.total_timesteps)
 
 
@@ -157,10 +163,13 @@ def _finished(
 def _sweep(spec: ExperimentSpec, writer: EventWriter) -> tuple[str, str | None, dict[str, Any]]:
     from ppo_platform.sweeps import run_sweep
     from ppo_platform.sweeps.expand import expand_sweep
+    from ppo_platform.tracking.tags import JOB_ID, JOB_OWNER
 
     total = len(expand_sweep(spec))  # member events move runs_done on as members finish
     writer.store.update(writer.job_id, progress={"runs_done": 0, "runs_total": total})
-    result = run_sweep(spec, on_event=writer.sweep_event, report=True)
+    job = writer.store.get(writer.job_id)
+    lineage = {JOB_OWNER: job.owner, JOB_ID: job.id}  # only this job's own parent is resumed
+    result = run_sweep(spec, on_event=writer.sweep_event, report=True, lineage=lineage)
     runs = [
         {
             "name": o.member.spec.name,

@@ -20,8 +20,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from ppo_platform.envs.vocabulary import BUILTIN_WRAPPERS, PACKAGE, PackageWrapperSpec
 from ppo_platform.errors import SpecError, SpecIssue
-from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
 from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dotted
 from ppo_platform.spec.resources import resource_refusals
@@ -40,10 +41,10 @@ from ppo_platform.spec.yaml_source import (
 MAX_ISSUES = 10
 LM_ELSEWHERE = SpecIssue(
     "algorithm",
-    "ppo_lm specs are taken by `ppo-platform validate` and `ppo-platform run` only (not yet "
-    "by sweep, tune, plan or the jobs API).",
+    "ppo_lm specs are taken by `ppo-platform validate`, `ppo-platform run` and the jobs API "
+    "only (not yet by sweep, tune or plan).",
     "ppo_lm",
-    fix="run it with `ppo-platform run <spec>`.",
+    fix="run it with `ppo-platform run <spec>` or submit it to the jobs API.",
 )
 
 __all__ = [
@@ -60,14 +61,34 @@ __all__ = [
 ]
 
 
+def _without_wrapper_tag(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """env.wrappers.0.atari.noop_max -> env.wrappers.0.noop_max (pydantic names the union
+    member it tried; the user wrote no such key)."""
+    wrapper_path = loc[:2] == ("env", "wrappers") and len(loc) > 3 and isinstance(loc[2], int)
+    if wrapper_path and (loc[3] in BUILTIN_WRAPPERS or loc[3] == PACKAGE):
+        return loc[:3] + loc[4:]
+    return loc
+
+
+def _wrapper_model(tagged: tuple[str | int, ...]) -> type[BaseModel] | None:
+    """The wrapper model pydantic tried at env.wrappers.N, from the tag in its error location."""
+    if _without_wrapper_tag(tagged) == tagged:
+        return None
+    return BUILTIN_WRAPPERS.get(str(tagged[3]), PackageWrapperSpec)
+
+
 def _field_model(
-    loc: tuple[str | int, ...], root: type[BaseModel] = ExperimentSpec
+    loc: tuple[str | int, ...],
+    wrapper: type[BaseModel] | None = None,
+    root: type[BaseModel] = ExperimentSpec,
 ) -> type[BaseModel] | None:
     """The pydantic model that owns the field at `loc[:-1]` (for 'allowed keys' hints)."""
     model: type[BaseModel] = root
+    if loc[:2] == ("env", "wrappers") and len(loc) == 3:  # a wrapper's own field
+        return wrapper
     for part in loc:
-        if isinstance(part, int):  # an item of a list of models: the list's model owns it
-            continue
+        if isinstance(part, int) and root is not ExperimentSpec:
+            continue  # an item of a list of models (an LM spec's rewards): the list's model
         field = model.model_fields.get(str(part))
         if field is None:
             return None
@@ -79,9 +100,11 @@ def _field_model(
 
 
 def _field_description(
-    loc: tuple[str | int, ...], root: type[BaseModel] = ExperimentSpec
+    loc: tuple[str | int, ...],
+    wrapper: type[BaseModel] | None = None,
+    root: type[BaseModel] = ExperimentSpec,
 ) -> str | None:
-    model = _field_model(loc[:-1], root) if loc else None
+    model = _field_model(loc[:-1], wrapper, root) if loc else None
     field = model.model_fields.get(str(loc[-1])) if model else None
     if field is None or not field.description:
         return None
@@ -111,11 +134,12 @@ def _position(
 def issue_from_pydantic(
     error: Any, positions: dict[PathKey, Position], root: type[BaseModel] = ExperimentSpec
 ) -> SpecIssue:
-    loc = tuple(
+    tagged = tuple(
         part
         for part in error["loc"]
         if not (isinstance(part, str) and part.startswith("function-"))
     )
+    loc, wrapper = _without_wrapper_tag(tagged), _wrapper_model(tagged)
     line, column = _position(positions, loc)
     kind, message, value, fix = (
         error["type"],
@@ -124,7 +148,7 @@ def issue_from_pydantic(
         None,
     )
     if kind == "extra_forbidden":
-        model = _field_model(loc[:-1], root)
+        model = _field_model(loc[:-1], wrapper, root)
         allowed = sorted(f.alias or name for name, f in model.model_fields.items()) if model else []
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         message = "unknown key."
@@ -136,11 +160,14 @@ def issue_from_pydantic(
         message, value, fix = "required field is missing.", None, f"add {dotted(loc)}."
     elif kind == "finite_number":
         fix = "use a finite number (NaN and infinity are not allowed)."
+    elif kind == "string_pattern_mismatch" and loc == ("env", "id") and ":" in str(value):
+        message = "names code to import ('module:Id'): a spec never imports anything."
+        fix = f"use the registered id alone (the part after ':'); {OWN_ENV_HINT}."
     elif kind == "string_pattern_mismatch":
         message = "is not allowed here."
-        fix = _field_description(loc, root)
+        fix = _field_description(loc, wrapper, root)
     else:
-        fix = _field_description(loc, root)
+        fix = _field_description(loc, wrapper, root)
     if isinstance(value, dict):
         value = None
     return SpecIssue(dotted(loc), message, value, line, column, fix)

@@ -7,7 +7,7 @@ reuses the unfinished parent and trains only the members that did not finish.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -77,9 +77,13 @@ def run_sweep(
     on_event: SweepListener | None = None,
     source: str | None = None,
     report: bool = True,
+    lineage: Mapping[str, str] | None = None,
 ) -> SweepResult:
     """Validate every member, then train the unfinished ones in parallel under one parent run.
-    `on_event` receives the sweep's progress as data (`sweeps/events.py`)."""
+    `on_event` receives the sweep's progress as data (`sweeps/events.py`). `lineage` (the job
+    service's owner and job id tags) goes on the parent and every member, and only a parent of
+    the same lineage is resumed."""
+    lineage = dict(lineage or {})
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
     # The base spec's env, before any parent run: an unusable env id is bad input. Members
     # whose variants change env.kwargs are checked as they start (a failing member is
@@ -91,7 +95,7 @@ def run_sweep(
     tell = on_event or (lambda event: None)
     started = time.perf_counter()
     client = tracking_client(settings.tracking_uri)
-    parent_run_id, resumed, experiment_id = _open_parent(client, spec, members, settings)
+    parent_run_id, resumed, experiment_id = _open_parent(client, spec, members, settings, lineage)
     outcomes = _finished_earlier(client, experiment_id, parent_run_id, members) if resumed else {}
     todo = [m for m in members if m.key not in outcomes]
     n_workers, crowded = worker_count(workers, len(todo) or 1)
@@ -118,7 +122,10 @@ def run_sweep(
         trained = sum(not o.skipped for o in outcomes.values())
         tell(MemberFinished(outcome, trained, len(todo), earlier))
 
-    tasks = [Task(m.key, run_member, (m.spec, parent_run_id, m.tags, settings)) for m in todo]
+    tasks = [
+        Task(m.key, run_member, (m.spec, parent_run_id, {**m.tags, **lineage}, settings))
+        for m in todo
+    ]
     try:
         _train(tasks, n_workers, settings, collect, tell)
     except KeyboardInterrupt:
@@ -154,7 +161,11 @@ def _train(
 
 
 def _open_parent(
-    client: MlflowClient, spec: ExperimentSpec, members: list[SweepMember], settings: Settings
+    client: MlflowClient,
+    spec: ExperimentSpec,
+    members: list[SweepMember],
+    settings: Settings,
+    lineage: Mapping[str, str],
 ) -> tuple[str, bool, str]:
     """The sweep's parent run (new, or the unfinished one to resume), whether it was resumed,
     and the experiment id."""
@@ -165,7 +176,9 @@ def _open_parent(
     # The parent process creates the store and the parent run before any worker starts:
     # several processes creating one SQLite database at once race.
     experiment_id = ensure_experiment(client, spec.experiment_name, settings.artifact_root)
-    parent_run_id, resumed = open_parent_run(client, experiment_id, spec, members, threshold)
+    parent_run_id, resumed = open_parent_run(
+        client, experiment_id, spec, members, threshold, lineage
+    )
     return parent_run_id, resumed, experiment_id
 
 

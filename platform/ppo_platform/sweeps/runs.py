@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -27,15 +28,28 @@ if TYPE_CHECKING:
     from ppo_platform.training.runner import RunResult
 
 
+LINEAGE_TAGS = (tag.JOB_OWNER, tag.JOB_ID)
+
+
+def same_lineage(run_tags: Mapping[str, str], lineage: Mapping[str, str]) -> bool:
+    """Was a sweep run started for the same owner and job as `lineage` (both absent for the
+    CLI)? Only such a parent may be resumed: another owner's run is never continued."""
+    return all(run_tags.get(name) == lineage.get(name) for name in LINEAGE_TAGS)
+
+
 def open_parent_run(
     client: MlflowClient,
     experiment_id: str,
     spec: ExperimentSpec,
     members: list[SweepMember],
     threshold: float | None,
+    lineage: Mapping[str, str] | None = None,
 ) -> tuple[str, bool]:
-    """Reuse the unfinished parent run of this exact sweep, or create one. -> (run_id, resumed)."""
+    """Reuse the unfinished parent run of this exact sweep started for the same owner and job
+    (`lineage`: the job service's owner and job id tags), or create one tagged with them.
+    -> (run_id, resumed)."""
     assert spec.sweep is not None
+    lineage = dict(lineage or {})
     digest = sweep_hash(spec)
     earlier = search_all(
         client,
@@ -43,7 +57,7 @@ def open_parent_run(
         f"tags.`{tag.KIND}` = 'sweep' and tags.`{tag.SWEEP_HASH}` = '{digest}'",
     )
     unfinished = sorted(
-        (r for r in earlier if r.info.status != "FINISHED"),
+        (r for r in earlier if r.info.status != "FINISHED" and same_lineage(r.data.tags, lineage)),
         key=lambda r: r.info.start_time,
         reverse=True,
     )
@@ -67,6 +81,7 @@ def open_parent_run(
         tag.SPEC_HASH: spec.spec_hash(),
         tag.THRESHOLD: threshold_text,
         **owner_tags(),
+        **lineage,
     }
     run = retry(lambda: client.create_run(experiment_id, tags=tags))
     retry(lambda: client.log_text(run.info.run_id, dump_spec(spec), "sweep/spec.yaml"))
