@@ -16,8 +16,8 @@ import typer
 from ppo_platform import tracing
 from ppo_platform.cli.env_commands import EnvPackages, register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
+from ppo_platform.cli.lm_commands import load_checked_spec, run_any_spec
 from ppo_platform.cli.lm_commands import register as register_lm_commands
-from ppo_platform.cli.lm_commands import run_any_spec
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.cli.service_commands import register as register_service_commands
 from ppo_platform.errors import (
@@ -102,13 +102,8 @@ def validate(
     env_package: EnvPackages = None,
 ) -> None:
     """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
-    from ppo_platform.spec.env_ids import check_spec_env
-    from ppo_platform.spec.lm_loader import load_any_spec
-
     try:
-        experiment = load_any_spec(spec, overrides or [])
-        if isinstance(experiment, ExperimentSpec):
-            check_spec_env(experiment, str(spec))
+        experiment = load_checked_spec(spec, overrides or [])
     except PlatformError as error:
         fail(error)
     typer.echo(

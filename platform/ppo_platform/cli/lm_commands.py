@@ -52,6 +52,17 @@ def init_demo(
     typer.echo("next: ppo-platform run specs/lm_arithmetic.yaml")
 
 
+def load_checked_spec(spec: Path, overrides: list[str]) -> Any:
+    """A spec of either kind; a gymnasium one's env is checked as `validate` always did."""
+    from ppo_platform.spec.env_ids import check_spec_env
+    from ppo_platform.spec.lm_loader import load_any_spec
+
+    experiment = load_any_spec(spec, overrides)
+    if isinstance(experiment, ExperimentSpec):
+        check_spec_env(experiment, str(spec))
+    return experiment
+
+
 def run_any_spec(spec: Path, overrides: list[str], reporter: Any) -> Any:
     """Train a gymnasium spec or an `algorithm: ppo_lm` one."""
     from ppo_platform.spec.lm_loader import load_any_spec
