@@ -115,9 +115,8 @@ def metric_history(
     run_id = job.mlflow_run_id
     if not run_id:
         return MetricHistory(key=key, run_id=None, points=[])
-    from ppo_platform.tracking.gateway import tracking_client  # MLflow: on first use only
-    from ppo_platform.tracking.queries import metric_history as read_history
+    from ppo_platform.tracking.reads import stored_history  # MLflow: on first use only
 
-    history = read_history(tracking_client(settings.tracking_uri), run_id, [key])[key]
+    history = stored_history(settings.tracking_uri, run_id, key)
     points = [MetricPoint(step=s, value=v if v == v else None) for s, v in history]
     return MetricHistory(key=key, run_id=run_id, points=points)

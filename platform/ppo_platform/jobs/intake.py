@@ -69,6 +69,43 @@ def refuse_rollout_over_budget(spec: ExperimentSpec, source: str) -> None:
         raise SpecError([issue], source)
 
 
+def _largest(spec: ExperimentSpec, param: str, current: int) -> int:
+    """The largest value a study's space can sample for `param` (the spec's own if not tuned)."""
+    assert spec.tune is not None
+    dist = spec.tune.space.get(param)
+    if dist is None:
+        return current
+    values = dist.choices if dist.type == "categorical" else [dist.high]
+    numbers = [int(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return max(numbers, default=current)
+
+
+def trial_steps_bound(spec: ExperimentSpec, source: str) -> int:
+    """Env steps one trial's run can train at most: its budget rounded up to whole rollouts of
+    the largest rollout the space can sample (refused if that rollout exceeds the budget)."""
+    largest = _largest(spec, "env.n_envs", spec.env.n_envs) * _largest(
+        spec, "rollout.n_steps", spec.rollout.n_steps
+    )
+    total = spec.budget.total_timesteps
+    if largest > total:
+        issue = SpecIssue(
+            "tune.space",
+            f"refused: the space can sample a rollout of {largest} env steps (env.n_envs x "
+            f"rollout.n_steps), larger than budget.total_timesteps = {total}; training "
+            "collects whole rollouts, so a trial would train past its budget.",
+            largest,
+            fix="lower the highest env.n_envs or rollout.n_steps the space samples, or raise "
+            "budget.total_timesteps.",
+            rule="rollout_over_budget",
+        )
+        raise SpecError([issue], source)
+    assert spec.tune is not None
+    if not {"env.n_envs", "rollout.n_steps"} & set(spec.tune.space):
+        return trained_steps(spec)  # every trial collects the spec's own rollouts
+    # Whole rollouts of any size up to `largest` overshoot the budget by less than one.
+    return total + largest - 1
+
+
 def total_env_steps(spec: ExperimentSpec, source: str) -> int:
     """Env steps of every run the spec starts, counted in whole rollouts (what really trains);
     sweeps and studies are checked in full, every run's rollout within its budget."""
@@ -87,7 +124,7 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
         from ppo_platform.tuning.study import study_budget
 
         check_space(spec)
-        return trained_steps(spec) * study_budget(spec)
+        return trial_steps_bound(spec, source) * study_budget(spec)
     return trained_steps(spec)
 
 

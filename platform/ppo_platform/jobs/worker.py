@@ -10,7 +10,6 @@ the service re-queues it and it resumes from its checkpoint.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from pathlib import Path
 from typing import Any
@@ -64,17 +63,12 @@ def lower_priority(nice: int) -> None:
 
 def _ensure_tracking_store() -> None:
     """Create the MLflow store before training: several job processes starting together must
-    not all create a fresh SQLite MLflow database at once (they collide)."""
-    from ppo_platform.tracking.gateway import tracking_client
+    not all create a fresh SQLite MLflow database at once (they collide). The store is created
+    by this process's tracking process (MLflow is never imported here)."""
+    from ppo_platform.tracking.requests import ensure_store
 
     settings = get_settings()
-    lock_path = settings.ensure_home() / "tracking-init.lock"
-    with lock_path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            tracking_client(settings.tracking_uri).search_experiments(max_results=1)
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    ensure_store(settings.ensure_home() / "tracking-init.lock", settings.tracking_uri)
 
 
 def _run_kind(

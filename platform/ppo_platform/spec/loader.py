@@ -24,6 +24,7 @@ from ppo_platform.envs.vocabulary import BUILTIN_WRAPPERS, PACKAGE, PackageWrapp
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
+from ppo_platform.spec.machine import machine_refusals
 from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dotted
 from ppo_platform.spec.resources import resource_refusals
 from ppo_platform.spec.rules import inconsistencies, refusals
@@ -200,7 +201,8 @@ def validate_data(
         issues = [issue_from_pydantic(error, positions) for error in exc.errors()]
         raise SpecError(capped(issues), source) from None
     problems = [*inconsistencies(spec), *refusals(spec)]
-    raise_located(problems or resource_refusals(spec), positions, source)
+    problems = problems or [*resource_refusals(spec), *machine_refusals(spec)]
+    raise_located(problems, positions, source)
     return spec
 
 

@@ -63,7 +63,10 @@ def test_a_key_may_hold_only_so_many_event_streams(server_factory, tmp_path, tin
     server = server_factory(tmp_path, PPO_PLATFORM_MAX_STREAMS="2")
     try:
         with server.client("alice") as alice, server.client("bob") as bob:
-            job = alice.post("/v1/experiments", content=tiny(steps=4096), headers=YAML).json()
+            # Streams on a job that cannot end during the test: queued behind alice's running
+            # one (one running job per key on test servers), both cancelled at the end.
+            runner = alice.post("/v1/experiments", content=tiny(steps=100_000), headers=YAML)
+            job = alice.post("/v1/experiments", content=tiny(steps=64), headers=YAML).json()
             route = f"/v1/experiments/{job['id']}/events"
             first = alice.stream("GET", route).__enter__()
             second = alice.stream("GET", route).__enter__()
@@ -82,7 +85,8 @@ def test_a_key_may_hold_only_so_many_event_streams(server_factory, tmp_path, tin
                 assert time.monotonic() < deadline, "a closed stream kept its slot"
                 time.sleep(0.5)
             second.close()
-            alice.post(f"/v1/experiments/{job['id']}/cancel")
+            for queued in (job["id"], runner.json()["id"]):
+                alice.post(f"/v1/experiments/{queued}/cancel")
     finally:
         server.kill()
 

@@ -4,6 +4,8 @@ no tag, name or error text can change which run a job points to."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -39,8 +41,16 @@ def test_a_tag_naming_another_run_does_not_move_a_job(alice, bob, post_spec, wai
         f'tracking: {{tags: {{"parent run {target} !": x}}}}\nsweep:',
     )
     response = post_spec(bob, forged)
-    if response.status_code == 422:  # refused outright: it can point nowhere
-        return
-    job = wait(bob, response.json()["id"])
-    assert job["mlflow_run_id"] != target
+    assert response.status_code == 202, response.text
+    job_id = response.json()["id"]
+    seen: set[str | None] = set()
+    deadline = time.monotonic() + 300
+    while True:  # every run id the job points to while it runs, and at its end
+        job = bob.get(f"/v1/experiments/{job_id}").json()
+        seen.add(job["mlflow_run_id"])
+        if job["status"] in ("succeeded", "failed", "cancelled"):
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert target not in seen, "bob's job pointed at alice's run"
     assert target not in job["mlflow_run_ids"]

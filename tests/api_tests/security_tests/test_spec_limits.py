@@ -97,3 +97,16 @@ def test_the_import_rule_holds_whatever_is_registered() -> None:
         refuse_importing_env("GymV26Environment-v0", {"env_id": "ALE/Pong-v5"})
     assert caught.value.issues[0].rule == "imports_by_name"
     refuse_importing_env("CartPole-v1", {"map_name": "4x4", "is_slippery": True})
+
+
+def test_a_study_that_can_sample_a_rollout_over_the_budget_is_refused(alice) -> None:
+    text = (
+        "name: t\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\nrollout: {n_steps: 64}\n"
+        "update: {minibatch_size: 64}\nbudget: {total_timesteps: 512}\n"
+        "tune:\n  n_trials: 2\n  space:\n"
+        "    rollout.n_steps: {type: categorical, choices: [64, 1024]}\n"
+    )
+    issue = _issues(alice.post("/v1/specs/validate", content=text, headers=YAML))["tune.space"]
+    assert issue["rule"] == "rollout_over_budget" and issue["value"] == 1024
+    allowed = text.replace("1024", "128")
+    assert alice.post("/v1/specs/validate", content=allowed, headers=YAML).status_code == 200
