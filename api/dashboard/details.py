@@ -12,7 +12,8 @@ from api.routes.trained_model import model_files
 from ppo_platform.errors import IssueError, PlatformError
 from ppo_platform.jobs import TERMINAL, Experiment
 from ppo_platform.settings import Settings, masked_url
-from ppo_platform.spec.loader import dump_spec, validate_data
+from ppo_platform.spec.lm_loader import stored_spec
+from ppo_platform.spec.loader import dump_spec
 
 HEALTHY_CLIP_BAND = (0.1, 0.3)  # the lessons' healthy clip fraction, as in the training plot
 UI = "/ui/experiments"
@@ -56,7 +57,7 @@ def _trials(files: dict[str, Any]) -> list[dict[str, Any]] | None:
 
 def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
     """Everything the experiment template needs, read once when the page loads."""
-    spec = validate_data(job.spec)
+    spec = stored_spec(job.spec)
     files = _files(job, settings)
     artifacts = [RESOLVED_SPEC, *files]
     return {

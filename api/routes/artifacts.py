@@ -20,7 +20,8 @@ from ppo_platform.errors import NotFoundError
 from ppo_platform.jobs import Experiment
 from ppo_platform.jobs.worker import job_folder
 from ppo_platform.settings import Settings
-from ppo_platform.spec.loader import dump_spec, validate_data
+from ppo_platform.spec.lm_loader import stored_spec
+from ppo_platform.spec.loader import dump_spec
 
 router = APIRouter(prefix="/v1/experiments", tags=["artifacts"], responses=ERROR_RESPONSES)
 RESOLVED_SPEC = "resolved_spec.yaml"
@@ -104,7 +105,7 @@ def download_artifact(
     """One listed file."""
     job = store.get(experiment_id, owner)
     if name == RESOLVED_SPEC:
-        text = dump_spec(validate_data(job.spec))
+        text = dump_spec(stored_spec(job.spec))
         return PlainTextResponse(text, media_type="application/yaml")
     path = _files(job, settings).get(name)
     if path is None:

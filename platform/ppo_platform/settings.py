@@ -91,6 +91,13 @@ class Settings(BaseSettings):
         description="Default folder for generated files (tune writes outputs/tune-<study>).",
     )
 
+    lm_dir: Path | None = Field(
+        None,
+        description="Folder of language models and prompt files for `algorithm: ppo_lm`: "
+        "relative paths in an LM spec resolve inside it, and specs from the REST API may "
+        "name nothing outside it; default <home>/lm.",
+    )
+
     executor: Literal["local", "ray"] = Field(
         "local",
         description="Where jobs, sweep members and tuning workers run: `local` processes or "
@@ -119,10 +126,15 @@ class Settings(BaseSettings):
         "journal file under the home.",
     )
 
-    @field_validator("home", "outputs_dir")
+    @field_validator("home", "outputs_dir", "lm_dir")
     @classmethod
-    def _absolute(cls, path: Path) -> Path:
-        return path.expanduser().resolve()
+    def _absolute(cls, path: Path | None) -> Path | None:
+        return None if path is None else path.expanduser().resolve()
+
+    @property
+    def lm_folder(self) -> Path:
+        """Where LM specs' relative paths resolve (`ppo-platform lm init-demo` writes here)."""
+        return self.lm_dir if self.lm_dir is not None else self.home / "lm"
 
     @field_validator("env_packages", mode="before")
     @classmethod

@@ -17,6 +17,8 @@ from ppo_platform import tracing
 from ppo_platform.cli.agent_commands import register as register_agent_commands
 from ppo_platform.cli.env_commands import EnvPackages, register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
+from ppo_platform.cli.lm_commands import load_checked_spec, run_any_spec
+from ppo_platform.cli.lm_commands import register as register_lm_commands
 from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.cli.service_commands import register as register_service_commands
@@ -95,11 +97,8 @@ def validate(
     env_package: EnvPackages = None,
 ) -> None:
     """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
-    from ppo_platform.spec.env_ids import check_spec_env
-
     try:
-        experiment = load_spec(spec, overrides or [])
-        check_spec_env(experiment, str(spec))
+        experiment = load_checked_spec(spec, overrides or [])
     except PlatformError as error:
         fail(error)
     typer.echo(
@@ -144,7 +143,7 @@ def run(
     tracing.mark_exit_begins()
     tracing.mark("cli: tracking process spawned")
     from ppo_platform.training.progress import make_reporter
-    from ppo_platform.training.runner import resume_run, run_spec
+    from ppo_platform.training.runner import resume_run
 
     tracing.mark("cli: runner imported (torch, SB3)")
 
@@ -155,7 +154,7 @@ def run(
             result = resume_run(resume, on_progress=reporter)
         else:
             assert spec is not None
-            result = run_spec(load_spec(spec, overrides or []), on_progress=reporter)
+            result = run_any_spec(spec, overrides or [], reporter)
     except PlatformError as error:
         reporter.close()  # stop a live progress bar before the message
         note_reaped(reaped())
@@ -379,6 +378,7 @@ register_service_commands(app)  # serve, keys, submit, status, cancel (cli_servi
 register_interop_commands(app)  # import-zoo (cli_interop.py)
 register_env_commands(app)  # envs (env_commands.py)
 register_agent_commands(app)  # enjoy, export (agent_commands.py)
+register_lm_commands(app)  # lm init-demo (lm_commands.py)
 
 
 _run_closed = False  # set by `run` once its run is closed and everything is durable

@@ -21,9 +21,12 @@ from ppo_platform.spec.env_ids import (
     refuse_oversized_kwargs,
 )
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
+from ppo_platform.spec.lm_loader import load_any_spec_text
 from ppo_platform.spec.loader import load_spec_text
 from ppo_platform.spec.resources import budget_refusals
 from ppo_platform.spec.rules import rollout_over_budget_issue, trained_steps
+from ppo_platform.spec.yaml_source import check_spec_size, parse_yaml
 
 # env.wrappers back from the JSON the remembered env check is keyed by.
 _WRAPPERS: TypeAdapter[list[Any]] = TypeAdapter(list[WrapperSpec])
@@ -136,6 +139,8 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
 
 def prepare_submission(text: str, max_env_steps: int, source: str = "request") -> Submission:
     """Validate `text` in full and describe the job to queue; SpecError names every issue."""
+    if is_lm_text(text, source):
+        return prepare_lm_submission(text, max_env_steps, source)
     spec = parse_spec(text, source)
     steps = total_env_steps(spec, source)
     if steps > max_env_steps:
@@ -155,6 +160,42 @@ def prepare_submission(text: str, max_env_steps: int, source: str = "request") -
         spec=spec.resolved(),
         spec_hash=spec.spec_hash(),
         total_timesteps=steps,
+    )
+
+
+def is_lm_text(text: str, source: str) -> bool:
+    """Whether the spec text asks for `algorithm: ppo_lm` (parsed with the spec's YAML rules)."""
+    check_spec_size(len(text.encode("utf-8", "surrogatepass")), source)
+    data, _ = parse_yaml(text, source)
+    return is_lm_data(data)
+
+
+def prepare_lm_submission(text: str, max_env_steps: int, source: str) -> Submission:
+    """An LM spec from outside: every path inside the LM folder; its generated tokens (each
+    one an action) count against max_env_steps."""
+    spec = load_any_spec_text(text, source, from_outside=True)
+    assert isinstance(spec, LMExperimentSpec)
+    if spec.tune is not None:
+        issue = SpecIssue("tune", "ppo_lm specs cannot be tuned yet.", None, fix="remove tune.")
+        raise SpecError([issue], source)
+    lm = spec.lm
+    tokens = spec.budget.updates * lm.prompts_per_update * lm.generation.max_new_tokens
+    if tokens > max_env_steps:
+        issue = SpecIssue(
+            "budget.updates",
+            f"the run could generate {tokens} tokens (updates x prompts_per_update x "
+            f"max_new_tokens), over the limit max_env_steps = {max_env_steps} per experiment.",
+            spec.budget.updates,
+            fix="lower budget.updates, lm.prompts_per_update or lm.generation.max_new_tokens.",
+            rule="max_env_steps",
+        )
+        raise SpecError([issue], source)
+    return Submission(
+        kind="run",
+        name=spec.name,
+        spec=spec.resolved(),
+        spec_hash=spec.spec_hash(),
+        total_timesteps=tokens,
     )
 
 

@@ -20,7 +20,8 @@ from ppo_platform.jobs.reporting import EventWriter, Watcher
 from ppo_platform.jobs.store import JobStore
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.loader import validate_data
+from ppo_platform.spec.lm import LMExperimentSpec
+from ppo_platform.spec.lm_loader import validate_any
 
 ORPHANED = "orphaned"  # run_job's answer when it stopped because its parent died
 
@@ -38,7 +39,7 @@ def run_job(job_id: str, database_url: str, nice: int = 0) -> str:
     try:
         job = store.get(job_id)
         store.update(job_id, pid=os.getpid())
-        spec = validate_data(job.spec, source=f"experiment {job_id}")
+        spec = validate_any(job.spec, source=f"experiment {job_id}", from_outside=True)
         with Watcher(store, job_id, interrupt=job.kind != "run") as watcher:
             status, error, result = _run_kind(store, job, spec, watcher)
         if watcher.orphaned:
@@ -71,7 +72,7 @@ def _ensure_tracking_store() -> None:
 
 
 def _run_kind(
-    store: JobStore, job: Any, spec: ExperimentSpec, watcher: Watcher
+    store: JobStore, job: Any, spec: ExperimentSpec | LMExperimentSpec, watcher: Watcher
 ) -> tuple[str, str | None, dict[str, Any] | None]:
     """(status, error, result) of the job's kind; errors become a failed status."""
     writer = EventWriter(store, job.id)
@@ -79,6 +80,8 @@ def _run_kind(
         _ensure_tracking_store()
         if watcher.stopping:
             return "cancelled", None, None
+        if isinstance(spec, LMExperimentSpec):
+            return _run_lm(job, spec, writer, watcher)
         if job.kind == "sweep":
             return _sweep(spec, writer)
         if job.kind == "tune":
@@ -88,6 +91,19 @@ def _run_kind(
         return "cancelled", None, None
     except Exception as error:
         return "failed", describe_error(error), None
+
+
+def _run_lm(
+    job: Any, spec: LMExperimentSpec, writer: EventWriter, watcher: Watcher
+) -> tuple[str, str | None, dict[str, Any] | None]:
+    """An LM run; one that was interrupted starts over (LM runs keep no checkpoints)."""
+    from ppo_platform.tracking.tags import JOB_ID, JOB_OWNER
+    from ppo_platform.training.lm_runner import run_lm_spec
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    tags = {JOB_ID: job.id, JOB_OWNER: job.owner}
+    result = run_lm_spec(spec, on_progress=writer, cancel=watcher.cancel, tags=tags)
+    return _finished(job, result, writer, spec.budget.updates)
 
 
 def _run(
@@ -109,6 +125,13 @@ def _run(
             cancel=watcher.cancel,
             tags={JOB_ID: job.id, JOB_OWNER: job.owner},
         )
+    return _finished(job, result, writer, spec.budget.total_timesteps)
+
+
+def _finished(
+    job: Any, result: Any, writer: EventWriter, total: int
+) -> tuple[str, str | None, dict[str, Any] | None]:
+    """The job's status, error and summary from a run's result, recorded in the store."""
     summary = {
         "outcome": result.outcome,
         "run_id": result.run_id,
@@ -122,7 +145,7 @@ def _run(
         job.id,
         mlflow_run_id=result.run_id,
         mlflow_run_ids=[result.run_id],
-        progress={"timesteps": result.timesteps, "total_timesteps": spec.budget.total_timesteps},
+        progress={"timesteps": result.timesteps, "total_timesteps": total},
     )
     if result.outcome == "completed":
         return "succeeded", None, summary

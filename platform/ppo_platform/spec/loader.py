@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from ppo_platform.envs.vocabulary import BUILTIN_WRAPPERS, PACKAGE, PackageWrapperSpec
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
+from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
 from ppo_platform.spec.machine import machine_refusals
 from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dotted
 from ppo_platform.spec.resources import resource_refusals
@@ -39,6 +40,13 @@ from ppo_platform.spec.yaml_source import (
 )
 
 MAX_ISSUES = 10
+LM_ELSEWHERE = SpecIssue(
+    "algorithm",
+    "ppo_lm specs are taken by `ppo-platform validate`, `ppo-platform run` and the jobs API "
+    "only (not yet by sweep, tune or plan).",
+    "ppo_lm",
+    fix="run it with `ppo-platform run <spec>` or submit it to the jobs API.",
+)
 
 __all__ = [
     "MAX_SPEC_BYTES",
@@ -71,13 +79,17 @@ def _wrapper_model(tagged: tuple[str | int, ...]) -> type[BaseModel] | None:
 
 
 def _field_model(
-    loc: tuple[str | int, ...], wrapper: type[BaseModel] | None = None
+    loc: tuple[str | int, ...],
+    wrapper: type[BaseModel] | None = None,
+    root: type[BaseModel] = ExperimentSpec,
 ) -> type[BaseModel] | None:
     """The pydantic model that owns the field at `loc[:-1]` (for 'allowed keys' hints)."""
-    model: type[BaseModel] = ExperimentSpec
+    model: type[BaseModel] = root
     if loc[:2] == ("env", "wrappers") and len(loc) == 3:  # a wrapper's own field
         return wrapper
     for part in loc:
+        if isinstance(part, int) and root is not ExperimentSpec:
+            continue  # an item of a list of models (an LM spec's rewards): the list's model
         field = model.model_fields.get(str(part))
         if field is None:
             return None
@@ -89,9 +101,11 @@ def _field_model(
 
 
 def _field_description(
-    loc: tuple[str | int, ...], wrapper: type[BaseModel] | None = None
+    loc: tuple[str | int, ...],
+    wrapper: type[BaseModel] | None = None,
+    root: type[BaseModel] = ExperimentSpec,
 ) -> str | None:
-    model = _field_model(loc[:-1], wrapper) if loc else None
+    model = _field_model(loc[:-1], wrapper, root) if loc else None
     field = model.model_fields.get(str(loc[-1])) if model else None
     if field is None or not field.description:
         return None
@@ -101,7 +115,7 @@ def _field_description(
 def _model_in(annotation: Any) -> type[BaseModel] | None:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType, list):
         for arg in typing.get_args(annotation):
             found = _model_in(arg)
             if found:
@@ -118,7 +132,9 @@ def _position(
     return (None, None)
 
 
-def _issue_from_pydantic(error: Any, positions: dict[PathKey, Position]) -> SpecIssue:
+def issue_from_pydantic(
+    error: Any, positions: dict[PathKey, Position], root: type[BaseModel] = ExperimentSpec
+) -> SpecIssue:
     tagged = tuple(
         part
         for part in error["loc"]
@@ -133,7 +149,7 @@ def _issue_from_pydantic(error: Any, positions: dict[PathKey, Position]) -> Spec
         None,
     )
     if kind == "extra_forbidden":
-        model = _field_model(loc[:-1], wrapper)
+        model = _field_model(loc[:-1], wrapper, root)
         allowed = sorted(f.alias or name for name, f in model.model_fields.items()) if model else []
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         message = "unknown key."
@@ -150,15 +166,15 @@ def _issue_from_pydantic(error: Any, positions: dict[PathKey, Position]) -> Spec
         fix = f"use the registered id alone (the part after ':'); {OWN_ENV_HINT}."
     elif kind == "string_pattern_mismatch":
         message = "is not allowed here."
-        fix = _field_description(loc, wrapper)
+        fix = _field_description(loc, wrapper, root)
     else:
-        fix = _field_description(loc, wrapper)
+        fix = _field_description(loc, wrapper, root)
     if isinstance(value, dict):
         value = None
     return SpecIssue(dotted(loc), message, value, line, column, fix)
 
 
-def _capped(issues: list[SpecIssue]) -> list[SpecIssue]:
+def capped(issues: list[SpecIssue]) -> list[SpecIssue]:
     """At most MAX_ISSUES issues: a file that is no spec at all must not be echoed back."""
     if len(issues) <= MAX_ISSUES:
         return issues
@@ -177,20 +193,29 @@ def validate_data(
     positions = positions or {}
     if not isinstance(data, dict):
         raise SpecError([SpecIssue("", f"expected a mapping, got {type(data).__name__}.")], source)
+    if is_lm_data(data):
+        raise SpecError([LM_ELSEWHERE], source)
     try:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as exc:
-        issues = [_issue_from_pydantic(error, positions) for error in exc.errors()]
-        raise SpecError(_capped(issues), source) from None
+        issues = [issue_from_pydantic(error, positions) for error in exc.errors()]
+        raise SpecError(capped(issues), source) from None
     problems = [*inconsistencies(spec), *refusals(spec)]
     problems = problems or [*resource_refusals(spec), *machine_refusals(spec)]
+    raise_located(problems, positions, source)
+    return spec
+
+
+def raise_located(
+    problems: list[SpecIssue], positions: dict[PathKey, Position], source: str | None
+) -> None:
+    """SpecError with every problem, each pointing at its line in the file (if any)."""
     if problems:
         located = []
         for issue in problems:
             line, column = _position(positions, tuple(issue.path.split(".")))
             located.append(dataclasses.replace(issue, line=line, column=column))
         raise SpecError(located, source)
-    return spec
 
 
 def load_spec_text(
@@ -202,11 +227,11 @@ def load_spec_text(
     overrides = list(overrides)
     if overrides:
         data = apply_overrides(data, overrides)
-        positions = _forget_overridden(positions, overrides)
+        positions = forget_overridden(positions, overrides)
     return validate_data(data, positions, source)
 
 
-def _forget_overridden(
+def forget_overridden(
     positions: dict[PathKey, Position], overrides: list[str]
 ) -> dict[PathKey, Position]:
     """Errors in a value set by --set must not point at the file line of the value it replaced."""
@@ -261,6 +286,6 @@ def read_regular_file(path: Path, limit: int) -> bytes:
         return handle.read(limit)
 
 
-def dump_spec(spec: ExperimentSpec) -> str:
+def dump_spec(spec: ExperimentSpec | LMExperimentSpec) -> str:
     """The resolved spec as YAML (every default filled in); loads back to an equal spec."""
     return yaml.dump(spec.resolved(), Dumper=SpecYamlDumper, sort_keys=False, allow_unicode=True)

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 from ppo_platform.errors import SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec, KLPenaltySpec, SurrogateSpec, UpdateSpec
+from ppo_platform.spec.lm import LMExperimentSpec
+
+AnySpec = ExperimentSpec | LMExperimentSpec
 
 MAX_EPOCHS = 30
 MAX_CLIP_EPSILON = 0.3
 PPO_ALGORITHMS = frozenset({"ppo", "ppo_kl"})
+# Every algorithm the PPO refusal rules hold to: the gymnasium ones and PPO on language models.
+RULED_ALGORITHMS = PPO_ALGORITHMS | {"ppo_lm"}
 
 # Rule names, as carried by `SpecIssue.rule`.
 TRUST_REGION_RULE = "unsafe_trust_region"
@@ -21,6 +26,8 @@ ADVANTAGE_RULE = "unnormalized_advantages"
 MONITORING_RULE = "unmonitored_run"
 SEARCH_SPACE_RULE = "unsafe_search_space"
 ROLLOUT_BUDGET_RULE = "rollout_over_budget"
+LM_REDUCTION_RULE = "unnamed_reduction"
+LM_REFERENCE_RULE = "kl_without_reference"
 
 
 def epochs_issue(epochs: float, path: str = "update.epochs") -> SpecIssue | None:
@@ -51,9 +58,9 @@ def clip_epsilon_issue(epsilon: float, path: str = "surrogate.clip_epsilon") -> 
     )
 
 
-def refuse_unsafe_trust_region(spec: ExperimentSpec) -> list[SpecIssue]:
+def refuse_unsafe_trust_region(spec: AnySpec) -> list[SpecIssue]:
     issues = [epochs_issue(spec.update.epochs)]
-    if spec.algorithm in PPO_ALGORITHMS:
+    if spec.algorithm in RULED_ALGORITHMS:
         clip = spec.surrogate.clip_epsilon
         issues.append(clip_epsilon_issue(clip.start, "surrogate.clip_epsilon.start"))
         if clip.schedule == "linear":  # a schedule may rise: its end must be safe too
@@ -61,8 +68,8 @@ def refuse_unsafe_trust_region(spec: ExperimentSpec) -> list[SpecIssue]:
     return [issue for issue in issues if issue is not None]
 
 
-def refuse_unnormalized_advantages(spec: ExperimentSpec) -> list[SpecIssue]:
-    if spec.algorithm not in PPO_ALGORITHMS or spec.surrogate.normalize_advantage:
+def refuse_unnormalized_advantages(spec: AnySpec) -> list[SpecIssue]:
+    if spec.algorithm not in RULED_ALGORITHMS or spec.surrogate.normalize_advantage:
         return []
     return [
         SpecIssue(
@@ -76,8 +83,8 @@ def refuse_unnormalized_advantages(spec: ExperimentSpec) -> list[SpecIssue]:
     ]
 
 
-def refuse_unmonitored_run(spec: ExperimentSpec) -> list[SpecIssue]:
-    if spec.algorithm not in PPO_ALGORITHMS:
+def refuse_unmonitored_run(spec: AnySpec) -> list[SpecIssue]:
+    if spec.algorithm not in RULED_ALGORITHMS:
         return []
     issues = []
     for field, label in (("monitor_kl", "approx KL"), ("monitor_clip_fraction", "clip fraction")):
@@ -109,7 +116,7 @@ A2C_IGNORED_FIELDS = {
 }
 
 
-def refuse_fields_a2c_ignores(spec: ExperimentSpec) -> list[SpecIssue]:
+def refuse_fields_a2c_ignores(spec: AnySpec) -> list[SpecIssue]:
     """A2C would silently ignore PPO-only settings: refuse them instead."""
     if spec.algorithm != "a2c":
         return []
@@ -206,7 +213,7 @@ def search_space_refusal(param: str, bound: str, value: object, refused: SpecIss
     )
 
 
-def refuse_unsafe_search_space(spec: ExperimentSpec) -> list[SpecIssue]:
+def refuse_unsafe_search_space(spec: AnySpec) -> list[SpecIssue]:
     """A `tune:` space that could sample a refused K or epsilon is refused before anything runs."""
     if spec.tune is None:
         return []
@@ -230,7 +237,42 @@ def refuse_unsafe_search_space(spec: ExperimentSpec) -> list[SpecIssue]:
     return issues
 
 
-def refusals(spec: ExperimentSpec) -> list[SpecIssue]:
+def refuse_unnamed_reduction(spec: AnySpec) -> list[SpecIssue]:
+    """Token-mean and sequence-mean PPO are different objectives: an LM spec names its own."""
+    if not isinstance(spec, LMExperimentSpec) or spec.lm.reduction is not None:
+        return []
+    return [
+        SpecIssue(
+            path="lm.reduction",
+            value=None,
+            message="refused: the loss reduction is not named (token_mean and sequence_mean "
+            "weigh long and short responses differently; both are called PPO).",
+            fix="set lm.reduction: token_mean (every response token weighs the same; the "
+            "usual choice) or sequence_mean (every response weighs the same).",
+            rule=LM_REDUCTION_RULE,
+        )
+    ]
+
+
+def refuse_kl_without_reference(spec: AnySpec) -> list[SpecIssue]:
+    """A KL penalty needs something to measure the distance to."""
+    if not isinstance(spec, LMExperimentSpec):
+        return []
+    if spec.lm.model.reference != "none" or spec.lm.kl.beta == 0:
+        return []
+    return [
+        SpecIssue(
+            path="lm.kl.beta",
+            value=spec.lm.kl.beta,
+            message="refused: a KL penalty (beta > 0) with lm.model.reference: none.",
+            fix="set lm.model.reference: initial (the policy's starting weights) or a model "
+            "folder, or lm.kl.beta: 0.",
+            rule=LM_REFERENCE_RULE,
+        )
+    ]
+
+
+def refusals(spec: AnySpec) -> list[SpecIssue]:
     """Every refusal rule that the spec breaks, in a stable order."""
     return [
         *refuse_unsafe_trust_region(spec),
@@ -238,4 +280,6 @@ def refusals(spec: ExperimentSpec) -> list[SpecIssue]:
         *refuse_unmonitored_run(spec),
         *refuse_fields_a2c_ignores(spec),
         *refuse_unsafe_search_space(spec),
+        *refuse_unnamed_reduction(spec),
+        *refuse_kl_without_reference(spec),
     ]

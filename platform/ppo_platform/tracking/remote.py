@@ -28,6 +28,7 @@ from ppo_platform import tracing
 from ppo_platform.errors import Terminated, TrackingError
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
+from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.loader import dump_spec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.liveness import owner_tags, this_process
@@ -61,14 +62,19 @@ def param_value(value: Any) -> str:
 
 
 def run_tags(
-    spec: ExperimentSpec, parent_run_id: str | None = None, tags: dict[str, str] | None = None
+    spec: ExperimentSpec | LMExperimentSpec,
+    parent_run_id: str | None = None,
+    tags: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """The tags a new run of `spec` starts with; this process is recorded as its owner."""
     run_tags = {
         tag.RUN_NAME: spec.name,
         tag.SPEC_HASH: spec.spec_hash(),
         tag.ALGORITHM: spec.algorithm,
-        tag.ENV_ID: spec.env.id,
+        # An LM run has no env: its policy folder says what it trains.
+        tag.ENV_ID: spec.env.id
+        if isinstance(spec, ExperimentSpec)
+        else f"lm:{spec.lm.model.policy}",
         **spec.tracking.tags,
         **(tags or {}),
         **owner_tags(),
@@ -126,7 +132,7 @@ class RemoteRun:
         cls,
         process: TrackingProcess,
         settings: Settings,
-        spec: ExperimentSpec,
+        spec: ExperimentSpec | LMExperimentSpec,
         *,
         parent_run_id: str | None = None,
         tags: dict[str, str] | None = None,

@@ -1,0 +1,187 @@
+"""The spec of `algorithm: ppo_lm`: PPO on a local causal language model (seed 003).
+
+It shares the gymnasium spec's sections where they mean the same thing (update, surrogate,
+advantage, diagnostics, tracking, tune), so the refusal rules apply unchanged; what is new
+lives under `lm:`. Paths are checked against the file system by `spec.lm_inputs`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ppo_platform.spec.base import StrictModel
+from ppo_platform.spec.experiment import (
+    AdvantageSpec,
+    DiagnosticsSpec,
+    SafeName,
+    Schedule,
+    SurrogateSpec,
+    TrackingSpec,
+    UpdateSpec,
+)
+from ppo_platform.spec.search import TuneSpec
+from trainers.lm.errors import LMTrainerError
+from trainers.lm.rewards import VOCABULARY, build_reward
+
+LM_ALGORITHM = "ppo_lm"
+# A relative path: resolved inside the LM folder (Settings.lm_dir); no '..', no leading '/'.
+PATH_PATTERN = r"^[^\x00]{1,512}$"
+RewardName = Literal["exact_answer", "contains", "regex", "length_penalty"]
+
+
+class LMModelSpec(StrictModel):
+    policy: str = Field(
+        pattern=PATH_PATTERN,
+        description="Folder of the policy in transformers format (config.json, weights, "
+        "tokenizer), relative to the LM folder (PPO_PLATFORM_LM_DIR); never a hub name.",
+    )
+    reference: str = Field(
+        "initial",
+        pattern=PATH_PATTERN,
+        description="The frozen reference of the KL penalty: `initial` (the policy's starting "
+        "weights), `none` (no reference: kl.beta must be 0), or a model folder.",
+    )
+    reward_model: str | None = Field(
+        None,
+        pattern=PATH_PATTERN,
+        description="Folder of a sequence-classification model (one label) scoring prompt + "
+        "response; replaces `rewards` when set.",
+    )
+
+
+class PromptsSpec(StrictModel):
+    path: str = Field(pattern=PATH_PATTERN, description="JSONL file, one object per line.")
+    prompt_field: str = Field("prompt", min_length=1, description="Key holding the prompt.")
+    answer_field: str | None = Field(
+        "answer", description="Key holding the reference answer (exact_answer needs it)."
+    )
+    task_field: str | None = Field(
+        "task", description="Key naming the task slice (metrics are also reported per slice)."
+    )
+
+
+class RewardTermSpec(StrictModel):
+    name: RewardName = Field(description="A reward of the fixed vocabulary.")
+    weight: float = Field(1.0, allow_inf_nan=False, description="Weight in the sum of terms.")
+    params: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="The reward's parameters (validated by name)."
+    )
+
+    @model_validator(mode="after")
+    def _buildable(self) -> RewardTermSpec:
+        try:
+            build_reward(self.name, self.params)
+        except LMTrainerError as error:
+            raise ValueError(str(error)) from None
+        return self
+
+
+class GenerationSpec(StrictModel):
+    max_new_tokens: int = Field(16, ge=1, le=4096, description="Longest response, in tokens.")
+    temperature: float = Field(1.0, gt=0, le=10, description="Sampling temperature.")
+    top_p: float = Field(1.0, gt=0, le=1, description="Nucleus sampling mass (1: off).")
+
+
+class LMKLSpec(StrictModel):
+    """The per-token KL penalty to the reference: r_t -= beta * KL_t."""
+
+    estimator: Literal["k1", "k3"] = Field(
+        "k1", description="`k1` = log pi - log pi_ref; `k3` = (rho - 1) - log rho, rho = ref/pi."
+    )
+    beta: float = Field(
+        0.05, ge=0, le=100, description="Penalty coefficient (initial if adaptive)."
+    )
+    target: float | None = Field(
+        None, gt=0, description="Adaptive beta: the target of lm/kl_ref (null: beta fixed)."
+    )
+    rule: Literal["lesson", "paper"] = Field(
+        "lesson", description="Adaptive rule: `lesson` (2 x target) or `paper` (1.5 x target)."
+    )
+
+
+class LMSection(StrictModel):
+    model: LMModelSpec
+    prompts: PromptsSpec
+    eval_prompts: PromptsSpec | None = Field(
+        None, description="Held-out prompts for evaluation (null: no evaluation)."
+    )
+    rewards: list[RewardTermSpec] = Field(
+        default_factory=list, max_length=16, description="Programmatic reward terms (summed)."
+    )
+    generation: GenerationSpec = Field(default_factory=GenerationSpec)
+    reduction: Literal["token_mean", "sequence_mean"] | None = Field(
+        None,
+        description="How token losses are averaged; must be named. `token_mean` weighs every "
+        "response token equally; `sequence_mean` every response equally.",
+    )
+    kl: LMKLSpec = Field(default_factory=LMKLSpec)
+    prompts_per_update: int = Field(32, ge=1, le=4096, description="Responses per rollout.")
+
+
+class LMBudgetSpec(StrictModel):
+    updates: int = Field(100, ge=1, le=1_000_000, description="PPO updates (rollouts) to run.")
+    seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds python and torch sampling.")
+
+
+class LMEvaluationSpec(StrictModel):
+    every_updates: int = Field(25, ge=0, description="Evaluate every this many updates (0: end).")
+    max_prompts: int = Field(200, ge=1, le=100_000, description="Held-out prompts evaluated.")
+    table_rows: int = Field(20, ge=0, le=1000, description="Sample generations kept per eval.")
+
+
+class LMExperimentSpec(StrictModel):
+    """A complete, validated PPO experiment on a language model."""
+
+    name: SafeName
+    algorithm: Literal["ppo_lm"] = Field(description="PPO on a local causal language model.")
+    lm: LMSection
+    update: UpdateSpec = Field(
+        default_factory=lambda: UpdateSpec(
+            epochs=4, minibatch_size=8, learning_rate=Schedule(start=1e-5)
+        ),
+        description="K epochs over minibatches of `minibatch_size` responses.",
+    )
+    surrogate: SurrogateSpec = Field(default_factory=lambda: SurrogateSpec(clip_value=0.2))
+    advantage: AdvantageSpec = Field(
+        default_factory=lambda: AdvantageSpec(gamma=1.0, gae_lambda=1.0),
+        description="GAE over response tokens; seed 002's RLHF row: gamma 1.0; lambda 1.0 "
+        "(equal scores then give equal advantages, see docs/guides/language-models.md).",
+    )
+    budget: LMBudgetSpec = Field(default_factory=LMBudgetSpec)
+    diagnostics: DiagnosticsSpec = Field(default_factory=DiagnosticsSpec)
+    evaluation: LMEvaluationSpec = Field(default_factory=LMEvaluationSpec)
+    tracking: TrackingSpec = Field(default_factory=TrackingSpec)
+    tune: TuneSpec | None = Field(None, description="Optional Optuna study (ppo-platform tune).")
+
+    @field_validator("surrogate")
+    @classmethod
+    def _constant_clip_range(cls, surrogate: SurrogateSpec) -> SurrogateSpec:
+        if surrogate.clip_epsilon.schedule != "constant":
+            raise ValueError(
+                "ppo_lm keeps the clip range constant; set surrogate.clip_epsilon to a number"
+            )
+        return surrogate
+
+    @property
+    def experiment_name(self) -> str:
+        return self.tracking.experiment or self.name
+
+    def resolved(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+    def spec_hash(self) -> str:
+        training = {k: v for k, v in self.resolved().items() if k != "tune"}
+        canonical = json.dumps(training, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def is_lm_data(data: Any) -> bool:
+    """Whether plain spec data asks for `algorithm: ppo_lm`."""
+    return isinstance(data, dict) and data.get("algorithm") == LM_ALGORITHM
+
+
+VOCABULARY_NAMES = tuple(sorted(VOCABULARY))

@@ -1,0 +1,229 @@
+"""Run one `algorithm: ppo_lm` spec: the LM trainer wired to diagnostics, evaluation, MLflow
+(through the same tracking process as every run) and progress reporting.
+
+MLflow steps are PPO updates; a progress event's `timesteps` counts updates too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from ppo_platform import tracing
+from ppo_platform.errors import SpecError, SpecIssue, TrackingError, TrainingError
+from ppo_platform.settings import Settings, get_settings
+from ppo_platform.spec.lm import LMExperimentSpec
+from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
+from ppo_platform.training.lm_build import build_trainer, load_prompts
+from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
+from ppo_platform.training.progress import EventKind, ProgressEvent
+from ppo_platform.training.result import MLFLOW_STATUS, Outcome, RunResult
+from ppo_platform.training.runner import ProgressCallback, _prepare
+from trainers.diagnostics import Alert, DiagnosticsMonitor
+from trainers.errors import NonFiniteError, TrainerError
+
+
+class LMTrainingSession:
+    """One LM run: listens to every update, evaluates on held-out prompts, closes the run."""
+
+    def __init__(
+        self,
+        spec: LMExperimentSpec,
+        tracker: RemoteRun,
+        settings: Settings,
+        on_progress: ProgressCallback | None,
+        cancel: threading.Event | None,
+    ) -> None:
+        self.spec, self.tracker, self.settings = spec, tracker, settings
+        self.on_progress = on_progress or (lambda event: None)
+        self.cancel = cancel or threading.Event()
+        self.monitor = DiagnosticsMonitor(thresholds_for(spec), spec.budget.updates)  # type: ignore[arg-type]
+        self.stop_alert: Alert | None = None
+        self.last_eval: float | None = None
+        self.trainer: Any = None
+        self.eval_prompts: list[Any] = []
+        self._started = time.perf_counter()
+        self._announced = False
+
+    def _event(self, kind: EventKind, **fields: Any) -> None:
+        updates = self.trainer.n_updates if self.trainer is not None else 0
+        if not self._announced:  # `started` first, with the run id (the job service keeps it)
+            self._announced = True
+            run_id = self.tracker.run_id
+            self.on_progress(
+                ProgressEvent("started", updates, self.spec.budget.updates, run_id=run_id)
+            )
+        self.on_progress(ProgressEvent(kind, updates, self.spec.budget.updates, **fields))
+
+    def on_update(self, trainer: Any, metrics: dict[str, float]) -> None:
+        update = trainer.n_updates
+        row = dict(metrics)
+        row["time/updates_per_second"] = update / max(time.perf_counter() - self._started, 1e-9)
+        for alert in self.monitor.check(update, update, metrics):
+            self._event("alert", message=alert.format())
+            if self.spec.diagnostics.on_alert == "stop" and alert.severity == "critical":
+                self.stop_alert = self.stop_alert or alert
+        row.update(diagnostics_row(self.monitor, metrics))
+        self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, update)
+        self._event(
+            "update",
+            fps=row["time/updates_per_second"],
+            ep_rew_mean=metrics["lm/reward_mean"],
+            approx_kl=metrics.get("train/approx_kl", math.nan),
+            clip_fraction=metrics.get("train/clip_fraction", math.nan),
+            explained_variance=metrics.get("train/explained_variance", math.nan),
+            kl_beta=metrics.get("lm/kl_beta", math.nan),
+        )
+        every = self.spec.evaluation.every_updates
+        if every and update % every == 0 and update < self.spec.budget.updates:
+            self.evaluate()
+
+    def evaluate(self) -> None:
+        """Greedy responses to the held-out prompts: mean reward (and per task), a table."""
+        if not self.eval_prompts:
+            return
+        from trainers.lm.rewards import Sample, score_samples
+
+        trainer, update = self.trainer, self.trainer.n_updates
+        responses = trainer.respond(self.eval_prompts)
+        samples = [
+            Sample(p.prompt, r, p.reference, len(trainer.tokenizer(r)["input_ids"]) + 1, p.task)
+            for p, r in zip(self.eval_prompts, responses, strict=True)
+        ]
+        scores = score_samples(trainer.reward, samples)
+        row = {"eval/mean_reward": sum(scores) / len(scores)}
+        for task in sorted({s.task for s in samples}):
+            picked = [x for x, s in zip(scores, samples, strict=True) if s.task == task]
+            row[f"eval/mean_reward/{task}"] = sum(picked) / len(picked)
+        self.tracker.log_metrics(row, update)
+        self.last_eval = row["eval/mean_reward"]
+        table = [
+            {
+                "prompt": s.prompt,
+                "response": s.response,
+                "reference": s.reference,
+                "task": s.task,
+                "reward": x,
+            }
+            for s, x in list(zip(samples, scores, strict=True))[: self.spec.evaluation.table_rows]
+        ]
+        path = self.tracker.run_dir / "samples" / f"eval_update_{update:06d}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"update": update, "rows": table}, indent=1))
+        self.tracker.log_artifact(path, "samples")
+        self._event("eval", eval_mean=self.last_eval)
+
+    def train(self, trainer: Any, prompts: list[Any], eval_prompts: list[Any]) -> RunResult:
+        self.trainer = trainer
+        self.eval_prompts = eval_prompts[: self.spec.evaluation.max_prompts]
+        trainer.add_update_listener(self.on_update)
+        trainer.stop_condition = lambda: self.cancel.is_set() or self.stop_alert is not None
+        tracing.mark("lm learn: begins")
+        try:
+            trainer.learn(prompts, self.spec.budget.updates)
+        except NonFiniteError as error:
+            self._close("FAILED", {tag.OUTCOME: "diverged", tag.FAILURE: str(error)})
+            raise TrainingError(
+                f"training diverged at update {trainer.n_updates}: {error}. "
+                "Lower the learning rate or K."
+            ) from error
+        except KeyboardInterrupt:
+            with contextlib.suppress(Exception):
+                self._close("KILLED", {tag.OUTCOME: "cancelled", tag.FAILURE: "interrupted"})
+            raise
+        except TrackingError as error:
+            self.tracker.fail(str(error))
+            raise
+        except Exception as error:
+            reason = f"{type(error).__name__}: {error}"
+            with contextlib.suppress(TrackingError):
+                self._close("FAILED", {tag.OUTCOME: "failed", tag.FAILURE: reason})
+            raise
+        return self._finish()
+
+    def _finish(self) -> RunResult:
+        outcome: Outcome = "completed"
+        message = ""
+        if self.cancel.is_set():
+            outcome, message = "cancelled", "cancelled on request."
+        elif self.stop_alert is not None:
+            outcome = "stopped_by_alert"
+            message = f"stopped by a diagnostics alert (on_alert: stop): {self.stop_alert.format()}"
+        if outcome == "completed":
+            self.evaluate()
+        final = self.tracker.run_dir / "final" / "model"
+        self.trainer.save(final)
+        for path in sorted(final.iterdir()):
+            self.tracker.log_artifact(path, "model")
+        alerts = self.tracker.run_dir / "alerts.json"
+        alerts.write_text(json.dumps(alerts_document(self.monitor), indent=2))
+        self.tracker.log_artifact(alerts, "diagnostics")
+        tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}
+        if self.last_eval is not None and outcome == "completed":
+            tags[tag.FINAL_EVAL_MEAN] = f"{self.last_eval:.4f}"
+        if message:
+            tags[tag.STOP_REASON] = message
+        self._close(MLFLOW_STATUS[outcome], tags)
+        return RunResult(
+            self.tracker.run_id,
+            outcome,
+            self.trainer.n_updates,
+            self.last_eval if outcome == "completed" else None,
+            0.0 if outcome == "completed" and self.last_eval is not None else None,
+            len(self.monitor.alerts),
+            time.perf_counter() - self._started,
+            message,
+            self.tracker.write_seconds,
+            tuple(self.monitor.summary_lines()),
+        )
+
+    def _close(self, status: str, tags: dict[str, str]) -> None:
+        try:
+            self.tracker.finish(status, tags)
+        except TrackingError as error:
+            self.tracker.fail(str(error))
+            raise
+
+
+def run_lm_spec(
+    spec: LMExperimentSpec,
+    *,
+    on_progress: ProgressCallback | None = None,
+    cancel: threading.Event | None = None,
+    settings: Settings | None = None,
+    tags: dict[str, str] | None = None,
+) -> RunResult:
+    """Train an LM spec as a new MLflow run. Raises TrainingError if it diverges."""
+    process = shared_tracking_process()
+    settings = _prepare(settings or get_settings())
+    try:
+        prompts = load_prompts(spec.lm.prompts, "lm.prompts", settings)
+        held_out = spec.lm.eval_prompts
+        eval_prompts = load_prompts(held_out, "lm.eval_prompts", settings) if held_out else []
+        trainer = build_trainer(spec, settings)
+    except TrainerError as error:
+        raise TrainingError(f"the LM run cannot start: {error}") from error
+    try:
+        trainer.check_prompts(prompts + eval_prompts)
+    except TrainerError as error:
+        issue = SpecIssue(
+            "lm.generation.max_new_tokens",
+            str(error),
+            spec.lm.generation.max_new_tokens,
+            fix="shorten the prompts or lower max_new_tokens.",
+        )
+        raise SpecError([issue]) from None
+    tracker = RemoteRun.open(process, settings, spec, tags=tags)
+    session = LMTrainingSession(spec, tracker, settings, on_progress, cancel)
+    return session.train(trainer, prompts, eval_prompts)
+
+
+def final_model_dir(run_dir: Path) -> Path:
+    """Where a finished LM run keeps its policy (a model folder in transformers format)."""
+    return run_dir / "final" / "model"

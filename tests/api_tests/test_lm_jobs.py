@@ -1,0 +1,76 @@
+"""An `algorithm: ppo_lm` spec submitted to the real HTTP server runs as a job; paths from
+outside stay inside the operator's LM folder, and the refusal rules answer 422."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import Server, start_server, submit, wait_for
+
+from ppo_platform.settings import Settings
+from ppo_platform.training.lm_demo import init_demo
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+SPEC = Path(__file__).resolve().parents[2] / "specs" / "lm_arithmetic.yaml"
+
+
+def short_spec(**changes: object) -> str:
+    data = yaml.safe_load(SPEC.read_text())
+    data["budget"]["updates"] = 3
+    data["evaluation"].update(every_updates=2, max_prompts=16)
+    data["lm"]["prompts_per_update"] = 8
+    data["update"]["minibatch_size"] = 4
+    for dotted, value in changes.items():
+        *parents, last = dotted.split("__")
+        node = data
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return yaml.safe_dump(data)
+
+
+@pytest.fixture(scope="module")
+def lm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("lm_api")
+    init_demo(Settings(home=tmp / "home"), sft_steps=10)
+    running = start_server(tmp)
+    yield running
+    running.kill(signal.SIGTERM)
+
+
+@pytest.mark.slow
+def test_an_lm_spec_runs_as_a_job(lm_server):
+    with lm_server.client("alice") as alice:
+        response = submit(alice, short_spec())
+        assert response.status_code == 202, response.text
+        job = wait_for(alice, response.json()["id"], timeout=600)
+        assert job["status"] == "succeeded", job["error"]
+        assert job["result"]["timesteps"] == 3 and len(job["mlflow_run_id"]) == 32
+        points = alice.get(
+            f"/v1/experiments/{job['id']}/metrics", params={"key": "lm/reward_mean"}
+        ).json()["points"]
+        assert [p["step"] for p in points] == [1, 2, 3]
+        spec = alice.get(f"/v1/experiments/{job['id']}/artifacts/resolved_spec.yaml")
+        assert spec.status_code == 200 and "algorithm: ppo_lm" in spec.text
+
+
+@pytest.mark.parametrize(
+    ("changes", "path"),
+    [
+        ({"lm__model__policy": "/etc"}, "lm.model.policy"),
+        ({"lm__prompts__path": "../../secrets.jsonl"}, "lm.prompts.path"),
+        ({"update__epochs": 31}, "update.epochs"),
+        ({"surrogate__clip_epsilon": 0.35}, "surrogate.clip_epsilon.start"),
+        ({"lm__reduction": None}, "lm.reduction"),
+    ],
+)
+def test_bad_lm_specs_are_422_naming_the_field(lm_server, changes, path):
+    with lm_server.client("alice") as alice:
+        response = submit(alice, short_spec(**changes))
+    assert response.status_code == 422, response.text
+    assert response.json()["issues"][0]["path"] == path

@@ -1,0 +1,94 @@
+"""`ppo-platform lm init-demo`, then `validate` and `run` of specs/lm_arithmetic.yaml: an MLflow
+run like any other (real store), with per-slice metrics and a sample-generations table."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+from typer.testing import CliRunner
+
+from ppo_platform.cli import app
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+SPEC = Path(__file__).resolve().parents[3] / "specs" / "lm_arithmetic.yaml"
+SHORT = [
+    "--set", "budget.updates=3",
+    "--set", "evaluation.every_updates=2",
+    "--set", "evaluation.max_prompts=16",
+    "--set", "lm.prompts_per_update=8",
+    "--set", "update.minibatch_size=4",
+]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def demo_home(shared_home: Path) -> Path:
+    result = CliRunner().invoke(app, ["lm", "init-demo", "--sft-steps", "20"])
+    assert result.exit_code == 0, result.output
+    assert "SFT held-out accuracy" in result.output
+    return shared_home
+
+
+def test_init_demo_writes_a_model_folder_and_prompts(demo_home):
+    folder = demo_home / "lm" / "arithmetic"
+    assert (folder / "sft" / "config.json").is_file()
+    assert (folder / "sft" / "model.safetensors").is_file()
+    assert (folder / "sft" / "tokenizer.json").is_file()
+    first = json.loads((folder / "train.jsonl").read_text().splitlines()[0])
+    assert set(first) == {"prompt", "answer", "task"}
+    assert len((folder / "heldout.jsonl").read_text().splitlines()) == 200
+
+
+def test_init_demo_refuses_to_overwrite_without_force(demo_home):
+    result = CliRunner().invoke(app, ["lm", "init-demo", "--sft-steps", "1"])
+    assert result.exit_code == 2
+    assert "--force" in result.output
+
+
+def test_validate_takes_the_lm_spec_and_refuses_k_31(demo_home):
+    ok = CliRunner().invoke(app, ["validate", str(SPEC)])
+    assert ok.exit_code == 0, ok.output
+    assert "valid ppo_lm spec" in ok.output
+    refused = CliRunner().invoke(app, ["validate", str(SPEC), "--set", "update.epochs=31"])
+    assert refused.exit_code == 2
+    assert "update.epochs" in refused.output and "30" in refused.output
+    refused = CliRunner().invoke(
+        app, ["validate", str(SPEC), "--set", "surrogate.clip_epsilon=0.35"]
+    )
+    assert refused.exit_code == 2 and "clip epsilon" in refused.output
+
+
+@pytest.mark.slow
+def test_run_trains_the_lm_spec_as_an_mlflow_run(demo_home):
+    result = CliRunner().invoke(app, ["run", str(SPEC), "--quiet", *SHORT])
+    assert result.exit_code == 0, result.output
+    assert "completed" in result.output
+    client = MlflowClient(f"sqlite:///{(demo_home / 'mlflow.db').resolve()}")
+    (experiment,) = [e for e in client.search_experiments() if e.name == "lm-arithmetic"]
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED"
+    assert run.data.params["lm.reduction"] == "token_mean"
+    for name in ("lm/reward_mean", "lm/kl_ref", "train/approx_kl", "train/clip_fraction"):
+        history = client.get_metric_history(run.info.run_id, name)
+        assert [m.step for m in history] == [1, 2, 3], name
+    metrics = run.data.metrics
+    for name in ("lm/response_length", "train/ratio_max", "train/entropy"):
+        assert name in metrics
+    assert {"lm/reward_mean/carry", "lm/reward_mean/no_carry"} <= set(metrics)
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "eval/mean_reward")] == [
+        2,
+        3,
+    ]
+    samples = {a.path for a in client.list_artifacts(run.info.run_id, "samples")}
+    assert samples == {"samples/eval_update_000002.json", "samples/eval_update_000003.json"}
+    table = json.loads(
+        Path(
+            client.download_artifacts(run.info.run_id, "samples/eval_update_000003.json")
+        ).read_text()
+    )
+    assert len(table["rows"]) == 16 and {"prompt", "response", "reward"} <= set(table["rows"][0])
+    models = {a.path for a in client.list_artifacts(run.info.run_id, "model")}
+    assert "model/model.safetensors" in models and "model/value_head.pt" in models

@@ -1,0 +1,5 @@
+"""PPO on local causal language models (seed 003's training contract), typed arguments only.
+
+Import the modules explicitly (``from trainers.lm.trainer import LMPPOTrainer``): transformers
+is imported only where a model or tokenizer is loaded, so `trainers.lm.rewards` stays cheap.
+"""

@@ -1,0 +1,54 @@
+"""One rollout of the language-model trainer: everything the update reads, frozen."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import torch
+from torch import Tensor
+
+
+@dataclass(frozen=True)
+class RolloutBatch:
+    """Token tensors are (B, L) in the layout of trainers.lm.policy; per-sequence ones are (B,).
+
+    Four policies stay apart: behavior (what sampled, `behavior_log_probs`), old-training (the
+    frozen ratio denominator, recomputed: `old_log_probs`), reference (`ref_log_probs`, for the
+    KL penalty) and the current one (recomputed in every minibatch).
+    """
+
+    input_ids: Tensor
+    attention_mask: Tensor
+    action_mask: Tensor
+    terminal_mask: Tensor
+    behavior_log_probs: Tensor
+    old_log_probs: Tensor
+    ref_log_probs: Tensor
+    values: Tensor
+    advantages: Tensor
+    returns: Tensor
+    scores: Tensor
+    tasks: tuple[str, ...]
+    prompts: tuple[str, ...] = ()
+    responses: tuple[str, ...] = ()
+    references: tuple[str | None, ...] = ()
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return int(self.input_ids.shape[0])
+
+    @property
+    def response_lengths(self) -> Tensor:
+        return self.action_mask.sum(1)
+
+    def with_(self, **changes: object) -> RolloutBatch:
+        """A copy with some fields replaced (tests use it to perturb one thing at a time)."""
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+    def task_index(self) -> tuple[list[str], Tensor]:
+        """Sorted task names and, per sequence, the index of its task."""
+        names = sorted(set(self.tasks))
+        lookup = {name: i for i, name in enumerate(names)}
+        index = torch.tensor([lookup[t] for t in self.tasks], device=self.input_ids.device)
+        return names, index

@@ -1,0 +1,111 @@
+"""The PPO update over a rollout of responses: K epochs of shuffled minibatches of sequences.
+
+The policy term is `trainers.losses.clipped_policy_loss` over the action mask with the named
+reduction; the value loss and entropy use the same mask and reduction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from trainers.losses import PolicyLossOutput, Reduction, clipped_policy_loss
+
+from .advantages import AdvantageScope, normalize
+from .batch import RolloutBatch
+from .errors import LMTrainerError
+from .policy import TokenTerms
+
+# Why token_mean is the default: every action token is one PPO sample, as in the original
+# objective, and its gradient weight does not depend on its response's length (sequence_mean's
+# 1/|response| favours short responses when A > 0 and long ones when A < 0). Both are offered;
+# the platform makes a spec name its choice.
+DEFAULT_REDUCTION: Reduction = "token_mean"
+
+
+@dataclass(frozen=True)
+class UpdateSettings:
+    """Typed settings of one update (SB3-style names where SB3 has them)."""
+
+    epochs: int = 4
+    minibatch_size: int = 8  # sequences per minibatch
+    clip_epsilon: float = 0.2
+    value_coef: float = 0.5
+    entropy_coef: float = 0.0
+    max_grad_norm: float = 0.5
+    reduction: Reduction = DEFAULT_REDUCTION
+    value_clip: float | None = 0.2
+    normalize_advantage: bool = True
+    advantage_scope: AdvantageScope = "batch"
+    target_kl: float | None = None  # stop the epochs once an epoch's KL passes 1.5 x target
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.epochs, int) and self.epochs >= 1):
+            raise LMTrainerError(f"epochs must be an integer >= 1, got {self.epochs!r}")
+        if not (isinstance(self.minibatch_size, int) and self.minibatch_size >= 1):
+            raise LMTrainerError(f"minibatch_size must be >= 1, got {self.minibatch_size!r}")
+        if self.advantage_scope not in ("batch", "minibatch"):
+            raise LMTrainerError(
+                f"advantage_scope must be 'batch' or 'minibatch', got {self.advantage_scope!r}"
+            )
+
+
+@dataclass(frozen=True)
+class MinibatchLoss:
+    """The minibatch's loss terms and the weight its reduction gives it within the batch."""
+
+    total: Tensor
+    policy: PolicyLossOutput
+    value: Tensor
+    entropy: Tensor
+    weight: Tensor  # valid tokens (token_mean) or sequences with tokens (sequence_mean)
+
+
+def _masked_mean(values: Tensor, mask: Tensor, reduction: Reduction) -> Tensor:
+    values = torch.where(mask, values, 0.0)
+    weights = mask.to(values.dtype)
+    if reduction == "token_mean":
+        return values.sum() / weights.sum().clamp(min=1.0)
+    counts = weights.sum(1)
+    has = (counts > 0).to(values.dtype)
+    return ((values.sum(1) / counts.clamp(min=1.0)) * has).sum() / has.sum().clamp(min=1.0)
+
+
+def minibatch_loss(
+    terms: TokenTerms, batch: RolloutBatch, index: Tensor, settings: UpdateSettings
+) -> MinibatchLoss:
+    """PPO loss of the sequences `index` given the current policy's `terms` for them."""
+    mask = batch.action_mask[index]
+    advantages = batch.advantages[index]
+    if settings.normalize_advantage and settings.advantage_scope == "minibatch":
+        advantages = normalize(advantages, mask)
+    policy = clipped_policy_loss(
+        terms.log_probs,
+        batch.old_log_probs[index],
+        advantages,
+        mask,
+        clip_epsilon=settings.clip_epsilon,
+        reduction=settings.reduction,
+    )
+    returns, old_values = batch.returns[index], batch.values[index]
+    value_error = (terms.values - returns) ** 2
+    if settings.value_clip is not None:
+        clipped = old_values + (terms.values - old_values).clamp(
+            -settings.value_clip, settings.value_clip
+        )
+        value_error = torch.maximum(value_error, (clipped - returns) ** 2)
+    value = 0.5 * _masked_mean(value_error, mask, settings.reduction)
+    entropy = _masked_mean(terms.entropy, mask, settings.reduction)
+    total = policy.loss + settings.value_coef * value - settings.entropy_coef * entropy
+    weight = mask.sum() if settings.reduction == "token_mean" else (mask.sum(1) > 0).sum()
+    return MinibatchLoss(total, policy, value.detach(), entropy.detach(), weight)
+
+
+def shuffled_minibatches(
+    size: int, minibatch_size: int, generator: torch.Generator
+) -> list[Tensor]:
+    """One epoch's minibatches: a fresh permutation of the sequences, cut in order."""
+    order = torch.randperm(size, generator=generator)
+    return [order[i : i + minibatch_size] for i in range(0, size, minibatch_size)]
