@@ -112,7 +112,8 @@ def spec_page() -> str:
         "Every field of an experiment spec, by the dotted path that `--set`, sweeps and "
         "search spaces use. A field you leave out takes its default; `ppo-platform validate "
         "SPEC --show` prints a spec with every default filled in, and `ppo-platform schema` "
-        "prints the JSON Schema these tables come from.\n",
+        "prints the JSON Schema these tables come from (also here as a file:\n"
+        "[spec.schema.json](spec.schema.json)).\n",
         cell(schema.get("description", "")) + "\n",
     ]
     for name, prop in schema.get("properties", {}).items():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ GENERATED = (
     "reference/cli.md",
     "reference/settings.md",
     "reference/rest-api.md",
+    "reference/spec.schema.json",
+    "reference/openapi.json",
 )
 
 
@@ -37,6 +40,17 @@ def test_the_site_builds_with_strict_and_warns_about_nothing(site: SiteBuild) ->
 def test_reference_pages_are_generated_not_committed() -> None:
     for page in GENERATED:
         assert not (REPO_ROOT / "docs" / page).exists(), f"docs/{page} is generated at build time"
+
+
+def test_the_site_offers_the_spec_schema_and_the_openapi_document(site: SiteBuild) -> None:
+    from api.app import create_app
+    from ppo_platform.spec.experiment import ExperimentSpec
+
+    reference = site.folder / "reference"
+    schema = json.loads((reference / "spec.schema.json").read_text("utf-8"))
+    assert schema == ExperimentSpec.model_json_schema()
+    document = json.loads((reference / "openapi.json").read_text("utf-8"))
+    assert document == json.loads(json.dumps(create_app().openapi()))
 
 
 def spec_fields(schema: dict[str, Any]) -> dict[str, str]:
