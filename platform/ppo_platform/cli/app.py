@@ -191,7 +191,10 @@ def sweep(
     try:
         experiment = load_spec(spec, overrides or [])
         result = run_sweep(
-            experiment, workers=workers, source=str(spec), on_event=lambda line: typer.echo(line)
+            experiment,
+            workers=workers,
+            source=str(spec),
+            on_event=lambda event: typer.echo(event.describe()),
         )
     except PlatformError as error:
         fail(error)

@@ -26,7 +26,9 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 Kind = Literal["run", "sweep", "tune"]
 TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
-EVENT_KINDS = ("progress", "eval", "alert", "status", "log")
+# `member`: a sweep member ended (its run id, status, score; the sweep's runs_done/total);
+# `trial`: a study's trial ended (its number, state, value and run id).
+EVENT_KINDS = ("progress", "eval", "alert", "status", "log", "member", "trial")
 
 
 def utcnow() -> dt.datetime:

@@ -1,5 +1,6 @@
-"""Inside a job process: progress and alerts to the job store as events, and the watcher that
-turns a cancel request (or the death of the service that started the job) into a stop.
+"""Inside a job process: the typed events of a run, a sweep or a study to the job store as
+job events and row changes, and the watcher that turns a cancel request (or the death of the
+service that started the job) into a stop.
 """
 
 from __future__ import annotations
@@ -7,21 +8,21 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import re
 import signal
 import threading
 import time
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ppo_platform.jobs.store import JobStore
 from ppo_platform.training.progress import ProgressEvent
 
+if TYPE_CHECKING:
+    from ppo_platform.sweeps.events import SweepEvent
+    from ppo_platform.tuning.events import StudyEvent
+
 UPDATE_EVERY_SECONDS = 1.0
 WATCH_EVERY_SECONDS = 0.5
 HEARTBEAT_SECONDS = 5.0  # the job's lease is renewed this often (ServiceSettings.lease_seconds)
-SWEEP_DONE = re.compile(r"^\[(\d+)/(\d+)\]")
-SWEEP_PARENT = re.compile(r"parent run ([0-9a-f]{32})")
 
 
 def finite(value: float) -> float | None:
@@ -30,19 +31,21 @@ def finite(value: float) -> float | None:
 
 
 class EventWriter:
-    """The runner's `on_progress`: updates at most once a second, every eval and alert."""
+    """The runner's `on_progress` and the sweep's `on_event`: typed events become job events
+    and row changes, field by field. No text is parsed: the job's MLflow run id comes only
+    from a `started` event's `run_id` or a `SweepStarted`'s `parent_run_id`."""
 
-    def __init__(self, store: JobStore, job_id: str, on_first: Callable[[], None]) -> None:
-        self.store, self.job_id, self.on_first = store, job_id, on_first
+    def __init__(self, store: JobStore, job_id: str) -> None:
+        self.store, self.job_id = store, job_id
         self._last_update = 0.0
-        self._first = True
 
     def __call__(self, event: ProgressEvent) -> None:
-        if self._first:
-            self._first = False
-            self.on_first()
         progress = {"timesteps": event.timesteps, "total_timesteps": event.total_timesteps}
-        if event.kind == "update":
+        if event.kind == "started":
+            self.store.update(
+                self.job_id, mlflow_run_id=event.run_id, mlflow_run_ids=[event.run_id]
+            )
+        elif event.kind == "update":
             now = time.monotonic()
             if now - self._last_update < UPDATE_EVERY_SECONDS:
                 return
@@ -68,14 +71,61 @@ class EventWriter:
         elif event.kind == "alert":
             self.store.append_event(self.job_id, "alert", {**progress, "message": event.message})
 
-    def sweep_line(self, line: str) -> None:
-        """run_sweep's `on_event`: a log event; `[k/n]` lines count finished runs."""
-        changes: dict[str, Any] = {}
-        if done := SWEEP_DONE.match(line):
-            changes["progress"] = {"runs_done": int(done[1]), "runs_total": int(done[2])}
-        if parent := SWEEP_PARENT.search(line):
-            changes["mlflow_run_id"] = parent[1]
-        self.store.append_event(self.job_id, "log", {"message": line}, **changes)
+    def sweep_event(self, event: SweepEvent) -> None:
+        """A sweep's event: the parent run id and member outcomes are taken from its fields;
+        its text (`describe()`) is stored for people to read, never read back."""
+        from ppo_platform.sweeps.events import MemberFinished, SweepStarted
+
+        message = event.describe()
+        if isinstance(event, SweepStarted):
+            progress = {"runs_done": event.finished_earlier, "runs_total": event.members}
+            self.store.append_event(
+                self.job_id,
+                "log",
+                {"message": message, "parent_run_id": event.parent_run_id},
+                mlflow_run_id=event.parent_run_id,
+                progress=progress,
+            )
+        elif isinstance(event, MemberFinished):
+            outcome = event.outcome
+            progress = {"runs_done": event.runs_done, "runs_total": event.runs_total}
+            member = {
+                "name": outcome.member.spec.name,
+                "key": outcome.member.key,
+                "status": outcome.status,
+                "run_id": outcome.run_id,
+                "final_eval_mean": outcome.final_eval_mean,
+                "error": outcome.error,
+            }
+            data = {**progress, "member": member, "message": message}
+            self.store.append_event(self.job_id, "member", data, progress=progress)
+        else:
+            self.store.append_event(self.job_id, "log", {"message": message})
+
+    def study_event(self, event: StudyEvent) -> None:
+        """A study's event: its parent run id, each finished trial (value, run id) and the
+        counts, taken from the fields."""
+        from ppo_platform.tuning.events import StudyProgressed, StudyStarted, TrialFinished
+
+        if isinstance(event, StudyStarted):
+            progress = {"trials_done": 0, "trials_total": event.n_trials}
+            data = {"message": event.describe(), "parent_run_id": event.parent_run_id}
+            self.store.append_event(
+                self.job_id, "log", data, mlflow_run_id=event.parent_run_id, progress=progress
+            )
+        elif isinstance(event, TrialFinished):
+            trial = {
+                "number": event.number,
+                "state": event.state,
+                "value": None if event.value is None else finite(event.value),
+                "run_id": event.run_id,
+                "reason": event.reason,
+                "message": event.describe(),
+            }
+            self.store.append_event(self.job_id, "trial", trial)
+        elif isinstance(event, StudyProgressed):
+            progress = event.progress
+            self.store.append_event(self.job_id, "progress", progress, progress=progress)
 
 
 class Watcher:

@@ -80,7 +80,7 @@ def _run_kind(
     store: JobStore, job: Any, spec: ExperimentSpec, watcher: Watcher
 ) -> tuple[str, str | None, dict[str, Any] | None]:
     """(status, error, result) of the job's kind; errors become a failed status."""
-    writer = EventWriter(store, job.id, on_first=lambda: _record_run_id(store, job.id, spec))
+    writer = EventWriter(store, job.id)
     try:
         _ensure_tracking_store()
         if watcher.stopping:
@@ -94,22 +94,6 @@ def _run_kind(
         return "cancelled", None, None
     except Exception as error:
         return "failed", describe_error(error), None
-
-
-def _record_run_id(store: JobStore, job_id: str, spec: ExperimentSpec) -> None:
-    """Find the MLflow run this job started (tagged with the job id) and keep its id."""
-    from ppo_platform.tracking.gateway import tracking_client
-    from ppo_platform.tracking.queries import search_all
-    from ppo_platform.tracking.tags import JOB_ID
-
-    client = tracking_client(get_settings().tracking_uri)
-    experiment = client.get_experiment_by_name(spec.experiment_name)
-    if experiment is None:
-        return
-    runs = search_all(client, experiment.experiment_id, f"tags.`{JOB_ID}` = '{job_id}'")
-    if runs:
-        newest = max(runs, key=lambda run: run.info.start_time)
-        store.update(job_id, mlflow_run_id=newest.info.run_id, mlflow_run_ids=[newest.info.run_id])
 
 
 def _run(
@@ -152,9 +136,9 @@ def _sweep(spec: ExperimentSpec, writer: EventWriter) -> tuple[str, str | None, 
     from ppo_platform.sweeps import run_sweep
     from ppo_platform.sweeps.expand import expand_sweep
 
-    total = len(expand_sweep(spec))  # `[k/n]` lines move runs_done on as members finish
+    total = len(expand_sweep(spec))  # member events move runs_done on as members finish
     writer.store.update(writer.job_id, progress={"runs_done": 0, "runs_total": total})
-    result = run_sweep(spec, on_event=writer.sweep_line, report=True)
+    result = run_sweep(spec, on_event=writer.sweep_event, report=True)
     runs = [
         {
             "name": o.member.spec.name,
@@ -180,23 +164,20 @@ def _sweep(spec: ExperimentSpec, writer: EventWriter) -> tuple[str, str | None, 
 def _tune(
     store: JobStore, job_id: str, spec: ExperimentSpec
 ) -> tuple[str, str | None, dict[str, Any]]:
-    from ppo_platform.jobs.study_progress import StudyProgress
     from ppo_platform.tuning import run_study
-    from ppo_platform.tuning.study import default_storage_url, study_budget
+    from ppo_platform.tuning.study import default_storage_url
 
     settings = get_settings()
     # One study per job, named after it: a re-queued job continues its own study.
-    study_name = f"{spec.name}-{job_id[:8]}"
-    storage = default_storage_url(settings)
-    with StudyProgress(store, job_id, storage, study_name, study_budget(spec)):
-        result = run_study(
-            spec,
-            workers=1,
-            storage=storage,
-            study_name=study_name,
-            out_dir=job_folder(settings, job_id),
-            live=False,
-        )
+    result = run_study(
+        spec,
+        workers=1,
+        storage=default_storage_url(settings),
+        study_name=f"{spec.name}-{job_id[:8]}",
+        out_dir=job_folder(settings, job_id),
+        live=False,
+        on_event=EventWriter(store, job_id).study_event,
+    )
     outputs = result.outputs
     store.update(job_id, mlflow_run_id=result.parent_run_id)
     summary = {

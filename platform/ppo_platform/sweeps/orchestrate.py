@@ -6,11 +6,10 @@ reuses the unfinished parent and trains only the members that did not finish.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ppo_platform.execution import Task, TaskResult, run_tasks, worker_count
 from ppo_platform.execution.choose import pool_executor
@@ -19,11 +18,24 @@ from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_env_usable
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.sweeps.events import (
+    MemberFinished,
+    MemberOutcome,
+    MemberRestarted,
+    SweepListener,
+    SweepStarted,
+    SweepWarning,
+)
 from ppo_platform.sweeps.expand import SweepMember, expand_sweep, grid_points
-from ppo_platform.sweeps.runs import finished_runs, open_parent_run, resume_member, run_member
+from ppo_platform.sweeps.runs import (
+    MemberFailure,
+    finished_runs,
+    open_parent_run,
+    resume_member,
+    run_member,
+)
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
-from ppo_platform.tracking.queries import child_runs
 from ppo_platform.tracking.tracker import ensure_experiment
 
 if TYPE_CHECKING:
@@ -31,31 +43,7 @@ if TYPE_CHECKING:
 
     from ppo_platform.training.runner import RunResult
 
-EventCallback = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class MemberOutcome:
-    """How one member ended in this invocation (or `skipped`: finished by an earlier one)."""
-
-    member: SweepMember
-    status: str  # FINISHED | FAILED | KILLED
-    run_id: str | None = None
-    final_eval_mean: float | None = None
-    error: str | None = None
-    seconds: float | None = None
-    pid: int | None = None
-    skipped: bool = False
-
-    def line(self) -> str:
-        name = self.member.spec.name
-        if self.skipped:
-            return f"{name}: already finished (run {self.run_id}), skipped"
-        if self.error:
-            return f"{name}: FAILED: {self.error}"
-        score = "-" if self.final_eval_mean is None else f"{self.final_eval_mean:.2f}"
-        secs = "" if self.seconds is None else f" in {self.seconds:.1f} s"
-        return f"{name}: {self.status}, final eval return {score}{secs} (run {self.run_id})"
+__all__ = ["MemberOutcome", "SweepResult", "run_sweep"]
 
 
 @dataclass
@@ -86,11 +74,12 @@ def run_sweep(
     *,
     workers: int | None = None,
     settings: Settings | None = None,
-    on_event: EventCallback | None = None,
+    on_event: SweepListener | None = None,
     source: str | None = None,
     report: bool = True,
 ) -> SweepResult:
-    """Validate every member, then train the unfinished ones in parallel under one parent run."""
+    """Validate every member, then train the unfinished ones in parallel under one parent run.
+    `on_event` receives the sweep's progress as data (`sweeps/events.py`)."""
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
     # The base spec's env, before any parent run: an unusable env id is bad input. Members
     # whose variants change env.kwargs are checked as they start (a failing member is
@@ -99,7 +88,7 @@ def run_sweep(
 
     assert spec.sweep is not None
     settings = settings or get_settings()
-    say = on_event or (lambda line: None)
+    tell = on_event or (lambda event: None)
     started = time.perf_counter()
     client = tracking_client(settings.tracking_uri)
     parent_run_id, resumed, experiment_id = _open_parent(client, spec, members, settings)
@@ -107,30 +96,37 @@ def run_sweep(
     todo = [m for m in members if m.key not in outcomes]
     n_workers, crowded = worker_count(workers, len(todo) or 1)
     if crowded:
-        say(f"warning: {crowded}")
-    say(
-        f"sweep {spec.name}: {len(members)} runs ({len(grid_points(spec))} variants x "
-        f"{len(spec.sweep.seeds)} seeds), parent run {parent_run_id}"
-        + (f" (resumed: {len(members) - len(todo)} already finished)" if resumed else "")
-        + f"; {len(todo)} to train on {n_workers} worker(s)"
+        tell(SweepWarning(crowded))
+    earlier = len(outcomes)
+    tell(
+        SweepStarted(
+            spec.name,
+            parent_run_id,
+            len(members),
+            len(grid_points(spec)),
+            len(spec.sweep.seeds),
+            earlier,
+            n_workers,
+            resumed,
+        )
     )
     by_key = {m.key: m for m in members}
 
     def collect(result: TaskResult) -> None:
         outcome = _outcome(by_key[result.key], result)
         outcomes[result.key] = outcome
-        done = sum(not o.skipped for o in outcomes.values())
-        say(f"[{done}/{len(todo)}] {outcome.line()}")
+        trained = sum(not o.skipped for o in outcomes.values())
+        tell(MemberFinished(outcome, trained, len(todo), earlier))
 
     tasks = [Task(m.key, run_member, (m.spec, parent_run_id, m.tags, settings)) for m in todo]
     try:
-        _train(tasks, n_workers, settings, collect, say)
+        _train(tasks, n_workers, settings, collect, tell)
     except KeyboardInterrupt:
         retry(lambda: client.set_terminated(parent_run_id, "KILLED"))
         raise
     ordered = [outcomes[m.key] for m in members]
     result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
-    _close_parent(client, experiment_id, result, settings, report)
+    _close_parent(client, result, settings, report)
     return result
 
 
@@ -139,12 +135,12 @@ def _train(
     n_workers: int,
     settings: Settings,
     collect: Callable[[TaskResult], None],
-    say: EventCallback,
+    tell: SweepListener,
 ) -> None:
     """Train the members; one whose worker process or node died runs again (resumed)."""
 
     def again(task: Task, lost: TaskResult) -> Task:
-        say(f"{task.args[0].name}: its worker died ({lost.error}); running it again")
+        tell(MemberRestarted(task.args[0].name, lost.error or "lost"))
         return Task(task.key, resume_member, task.args)  # from its last checkpoint
 
     run_tasks(
@@ -190,15 +186,10 @@ def _finished_earlier(
 
 
 def _close_parent(
-    client: MlflowClient,
-    experiment_id: str,
-    result: SweepResult,
-    settings: Settings,
-    report: bool,
+    client: MlflowClient, result: SweepResult, settings: Settings, report: bool
 ) -> None:
     """Record the failures, publish the report, and end the parent run."""
     parent_run_id = result.parent_run_id
-    _fill_failed_run_ids(client, experiment_id, result)
     status = "FINISHED" if not result.failed else "FAILED"
     retry(lambda: client.set_tag(parent_run_id, tag.FAILED_RUNS, str(len(result.failed))))
     try:
@@ -211,30 +202,20 @@ def _close_parent(
         retry(lambda: client.set_terminated(parent_run_id, status))
 
 
-def _outcome(member: SweepMember, result: Any) -> MemberOutcome:
-    if not result.ok:
+def _outcome(member: SweepMember, result: TaskResult) -> MemberOutcome:
+    """The member's outcome from its task's result: a RunResult, or a MemberFailure naming the
+    FAILED run that records the error (errors as data: no run is looked up afterwards)."""
+    if not result.ok:  # the task could not run at all (unpicklable, cancelled, worker lost)
         return MemberOutcome(
             member, "FAILED", error=result.error, seconds=result.seconds, pid=result.pid
+        )
+    if isinstance(result.value, MemberFailure):
+        failure = result.value
+        return MemberOutcome(
+            member, "FAILED", failure.run_id, None, failure.error, result.seconds, result.pid
         )
     run: RunResult = result.value
     error = None if run.status == "FINISHED" else (run.message or run.outcome)
     return MemberOutcome(
         member, run.status, run.run_id, run.final_eval_mean, error, run.seconds, result.pid
     )
-
-
-def _fill_failed_run_ids(client: MlflowClient, experiment_id: str, result: SweepResult) -> None:
-    """Failed members raised in the worker: find the FAILED child run recorded for each."""
-    missing = [i for i, o in enumerate(result.outcomes) if o.run_id is None]
-    if not missing:
-        return
-    latest: dict[str, Any] = {}
-    for run in child_runs(client, experiment_id, result.parent_run_id):
-        key = run.data.tags.get(tag.SWEEP_KEY)
-        if key and (key not in latest or run.info.start_time > latest[key].info.start_time):
-            latest[key] = run
-    for i in missing:
-        outcome = result.outcomes[i]
-        run = latest.get(outcome.member.key)
-        if run is not None:
-            result.outcomes[i] = dataclasses.replace(outcome, run_id=run.info.run_id)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import time
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ppo_platform.errors import RunNotFoundError
+from ppo_platform.execution.base import describe_error
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec
@@ -22,6 +23,7 @@ from ppo_platform.tracking.tracker import RunTracker, ensure_experiment
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
+    from ppo_platform.training.progress import ProgressEvent
     from ppo_platform.training.runner import RunResult
 
 
@@ -83,24 +85,48 @@ def finished_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) 
     return finished
 
 
+@dataclass(frozen=True)
+class MemberFailure:
+    """A member whose training raised: the error as text and the FAILED run that records it
+    (None only if not even a FAILED run could be created). Returned, not raised, so the run
+    id reaches the sweep as data."""
+
+    run_id: str | None
+    error: str
+
+
+class _RunId:
+    """The runner's `on_progress` for a member: keeps the id its `started` event carries."""
+
+    def __init__(self) -> None:
+        self.run_id: str | None = None
+
+    def __call__(self, event: ProgressEvent) -> None:
+        if event.kind == "started":
+            self.run_id = event.run_id
+
+
 def run_member(
     spec: ExperimentSpec, parent_run_id: str, tags: dict[str, str], settings: Settings
-) -> RunResult:
+) -> RunResult | MemberFailure:
     """Train one member in a worker process; a failure is recorded as a FAILED child run."""
     from ppo_platform.training.runner import run_spec  # heavy: torch and SB3
 
-    started_ms = int(time.time() * 1000)
     tags = {**tags, tag.WORKER_PID: str(os.getpid())}  # which process trained it
+    started = _RunId()
     try:
-        return run_spec(spec, parent_run_id=parent_run_id, tags=tags, settings=settings)
+        return run_spec(
+            spec, parent_run_id=parent_run_id, tags=tags, settings=settings, on_progress=started
+        )
     except Exception as error:
-        record_failure(settings, spec, parent_run_id, tags, error, started_ms)
-        raise
+        message = describe_error(error)
+        run_id = record_failure(settings, spec, parent_run_id, tags, message, started.run_id)
+        return MemberFailure(run_id, message)
 
 
 def resume_member(
     spec: ExperimentSpec, parent_run_id: str, tags: dict[str, str], settings: Settings
-) -> RunResult:
+) -> RunResult | MemberFailure:
     """Run a member again after its worker process or node died: its newest child run (left
     RUNNING, or closed KILLED by its tracking process) continues from its last checkpoint, in
     the same MLflow run; with no checkpoint yet the member trains afresh in a new run."""
@@ -115,11 +141,17 @@ def resume_member(
     ]
     newest = max(mine, key=lambda run: run.info.start_time) if mine else None
     if newest is not None and newest.info.status in ("RUNNING", "KILLED"):
+        run_id = newest.info.run_id
         try:
-            return resume_run(newest.info.run_id, settings=settings)
+            return resume_run(run_id, settings=settings)
         except RunNotFoundError:  # died before its first checkpoint
             if newest.info.status == "RUNNING":
-                retry(partial(client.set_terminated, newest.info.run_id, "KILLED"))
+                retry(partial(client.set_terminated, run_id, "KILLED"))
+        except Exception as error:  # the resumed run failed: it is the member's FAILED run
+            message = describe_error(error)
+            return MemberFailure(
+                record_failure(settings, spec, parent_run_id, tags, message, run_id), message
+            )
     return run_member(spec, parent_run_id, tags, settings)
 
 
@@ -128,32 +160,22 @@ def record_failure(
     spec: ExperimentSpec,
     parent_run_id: str,
     tags: dict[str, str],
-    error: Exception,
-    started_ms: int,
-) -> None:
-    """Make sure the member's child run exists and is FAILED with the error in a tag.
-
-    The runner closes the runs it created as FAILED itself; a run that failed before the
-    runner created one (an environment that cannot be built, say) gets a FAILED run here.
-    """
-    client = tracking_client(settings.tracking_uri)
-    message = f"{type(error).__name__}: {error}"[:5000]
-    experiment_id = ensure_experiment(client, spec.experiment_name)  # the parent created it
-    mine = [
-        run
-        for run in child_runs(client, experiment_id, parent_run_id)
-        if run.data.tags.get(tag.SWEEP_KEY) == tags[tag.SWEEP_KEY]
-        and run.info.start_time >= started_ms
-    ]
-    if not mine:
+    message: str,
+    run_id: str | None,
+) -> str | None:
+    """The FAILED child run that records a member's error: `run_id` (the runner's, closed
+    FAILED by the runner; closed here if the runner could not) or, when the member failed
+    before the runner created a run (an environment that cannot be built, say), a new one."""
+    message = message[:5000]
+    if run_id is None:
         tracker = RunTracker.start(
             settings.tracking_uri, spec, parent_run_id=parent_run_id, tags=tags
         )
         tracker.set_tags({tag.FAILURE: message, tag.OUTCOME: "failed"})
         tracker.finish("FAILED")
-        return
-    for run in mine:
-        if run.info.status == "RUNNING":
-            run_id = run.info.run_id
-            retry(partial(client.set_tag, run_id, tag.FAILURE, message))
-            retry(partial(client.set_terminated, run_id, "FAILED"))
+        return tracker.run_id
+    client = tracking_client(settings.tracking_uri)
+    if retry(partial(client.get_run, run_id)).info.status == "RUNNING":
+        retry(partial(client.set_tag, run_id, tag.FAILURE, message))
+        retry(partial(client.set_terminated, run_id, "FAILED"))
+    return run_id

@@ -8,12 +8,16 @@ import time
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-EventKind = Literal["update", "eval", "alert", "checkpoint", "status"]
+EventKind = Literal["started", "update", "eval", "alert", "checkpoint", "status"]
 
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    """What the runner reports while it trains; the API stores these for job status."""
+    """What the runner reports while it trains; the API stores these for job status.
+
+    `started` comes first and carries the MLflow `run_id` (a run that fails reports it too,
+    before the error reaches the caller), so no listener looks its run up.
+    """
 
     kind: EventKind
     timesteps: int
@@ -26,6 +30,7 @@ class ProgressEvent:
     kl_beta: float = math.nan  # ppo_kl's adaptive beta
     eval_mean: float = math.nan
     message: str = ""
+    run_id: str = ""  # `started` only
 
 
 class ProgressReporter(Protocol):
@@ -54,7 +59,7 @@ class PlainReporter:
         self._last = 0.0
 
     def __call__(self, event: ProgressEvent) -> None:
-        if self.quiet and event.kind != "alert":
+        if (self.quiet and event.kind != "alert") or event.kind == "started":
             return
         if event.kind == "update":
             now = time.monotonic()
@@ -114,7 +119,7 @@ class RichReporter:
             self.console.print(f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}")
         elif event.kind == "alert":
             self.console.print(f"[yellow]alert[/]: {event.message}")
-        else:
+        elif event.kind != "started":
             self.console.print(f"{event.kind}: {event.message}")
 
     def close(self) -> None:

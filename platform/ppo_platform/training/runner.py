@@ -70,7 +70,7 @@ class TrainingSession:
         self._started = time.perf_counter()
         self._start_steps = 0
         self._signals_mark = signals.received()  # interrupts before this one are not ours
-        self._announced = False  # the run was created before the first progress event
+        self._announced = False  # the `started` event (with the run id) was sent
 
     @property
     def run_dir(self) -> Path:
@@ -82,9 +82,7 @@ class TrainingSession:
 
     def _event(self, kind: EventKind, **fields: Any) -> None:
         assert self.model is not None
-        if not self._announced:  # a listener may look the run up (the job service records it)
-            self.tracker.run_id  # noqa: B018  (waits for the tracking process to create it)
-            self._announced = True
+        self._announce()
         self.on_progress(
             ProgressEvent(
                 kind=kind,
@@ -93,6 +91,18 @@ class TrainingSession:
                 **fields,
             )
         )
+
+    def _announce(self) -> None:
+        """The `started` event with the run id, once: before the first other event, or on
+        closing a run that had none. The caller (the job service, a sweep member) holds the id
+        as data and never looks its run up."""
+        if self._announced:
+            return
+        run_id = self.tracker.run_id  # waits for the tracking process to create the run
+        self._announced = True
+        steps = self.model.num_timesteps if self.model is not None else 0
+        total = self.spec.budget.total_timesteps
+        self.on_progress(ProgressEvent("started", steps, total, run_id=run_id))
 
     def on_update(self, model: BaseAlgorithm, metrics: dict[str, float]) -> None:
         """Listener called by the trainer right after each update."""
@@ -332,6 +342,9 @@ class TrainingSession:
         except TrackingError as error:
             self.tracker.fail(str(error))
             raise
+        finally:  # a run that ends before its first event still reports its id
+            with contextlib.suppress(TrackingError):
+                self._announce()
 
 
 def _warn(message: str) -> None:

@@ -18,8 +18,8 @@ from ppo_platform.errors import BadInputError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec_text
 from ppo_platform.tracking import tags as tag
-from ppo_platform.tuning.board import failure_reason
 from ppo_platform.tuning.errors import TuningError
+from ppo_platform.tuning.events import failure_reason
 from ppo_platform.tuning.space import base_data, build_trial_spec, decode
 
 PLOT_FILES = ("optimization_history.png", "param_importances.png")

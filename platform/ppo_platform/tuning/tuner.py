@@ -15,6 +15,7 @@ from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.names import check_name, path_inside, refuse_overwrite
 from ppo_platform.tracking.tracker import RunTracker
 from ppo_platform.tuning.board import StudyBoard
+from ppo_platform.tuning.events import StudyListener, StudyStarted
 from ppo_platform.tuning.outputs import OUTPUT_FILES, StudyOutputs, check_writable, write_outputs
 from ppo_platform.tuning.runs import open_study_run
 from ppo_platform.tuning.space import check_space
@@ -73,8 +74,11 @@ def run_study(
     live: bool | None = None,
     heartbeat_interval: int = HEARTBEAT_SECONDS,
     grace_period: int = GRACE_SECONDS,
+    on_event: StudyListener | None = None,
 ) -> TuneResult:
-    """Run (or continue) the spec's study to its n_trials and write its outputs.
+    """Run (or continue) the spec's study to its n_trials and write its outputs. `on_event`
+    receives the study's progress as data (`tuning/events.py`): its parent run, each finished
+    trial with its value and run id, the counts.
 
     Raises SpecError for a bad spec or space, ConflictError for existing files in `out_dir`
     when not `force`, TuningError if no trial completed.
@@ -104,7 +108,9 @@ def run_study(
     config = _worker_config(
         spec, storage_url, study_name, parent_run_id, settings, heartbeat_interval, grace_period
     )
-    board = StudyBoard(study, config.n_trials, stream=progress, live=live)
+    if on_event is not None:
+        on_event(StudyStarted(study_name, parent_run_id, config.n_trials))
+    board = StudyBoard(study, config.n_trials, stream=progress, live=live, on_event=on_event)
     _run_with_board(config, workers, board, tracker)
     try:
         outputs = write_outputs(spec, study, folder, label, tracker)

@@ -14,6 +14,7 @@ from ppo_platform.errors import SpecError
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.experiment import SAFE_NAME_PATTERN
 from ppo_platform.sweeps import expand_sweep, run_sweep
+from ppo_platform.sweeps.events import MemberFinished, SweepStarted
 from ppo_platform.tracking.queries import child_runs
 from ppo_platform.tracking.tags import FAILURE as FAILURE_TAG
 from ppo_platform.tracking.tags import GRID_POINT as POINT_TAG
@@ -223,7 +224,8 @@ def test_a_failing_member_is_recorded_and_does_not_stop_the_others(home, load):
         "    - {env.kwargs.size: 1}\n"  # the env constructor raises: no run yet
         "    - {env.kwargs.step_penalty: broken}\n"
     )  # env.step raises mid-training
-    result = run_sweep(spec, workers=2, report=False)
+    events: list = []
+    result = run_sweep(spec, workers=2, report=False, on_event=events.append)
     statuses = {o.member.point.label: o.status for o in result.outcomes}
     assert statuses == {
         "env.kwargs.size=4": "FINISHED",
@@ -242,6 +244,13 @@ def test_a_failing_member_is_recorded_and_does_not_stop_the_others(home, load):
     assert runs["env.kwargs.size=1"].data.tags[FAILURE_TAG].startswith("SpecError")
     assert runs["env.kwargs.step_penalty=broken"].data.tags[FAILURE_TAG].startswith("ValueError")
     assert {o.run_id for o in result.failed} == {runs[label].info.run_id for label in errors}
+    # The same ids reached the caller as data while the sweep ran, with the parent's first.
+    started, *finished = events
+    assert isinstance(started, SweepStarted)
+    assert started.parent_run_id == result.parent_run_id
+    assert all(isinstance(event, MemberFinished) for event in finished)
+    assert sorted(e.outcome.run_id for e in finished) == sorted(o.run_id for o in result.outcomes)
+    assert [e.runs_done for e in finished] == [1, 2, 3]
 
 
 @pytest.mark.slow

@@ -114,6 +114,12 @@ def test_metrics_reach_mlflow_for_the_update_that_computed_them(finished) -> Non
     assert np.allclose([v for _, v in logged], [v for _, v in reported])
 
 
+def test_the_first_event_carries_the_run_id_and_no_other_does(finished) -> None:
+    _, result, events = finished
+    assert (events[0].kind, events[0].run_id) == ("started", result.run_id)
+    assert [e for e in events if e.kind == "started" or e.run_id] == [events[0]]
+
+
 def test_evaluation_runs_periodically_and_at_the_end(finished) -> None:
     _, result, _ = finished
     evals = history(result.run_id, "eval/mean_reward")
