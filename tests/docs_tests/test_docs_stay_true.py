@@ -71,30 +71,37 @@ def test_every_spec_field_path_the_pages_name_exists() -> None:
     assert checked > 30
 
 
-def example_specs() -> list[tuple[str, str]]:
-    """YAML blocks in the pages that are whole specs (a `name` and an `env`)."""
+MINIMAL_SPEC = {"name": "docs-example", "env": "CartPole-v1"}
+
+
+def example_specs() -> list[tuple[str, dict[str, Any]]]:
+    """YAML blocks in the pages made only of spec sections: whole specs, or parts of one (a
+    `sweep:` or `tune:` section) that are checked inside a minimal spec."""
+    from ppo_platform.spec.experiment import ExperimentSpec
+
+    sections = set(ExperimentSpec.model_json_schema()["properties"])
     found = []
     for page, text in page_texts():
         for language, body in FENCED.findall(text):
-            if language != "yaml":
-                continue
-            data = yaml.safe_load(body)
-            if isinstance(data, dict) and {"name", "env"} <= set(data):
-                found.append((page, body))
+            data = yaml.safe_load(body) if language == "yaml" else None
+            if isinstance(data, dict) and data and set(data) <= sections:
+                found.append((page, {**MINIMAL_SPEC, **data}))
     return found
 
 
-@pytest.mark.parametrize("page, body", example_specs())
-def test_every_complete_example_spec_validates(page: str, body: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("page, spec", example_specs())
+def test_every_example_spec_validates(page: str, spec: dict[str, Any], tmp_path: Path) -> None:
     from ppo_platform.spec.loader import load_spec
 
-    spec = tmp_path / "example.yaml"
-    spec.write_text(body, encoding="utf-8")
-    load_spec(spec)  # raises SpecError naming the field, value and fix
+    path = tmp_path / "example.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    load_spec(path)  # raises SpecError naming the field, value and fix
 
 
-def test_the_complete_examples_are_found() -> None:
-    assert len(example_specs()) >= 3
+def test_the_examples_are_found() -> None:
+    pages = [page for page, _ in example_specs()]
+    assert len(pages) >= 6, pages
+    assert {"docs/guides/sweeps.md", "docs/guides/tuning.md"} <= set(pages)
 
 
 def test_a_path_the_spec_does_not_have_is_caught() -> None:
