@@ -54,6 +54,8 @@ def type_text(schema: dict[str, Any]) -> str:
     if len(schema.get("allOf", [])) == 1:  # a $ref with siblings, as older generators write it
         return type_text(schema["allOf"][0])
     kind = schema.get("type", "any")
+    if isinstance(kind, list):  # OpenAPI 3.1 / JSON Schema: ["string", "null"]
+        return " | ".join(str(name) for name in kind)
     if kind == "array":
         return f"list of {type_text(schema.get('items', {}))}"
     if kind == "object" and ("additionalProperties" in schema or "patternProperties" in schema):
