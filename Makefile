@@ -7,8 +7,9 @@ BIN := $(VENV)/bin
 TORCH_PIN ?= torch==2.13.0
 SPEC ?= specs/cartpole.yaml
 # Extras installed into .venv; `ray` brings the Ray executor and its cluster tests, `docs` the
-# MkDocs site the tests build (`mkdocs build --strict`).
-EXTRAS ?= dev,ray,docs
+# MkDocs site the tests build (`mkdocs build --strict`), `atari` and `mujoco` the ALE games and
+# MuJoCo envs that tests/ppo_platform_tests/envs trains.
+EXTRAS ?= dev,ray,docs,atari,mujoco
 
 .PHONY: run test lint setup docs bench bench-zoo-venv bench-full
 

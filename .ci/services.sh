@@ -66,6 +66,9 @@ start_mlflow() {
 
 start_ray() {
     RAY_PORT="$(free_port)"
+    # The tests' env package is importable on every node, as an operator installs env packages
+    # on every node of a real cluster (tests/cluster_tests/test_ray_env_packages.py).
+    export PYTHONPATH="$PWD/tests/fixtures/env_packages${PYTHONPATH:+:$PYTHONPATH}"
     mkdir -p "$DIR/ray"
     local common=(--block --num-cpus="${RAY_NODE_CPUS:-1}" --disable-usage-stats)
     setsid "$BIN/ray" start --head --port="$RAY_PORT" --temp-dir="$DIR/ray" \

@@ -17,8 +17,9 @@ from fastapi import FastAPI
 from api.dashboard import install_dashboard
 from api.errors import install_error_handlers
 from api.limits import BodyLimitMiddleware
-from api.routes import artifacts, events, experiments, health, specs
+from api.routes import artifacts, envs, events, experiments, health, specs
 from api.services import ServiceOpener
+from ppo_platform.envs.packages import import_env_packages
 from ppo_platform.jobs import ServiceSettings, get_service_settings
 from ppo_platform.jobs.keys import KeyCache
 from ppo_platform.settings import Settings, get_settings
@@ -30,6 +31,8 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
     """The REST API over the job service (settings from the environment by default)."""
     settings = settings or get_settings()
     service = service or get_service_settings()
+    # Only what the operator configured; a package that cannot be imported stops the start.
+    import_env_packages(settings.env_packages)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -55,7 +58,7 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
     app.state.key_cache = KeyCache(service.key_cache_seconds)
     install_error_handlers(app)
     app.add_middleware(BodyLimitMiddleware, max_bytes=service.max_body_bytes)
-    for module in (health, specs, experiments, events, artifacts):
+    for module in (health, specs, experiments, events, artifacts, envs):
         app.include_router(module.router)
     install_dashboard(app)  # the web pages at /
     return app

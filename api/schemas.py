@@ -139,3 +139,13 @@ class ArtifactPublic(BaseModel):
 
 class ArtifactList(BaseModel):
     items: list[ArtifactPublic]
+
+
+class EnvList(BaseModel):
+    """The environment ids this service can train, and the env packages that registered them."""
+
+    env_ids: list[str] = Field(description="Registered ids (sorted) whose extras are installed.")
+    env_packages: list[str] = Field(
+        description="Env packages imported by this service (its operator's "
+        "PPO_PLATFORM_ENV_PACKAGES, and ale_py when installed)."
+    )

@@ -53,7 +53,10 @@ ENVS: dict[str, tuple[int, int, float, str]] = {
     "MountainCarContinuous-v0": (20_000, 20_000, 90.0, "gymnasium reward_threshold"),
     "MountainCar-v0": (100_000, 1_000_000, -110.0, "gymnasium reward_threshold"),
     "LunarLander-v3": (100_000, 1_000_000, 200.0, "gymnasium reward_threshold"),
+    "HalfCheetah-v5": (100_000, 1_000_000, 4800.0, "gymnasium reward_threshold"),
 }
+# Fewer evaluation episodes where an episode is long (HalfCheetah: 1,000 steps each).
+EVAL_EPISODES = {"HalfCheetah-v5": 5}
 # rl-baselines3-zoo benchmark.md (DLR-RM/rl-baselines3-zoo @ 0088472b8cb6, "Performance of
 # trained agents"): PPO, one trained agent each, deterministic evaluation over ~150k steps.
 PUBLISHED = {
@@ -63,6 +66,7 @@ PUBLISHED = {
     "MountainCarContinuous-v0": (88.343, 2.572, "20k", 633),
     "MountainCar-v0": (-110.423, 19.473, "1M", 1358),
     "LunarLander-v3": (242.119, 31.823, "1M (LunarLander-v2)", 369),
+    "HalfCheetah-v5": (5819.099, 663.530, "1M (HalfCheetah-v3)", 150),
 }
 NOTES = (
     "Budgets: the zoo's own for Pendulum-v1, CartPole-v1 (1e5), MountainCarContinuous-v0 (2e4) "
@@ -117,7 +121,7 @@ def run_one(job: dict, scratch: Path) -> dict:
     overrides = {
         "budget.seed": job["seed"],
         "evaluation.every_timesteps": budget // 10,
-        "evaluation.episodes": EPISODES,
+        "evaluation.episodes": EVAL_EPISODES.get(job["env"], EPISODES),
         "checkpoints.every_timesteps": 0,
     }
     home = scratch / f"home-{job['env']}-{job['variant']}-{job['seed']}"
@@ -135,6 +139,7 @@ def run_one(job: dict, scratch: Path) -> dict:
     if done.returncode != 0 or not found:
         return {**job, "error": (done.stdout + done.stderr)[-1500:], "wall_s": wall}
     history = eval_history(home, found.group(1))
+    alerts = re.search(r"(\d+) alert\(s\)", done.stdout)
     return {
         **job,
         "spec": str(job["spec"].name),
@@ -144,6 +149,8 @@ def run_one(job: dict, scratch: Path) -> dict:
         "steps_to_threshold": next((s for s, v in history if v >= job["threshold"]), None),
         "wall_s": wall,
         "load1_at_start": load,
+        "alerts": int(alerts.group(1)) if alerts else None,
+        "diagnostics": diagnostics_summary(home, found.group(1)),
     }
 
 
@@ -153,6 +160,33 @@ def eval_history(home: Path, run_id: str) -> list[tuple[int, float]]:
 
     client = tracking_client(f"sqlite:///{home / 'mlflow.db'}")
     return metric_history(client, run_id, ["eval/mean_reward"])["eval/mean_reward"]
+
+
+def diagnostics_summary(home: Path, run_id: str) -> dict:
+    """Clip fraction and approx KL over the run's updates, and the alerts it raised."""
+    from ppo_platform.tracking.gateway import tracking_client
+    from ppo_platform.tracking.queries import metric_history
+
+    client = tracking_client(f"sqlite:///{home / 'mlflow.db'}")
+    keys = ["train/clip_fraction", "train/approx_kl", "eval/mean_reward"]
+    series = metric_history(client, run_id, keys)
+    summary: dict = {}
+    for key in keys[:2]:
+        values = sorted(v for _, v in series[key])
+        if values:
+            summary[key] = {
+                "median": statistics.median(values),
+                "p90": values[int(0.9 * (len(values) - 1))],
+                "max": values[-1],
+                "updates": len(values),
+                "first": series[key][0][1],
+            }
+    clip = [v for _, v in series["train/clip_fraction"]]
+    summary["updates_clip_at_or_above_0.5"] = sum(v >= 0.5 for v in clip)
+    artifacts = home / "runs" / run_id / "alerts.json"
+    if artifacts.exists():
+        summary["alerts_file"] = json.loads(artifacts.read_text())
+    return summary
 
 
 def jobs_for(

@@ -95,15 +95,28 @@ def _stop_group(process: subprocess.Popen[bytes]) -> None:
 
 
 @contextmanager
-def _group(command: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+def _group(
+    command: list[str], log: Path, env: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     with log.open("wb") as out:
         process = subprocess.Popen(
-            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env
         )
     try:
         yield process
     finally:
         _stop_group(process)
+
+
+# The test env package is importable on every node, as an operator installs env packages on
+# every node of a real cluster (.ci/services.sh does the same for CI's cluster).
+ENV_PACKAGES_DIR = Path(__file__).resolve().parent / "fixtures" / "env_packages"
+
+
+def _node_env() -> dict[str, str]:
+    current = os.environ.get("PYTHONPATH")
+    path = os.pathsep.join([str(ENV_PACKAGES_DIR), *([current] if current else [])])
+    return {**os.environ, "PYTHONPATH": path}
 
 
 @contextmanager
@@ -123,7 +136,7 @@ def ray_cluster(nodes: int = 2) -> Iterator[str]:
                     else [_bin("ray"), "start", f"--address=127.0.0.1:{port}", *common]
                 )
                 log = root / f"node{index}.log"
-                stack.enter_context(_group(command, log))
+                stack.enter_context(_group(command, log, _node_env()))
                 _wait(lambda log=log: READY_LINE in log.read_text(), 120, f"ray node {index}")
             yield f"127.0.0.1:{port}"
     finally:

@@ -45,6 +45,10 @@ class Thresholds:
     # Explained variance is judged only when Var(returns) >= floor x value_scale^2.
     return_variance_floor: float = 1e-3
     value_scale: float | None = None  # None: the RMS of the rollout's returns
+    # A high clip fraction is critical only when the KL confirms a large step: with a small
+    # clip range (0.1, as tuned MuJoCo and Atari configs use) and many epochs, most ratios
+    # leave [1 - eps, 1 + eps] while the policy barely moves (benchmarks: sample_efficiency).
+    clip_fraction_needs_kl: bool = True
 
 
 @dataclass(frozen=True)
@@ -124,18 +128,29 @@ def _clip_fraction(r: Reading) -> float | None:
     return clip
 
 
+def _clip_severity(r: Reading) -> tuple[Severity, str]:
+    """`critical`, unless `clip_fraction_needs_kl` and the monitored KL is healthy: then a
+    `warning` saying so (the ratios leave a small clip range, the policy barely moves)."""
+    t = r.thresholds
+    kl = r.finite(KL_POST if t.kl_source == "post_update" else KL)
+    if t.clip_fraction_needs_kl and t.monitor_kl and kl is not None and kl <= t.kl_healthy_max:
+        return "warning", f" (approx KL {kl:.4f} is healthy: the policy moved little)"
+    return "critical", ""
+
+
 def clip_fraction_high(r: Reading) -> Signal | None:
     t, clip = r.thresholds, _clip_fraction(r)
     if clip is None:
         return None
+    severity, why = _clip_severity(r)
     return Signal(
         clip >= t.clip_fraction_high,
         r.alert(
             "clip_fraction_high",
             clip,
             t.clip_fraction_high,
-            "critical",
-            f"clip fraction {clip:.3f} is at or above {t.clip_fraction_high}",
+            severity,
+            f"clip fraction {clip:.3f} is at or above {t.clip_fraction_high}{why}",
             "lower the learning rate or K",
         ),
     )
@@ -145,15 +160,16 @@ def clip_fraction_drift(r: Reading) -> Signal | None:
     t, clip = r.thresholds, _clip_fraction(r)
     if clip is None:
         return None
+    severity, why = _clip_severity(r)
     return Signal(
         clip > t.drift_clip_fraction,
         r.alert(
             "clip_fraction_drift",
             clip,
             t.drift_clip_fraction,
-            "critical",
+            severity,
             f"clip fraction above {t.drift_clip_fraction} for {t.window} updates in a "
-            "row: the policy is drifting from the data",
+            f"row: the policy is drifting from the data{why}",
             "lower the learning rate or K",
         ),
         sustained=True,

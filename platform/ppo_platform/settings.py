@@ -7,14 +7,46 @@ the working directory once, when the settings are built, so no module depends on
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 DEFAULT_MAX_ATTEMPTS = 3
+# Env packages are imported by name: dotted Python identifiers only (no paths, no ':').
+MODULE_NAME_PATTERN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+MAX_MODULE_NAME = 200
+
+
+def module_name_problem(name: str) -> str | None:
+    """Why `name` is not a module name the platform will import, or None if it is one."""
+    if len(name) > MAX_MODULE_NAME or not MODULE_NAME_PATTERN.fullmatch(name):
+        return (
+            f"{name!r} is not a module name: use dotted Python identifiers such as "
+            "my_envs or my_company.envs (no paths, no ':')."
+        )
+    return None
+
+
+def parse_module_names(value: object) -> tuple[str, ...]:
+    """'a, b.c' or ['a', 'b.c'] -> ('a', 'b.c'), each a valid module name, duplicates dropped."""
+    if value is None:
+        return ()
+    parts = value.split(",") if isinstance(value, str) else value
+    if not isinstance(parts, (list, tuple)):
+        raise ValueError("expected comma-separated module names")
+    names: list[str] = []
+    for part in parts:
+        name = str(part).strip()
+        problem = module_name_problem(name) if name else None
+        if problem:
+            raise ValueError(problem)
+        if name and name not in names:
+            names.append(name)
+    return tuple(names)
 
 
 class Settings(BaseSettings):
@@ -72,6 +104,12 @@ class Settings(BaseSettings):
         description="Runs of a job, sweep member or tuning worker whose worker process or node "
         "keeps dying (each run resumes from the last checkpoint) before it is failed.",
     )
+    env_packages: Annotated[tuple[str, ...], NoDecode] = Field(
+        (),
+        description="Modules imported before any env is built or checked, in every process "
+        "that builds one (comma-separated, e.g. `my_envs,my_company.envs`): importing them "
+        "registers their gymnasium environments and wrappers. A spec never names code.",
+    )
     optuna_storage_url: str | None = Field(
         None,
         description="Optuna storage of studies (e.g. postgresql+psycopg://...); default a "
@@ -82,6 +120,11 @@ class Settings(BaseSettings):
     @classmethod
     def _absolute(cls, path: Path) -> Path:
         return path.expanduser().resolve()
+
+    @field_validator("env_packages", mode="before")
+    @classmethod
+    def _module_names(cls, value: Any) -> tuple[str, ...]:
+        return parse_module_names(value)
 
     @property
     def tracking_uri(self) -> str:

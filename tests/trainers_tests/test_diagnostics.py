@@ -129,19 +129,34 @@ def test_kl_alert_reads_the_minibatch_kl_when_asked() -> None:
     assert alert.value == 0.3
 
 
-def test_clip_fraction_at_high_threshold_is_critical() -> None:
+def test_clip_fraction_at_high_threshold_is_critical_when_the_kl_confirms_it() -> None:
     monitor = DiagnosticsMonitor(Thresholds(clip_fraction_high=0.5), total_timesteps=1000)
-    [alert] = monitor.check(1, 10, metrics(clip=0.5))
+    [alert] = monitor.check(1, 10, metrics(clip=0.5, kl=0.05))  # above kl_healthy_max 0.02
     assert alert.signal == "clip_fraction_high" and alert.severity == "critical"
     assert alert.advice == "lower the learning rate or K"
+
+
+def test_a_high_clip_fraction_with_a_healthy_kl_is_a_warning() -> None:
+    # The zoo's HalfCheetah entry (clip 0.1, 20 epochs): clip fraction ~0.52, KL ~0.016.
+    monitor = DiagnosticsMonitor(Thresholds(), total_timesteps=1000)
+    [alert] = monitor.check(1, 10, metrics(clip=0.52, kl=0.016, clip_range=0.1))
+    assert (alert.signal, alert.severity) == ("clip_fraction_high", "warning")
+    assert "approx KL 0.0160 is healthy" in alert.message
+
+
+def test_without_the_kl_rule_a_high_clip_fraction_is_always_critical() -> None:
+    monitor = DiagnosticsMonitor(Thresholds(clip_fraction_needs_kl=False), total_timesteps=1000)
+    [alert] = monitor.check(1, 10, metrics(clip=0.52, kl=0.016))
+    assert alert.severity == "critical"
 
 
 def test_clip_fraction_above_drift_level_for_window_updates_is_drift() -> None:
     monitor = DiagnosticsMonitor(
         Thresholds(drift_clip_fraction=0.4, window=3), total_timesteps=1000
     )
-    signals = [[a.signal for a in monitor.check(i, i, metrics(clip=0.45))] for i in range(1, 5)]
-    assert signals == [[], [], ["clip_fraction_drift"], []]
+    checks = [monitor.check(i, i, metrics(clip=0.45, kl=0.05)) for i in range(1, 5)]
+    assert [[a.signal for a in c] for c in checks] == [[], [], ["clip_fraction_drift"], []]
+    assert checks[2][0].severity == "critical"
     assert "drifting" in monitor.alerts[0].message
 
 

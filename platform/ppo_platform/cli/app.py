@@ -14,6 +14,7 @@ from typing import Annotated, NoReturn
 import typer
 
 from ppo_platform import tracing
+from ppo_platform.cli.env_commands import EnvPackages, register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.cli.service_commands import register as register_service_commands
@@ -96,6 +97,7 @@ def validate(
     show: bool = typer.Option(
         False, "--show", help="Print the resolved spec (all defaults filled in)."
     ),
+    env_package: EnvPackages = None,
 ) -> None:
     """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
     from ppo_platform.spec.env_ids import check_spec_env
@@ -129,6 +131,7 @@ def run(
         str | None, typer.Option(help="MLflow run id to continue from its last checkpoint.")
     ] = None,
     quiet: Annotated[bool, typer.Option(help="Only print the final summary.")] = False,
+    env_package: EnvPackages = None,
 ) -> None:
     """Train a spec (or resume a run) and log it to MLflow."""
     if (spec is None) == (resume is None):
@@ -183,6 +186,7 @@ def sweep(
         int | None,
         typer.Option(min=1, help="Parallel worker processes (default: the machine's cores)."),
     ] = None,
+    env_package: EnvPackages = None,
 ) -> None:
     """Run a spec's sweep: grid x seeds in parallel processes, then print the comparison report."""
     from ppo_platform.sweeps import run_sweep
@@ -263,6 +267,7 @@ def plan(
     ] = None,
     overrides: Overrides = None,
     force: Force = False,
+    env_package: EnvPackages = None,
 ) -> None:
     """Plan a PPO run for an env and budget: write a runnable spec and the skill-ppo-trainer md."""
     from ppo_platform.planner import plan_experiment, write_plan
@@ -337,6 +342,7 @@ def tune(
     space: TuneSpace = None,
     out: TuneOut = None,
     force: Force = False,
+    env_package: EnvPackages = None,
 ) -> None:
     """Tune a spec with Optuna: parallel workers, pruning, multi-seed trials -> best_spec.yaml."""
     from ppo_platform.tuning import run_study
@@ -376,6 +382,7 @@ def tune(
 
 register_service_commands(app)  # serve, keys, submit, status, cancel (cli_service.py)
 register_interop_commands(app)  # import-zoo (cli_interop.py)
+register_env_commands(app)  # envs (env_commands.py)
 
 
 _run_closed = False  # set by `run` once its run is closed and everything is durable

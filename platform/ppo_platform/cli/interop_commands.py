@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from ppo_platform.cli.env_commands import EnvPackages
 from ppo_platform.cli.output import fail
 from ppo_platform.errors import PlatformError
 
@@ -26,6 +27,7 @@ def import_zoo(
         Path | None, typer.Option("--out", help="Write the spec to this file (default: print it).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite --out if it exists.")] = False,
+    env_package: EnvPackages = None,
 ) -> None:
     """Convert a zoo PPO entry into a validated spec (exit 0 ok, 2 unexpressible or refused)."""
     from ppo_platform.interop import import_zoo as convert

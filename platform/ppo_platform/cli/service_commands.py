@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from ppo_platform.cli.env_commands import EnvPackages
 from ppo_platform.cli.output import fail
 from ppo_platform.errors import EXIT_BAD_INPUT, EXIT_FAILED, PlatformError
 from ppo_platform.spec.loader import read_spec_text
@@ -28,6 +29,7 @@ def serve(
     port: Annotated[int, typer.Option(min=1, max=65535, help="TCP port.")] = 8000,
     workers: Annotated[int, typer.Option(min=1, help="uvicorn worker processes.")] = 1,
     access_log: Annotated[bool, typer.Option(help="Log every request.")] = False,
+    env_package: EnvPackages = None,
 ) -> None:
     """Run the REST API (and the job dispatcher) with uvicorn.
 
@@ -35,6 +37,7 @@ def serve(
     PPO_PLATFORM_INTAKE_WORKERS: processes validating submitted specs (0: threads).
     PPO_PLATFORM_JOB_NICE: niceness of job processes (default 10: the API goes first).
     PPO_PLATFORM_JOBS_CONCURRENCY, PPO_PLATFORM_JOBS_DATABASE_URL: jobs at once, job store.
+    PPO_PLATFORM_ENV_PACKAGES (or --env-package): modules whose envs the service can train.
     """
     import uvicorn
 

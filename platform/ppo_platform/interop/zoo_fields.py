@@ -13,6 +13,7 @@ from typing import Any
 
 from ppo_platform.errors import SpecIssue
 from ppo_platform.interop.literals import Activation, LiteralError, parse_literal
+from ppo_platform.interop.zoo_wrappers import UnknownWrapper, with_frame_stack_last, zoo_wrappers
 
 SpecData = dict[str, Any]
 POLICIES = ("MlpPolicy", "CnnPolicy", "MultiInputPolicy")  # the platform picks by obs space
@@ -191,6 +192,28 @@ def _policy(data: SpecData, value: Any) -> None:
             "MultiInputPolicy from the observation space).",
             "use MlpPolicy (recurrent policies are not supported).",
         )
+    if value == "CnnPolicy":  # SB3's CNN heads: the Nature CNN's features feed pi and vf directly
+        data.setdefault("policy", {}).setdefault("net_arch", [])
+
+
+def _env_wrapper(data: SpecData, value: Any) -> None:
+    try:
+        wrappers = zoo_wrappers(value)
+    except UnknownWrapper as exc:
+        raise ZooKeyError(
+            f"is an env wrapper the platform cannot express ({exc}); the platform imports "
+            "nothing by name.",
+            "remove it, or use the platform's wrappers (env.wrappers: atari, frame_stack, "
+            "grayscale, resize, time_limit, clip_action, rescale_action, flatten_observation).",
+        ) from None
+    env = data.setdefault("env", {})
+    env["wrappers"] = [*wrappers, *env.get("wrappers", [])]  # frame_stack may be there already
+
+
+def _frame_stack(data: SpecData, value: Any) -> None:
+    stack = _integer(value)
+    env = data.setdefault("env", {})
+    env["wrappers"] = with_frame_stack_last(env.get("wrappers", []), stack)
 
 
 def _unexpressible(what: str, fix: str) -> Callable[[SpecData, Any], None]:
@@ -239,10 +262,7 @@ CONVERTERS: dict[str, Callable[[SpecData, Any], None]] = {
     "normalize": _normalize,
     "policy_kwargs": _policy_kwargs,
     "env_kwargs": _to("env.kwargs", _plain),
-    "env_wrapper": _unexpressible(
-        "is an env wrapper (a Python class the zoo imports by name)",
-        "remove env_wrapper; pick an environment that needs no wrapper.",
-    ),
+    "env_wrapper": _env_wrapper,
     "vec_env_wrapper": _unexpressible(
         "is a VecEnv wrapper (a Python class the zoo imports by name)",
         "remove vec_env_wrapper.",
@@ -251,10 +271,7 @@ CONVERTERS: dict[str, Callable[[SpecData, Any], None]] = {
         "is a training callback (a Python class the zoo imports by name)",
         "remove callback; the platform's diagnostics monitor runs on every update.",
     ),
-    "frame_stack": _unexpressible(
-        "stacks frames, which needs a wrapper",
-        "remove frame_stack (the platform stacks no frames).",
-    ),
+    "frame_stack": _frame_stack,
 }
 
 

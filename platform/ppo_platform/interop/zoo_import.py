@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from ppo_platform.errors import BadInputError, SpecError, SpecIssue
+from ppo_platform.interop.zoo_entries import ale_frame_skip, entry_for, missing_extra
 from ppo_platform.interop.zoo_fields import convert_entry
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, read_spec_text, validate_data
@@ -120,18 +121,23 @@ def import_zoo(path: str | Path, env_id: str, check_env: bool = True) -> ZooImpo
     """
     path = Path(path)
     source = _source(path, env_id)
-    entry = _entry(read_zoo_file(path), env_id, path)
+    document = read_zoo_file(path)
+    entry_name, found = entry_for(document, env_id)
+    entry = _entry(document, entry_name, path)
     data, issues = convert_entry(entry)
     if issues:
-        raise SpecError(issues, source)
-    notes = _effective_minibatch(data)
+        raise SpecError(issues, f"{path.name}[{entry_name}]")
+    notes = (*found, *_effective_minibatch(data), *ale_frame_skip(data, env_id))
     data["name"] = spec_name(env_id)
     data.setdefault("env", {})["id"] = env_id
     data["tracking"] = {
         "tags": {tag.IMPORTED_FROM: f"{SOURCE_NAME} {path.name}", tag.IMPORTED_ENTRY: env_id}
     }
     spec = validate_data(data, None, source)
-    if check_env:
+    missing = missing_extra(env_id)
+    if missing:  # pure data: converted all the same, and said why it cannot train here
+        notes += (missing,)
+    elif check_env:
         from ppo_platform.spec.env_ids import check_spec_env
 
         check_spec_env(spec, source)

@@ -90,6 +90,8 @@ RULES: tuple[Callable[[Basis], Choice], ...] = (
     rule.derive_gae_lambda,
     rule.derive_normalize_obs,
     rule.derive_normalize_reward,
+    policy_rule.derive_env_kwargs,
+    policy_rule.derive_wrappers,
     policy_rule.derive_net_arch,
     policy_rule.derive_activation,
     policy_rule.derive_use_sde,

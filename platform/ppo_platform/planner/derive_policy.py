@@ -10,6 +10,52 @@ from ppo_platform.planner.derive_rules import Choice
 from ppo_platform.planner.sizing import Basis
 from ppo_platform.planner.use_cases import ATARI
 
+FRAME_STACK = 4  # the Nature CNN's input: the last 4 frames (Mnih et al. 2015), as the zoo
+
+
+def derive_wrappers(b: Basis) -> Choice:
+    """ALE games get SB3's Atari preprocessing and 4 stacked frames; other image envs the
+    frame stack; everything else no wrappers."""
+    if b.case is not ATARI:
+        return Choice("env.wrappers", [], "the env's observations feed the policy as they are")
+    stack = {"name": "frame_stack", "n": FRAME_STACK}
+    if _is_ale(b):
+        return Choice(
+            "env.wrappers",
+            [{"name": "atari"}, stack],
+            "SB3's AtariWrapper (as rl-baselines3-zoo and the PPO paper): up to 30 no-ops on "
+            "reset, 4 frames per action, a lost life ends the episode, fire on reset, 84x84 "
+            f"grayscale, rewards clipped to their sign; then the last {FRAME_STACK} frames "
+            "stacked, so the CNN sees motion (scores are recorded before the clipping)",
+        )
+    return Choice(
+        "env.wrappers",
+        [stack],
+        f"the last {FRAME_STACK} frames stacked so the CNN sees motion; add resize/grayscale "
+        "wrappers if the frames are large",
+    )
+
+
+# ALE v5 skips 4 frames and repeats actions (p 0.25) itself; the atari wrapper skips (and
+# max-pools) instead, as for the NoFrameskip-v4 games the published PPO curves use.
+ALE_KWARGS = {"frameskip": 1, "repeat_action_probability": 0.0}
+
+
+def _is_ale(b: Basis) -> bool:
+    return b.info.entry_point.startswith("ale_py") or b.info.env_id.startswith("ALE/")
+
+
+def derive_env_kwargs(b: Basis) -> Choice:
+    if b.case is not ATARI or not _is_ale(b):
+        return Choice("env.kwargs", {}, "the env's own defaults")
+    return Choice(
+        "env.kwargs",
+        dict(ALE_KWARGS),
+        "the atari wrapper skips 4 frames (max-pooling the last two), so the game itself "
+        "must not skip too (v5 defaults to 4: 16 frames per action); no sticky actions, "
+        "as in the NoFrameskip-v4 games of the published PPO curves (v5's default is 0.25)",
+    )
+
 
 def derive_net_arch(b: Basis) -> Choice:
     reason = (

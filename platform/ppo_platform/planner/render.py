@@ -100,7 +100,20 @@ def _rollout(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
             f"Exploration: {'gSDE' if spec.policy.use_sde else 'sampled actions'}",
             reasons["policy.use_sde"],
         ),
+        *_env_preprocessing(spec, reasons),
     ]
+
+
+def _env_preprocessing(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
+    """The planned wrappers and env kwargs, when the plan sets any."""
+    lines = []
+    if spec.env.wrappers:
+        names = ", ".join(w.name for w in spec.env.wrappers)
+        lines.append(_item(f"Wrappers: {names}", reasons.get("env.wrappers", "")))
+    if spec.env.kwargs:
+        kwargs = ", ".join(f"{k}={v}" for k, v in spec.env.kwargs.items())
+        lines.append(_item(f"Env arguments: {kwargs}", reasons.get("env.kwargs", "")))
+    return lines
 
 
 def _update(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:

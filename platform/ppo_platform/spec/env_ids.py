@@ -8,25 +8,44 @@ gymnasium is imported inside the functions: `validate` imports spec/ and must st
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ppo_platform.envs.extras import extra_for, extra_installed, install_hint
+from ppo_platform.envs.factory import EnvFactory
+from ppo_platform.envs.packages import import_env_packages
+from ppo_platform.envs.vocabulary import frame_stack_of
 from ppo_platform.errors import SpecError, SpecIssue
-from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
 from ppo_platform.spec.resources import budget_refusals, observation_size_of
 
 MAX_SUGGESTIONS = 3
 
 
 def registered_env_ids() -> list[str]:
-    """Every id gymnasium knows, including our own (ppo_platform/GridWorld-v0)."""
+    """Every id gymnasium knows, including our own (ppo_platform/GridWorld-v0) and those the
+    operator's env packages (and ale_py, when installed) register."""
     import gymnasium
 
     from trainers.envs import register_envs
 
+    import_env_packages()
     register_envs()
     return list(gymnasium.registry)
+
+
+def matching_env_ids(contains: str | None = None) -> list[str]:
+    """Registered ids (sorted) containing `contains`, case-insensitively, leaving out those
+    whose extra (mujoco, atari, box2d) is not installed here."""
+    import gymnasium
+
+    needle = (contains or "").lower()
+    return sorted(
+        name
+        for name in registered_env_ids()
+        if needle in name.lower() and extra_installed(name, gymnasium.registry[name].entry_point)
+    )
 
 
 def close_env_ids(env_id: str, known: Iterable[str]) -> list[str]:
@@ -44,14 +63,17 @@ def unknown_env_error(env_id: str, known: Iterable[str], source: str | None = No
     """The SpecError (field env.id) for an id gymnasium does not know, with close matches."""
     close = close_env_ids(env_id, known)
     hint = f"did you mean {', '.join(close)}? " if close else ""
+    extra = extra_for(env_id, entry_point="")
+    if extra:  # an ALE id without ale_py: the extra registers it
+        hint += f"{install_hint(env_id, '')}; "
     return SpecError(
         [
             SpecIssue(
                 "env.id",
                 "is not a registered gymnasium environment.",
                 env_id,
-                fix=f"{hint}Use a registered id such as CartPole-v1 "
-                "(gymnasium.registry lists them).",
+                fix=f"{hint}use a registered id such as CartPole-v1 (`ppo-platform envs` lists "
+                f"them); for your own environment, {OWN_ENV_HINT}.",
             )
         ],
         source,
@@ -62,6 +84,7 @@ def check_env_id(env_id: str, source: str | None = None) -> None:
     """Raise a SpecError naming env.id, the value and close matches if `env_id` is unknown."""
     import gymnasium
 
+    import_env_packages()  # once per process; then a set lookup
     if env_id in gymnasium.registry:  # a dict lookup: the service checks every submission
         return
     known = registered_env_ids()  # registers ours too (a first call may come before that)
@@ -90,17 +113,15 @@ def _unsupported_space(space: Any, observation: bool) -> str | None:
     return type(space).__name__
 
 
-def _make_env(env_id: str, kwargs: Mapping[str, Any], source: str | None) -> Any:
-    import warnings
-
+def _make_env(
+    env_id: str, kwargs: Mapping[str, Any], wrappers: Sequence[Any], source: str | None
+) -> Any:
+    """The env as training builds it (wrappers included, Monitor aside)."""
     import gymnasium
 
+    factory = EnvFactory(env_id, {**kwargs, "render_mode": None}, wrappers, monitor=False)
     try:
-        with warnings.catch_warnings():  # "out of date" notices: the error says what matters
-            warnings.simplefilter("ignore")
-            return gymnasium.make(
-                env_id, disable_env_checker=True, **{**kwargs, "render_mode": None}
-            )
+        env = factory.make()
     except TypeError as exc:  # an unknown or mistyped keyword argument
         raise _env_issue(
             "env.kwargs",
@@ -115,7 +136,7 @@ def _make_env(env_id: str, kwargs: Mapping[str, Any], source: str | None) -> Any
             "env.id",
             f"needs a dependency that is not installed: {first_line}",
             env_id,
-            "install what the message names (e.g. gymnasium[box2d]) or pick another env.",
+            f"{install_hint(env_id)}, or pick another env.",
             source,
         ) from None
     except Exception as exc:  # deprecated versions, bad argument values, broken envs
@@ -126,15 +147,22 @@ def _make_env(env_id: str, kwargs: Mapping[str, Any], source: str | None) -> Any
             "pick a current version of the environment or correct env.kwargs.",
             source,
         ) from None
+    try:
+        return factory.wrap(env)
+    except SpecError as error:  # a wrapper that does not fit: named by its place in the list
+        raise SpecError(error.issues, source) from None
 
 
 @contextmanager
 def usable_env(
-    env_id: str, kwargs: Mapping[str, Any] | None = None, source: str | None = None
+    env_id: str,
+    kwargs: Mapping[str, Any] | None = None,
+    source: str | None = None,
+    wrappers: Sequence[Any] = (),
 ) -> Iterator[Any]:
-    """The env, created once and closed on exit; SpecError unless `env_id` is registered, can be
-    created with `kwargs` and has spaces PPO can use. The one env check of run, validate,
-    sweep, tune and plan."""
+    """The env, created once (with `wrappers`) and closed on exit; SpecError unless `env_id` is
+    registered, can be created with `kwargs`, takes its wrappers and has spaces PPO can use.
+    The one env check of run, validate, sweep, tune and plan."""
     kwargs = dict(kwargs or {})
     if kwargs.get("render_mode") not in ALLOWED_RENDER_MODES:
         raise _env_issue(
@@ -145,7 +173,7 @@ def usable_env(
             source,
         )
     check_env_id(env_id, source)
-    env = _make_env(env_id, kwargs, source)
+    env = _make_env(env_id, kwargs, wrappers, source)
     try:
         for observation, space in ((True, env.observation_space), (False, env.action_space)):
             unsupported = _unsupported_space(space, observation)
@@ -165,19 +193,25 @@ def usable_env(
 
 
 def check_env_usable(
-    env_id: str, kwargs: Mapping[str, Any] | None = None, source: str | None = None
+    env_id: str,
+    kwargs: Mapping[str, Any] | None = None,
+    source: str | None = None,
+    wrappers: Sequence[Any] = (),
 ) -> tuple[int, int]:
     """`usable_env`'s check alone (cheap for every env the platform trains). Returns the floats
-    an observation and an action take (for the resource estimate)."""
-    with usable_env(env_id, kwargs, source) as env:
-        return observation_size_of(env.observation_space), observation_size_of(env.action_space)
+    an observation (as the policy sees it: wrapped and frame-stacked) and an action take (for
+    the resource estimate)."""
+    with usable_env(env_id, kwargs, source, wrappers) as env:
+        observation = observation_size_of(env.observation_space) * frame_stack_of(wrappers)
+        return observation, observation_size_of(env.action_space)
 
 
 def check_spec_env(spec: ExperimentSpec, source: str | None = None) -> None:
     """`usable_env`'s check for the spec's env, gSDE only on continuous actions, then the
     resource budget with its real sizes."""
-    with usable_env(spec.env.id, spec.env.kwargs, source) as env:
-        observation = observation_size_of(env.observation_space)
+    wrappers = spec.env.wrappers
+    with usable_env(spec.env.id, spec.env.kwargs, source, wrappers) as env:
+        observation = observation_size_of(env.observation_space) * frame_stack_of(wrappers)
         action = observation_size_of(env.action_space)
         continuous = type(env.action_space).__name__ == "Box"
     if spec.policy.use_sde and not continuous:

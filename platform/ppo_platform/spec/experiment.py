@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ppo_platform.envs.vocabulary import WrapperSpec, check_wrapper_order, wrapper_shorthand
 from ppo_platform.spec.base import StrictModel
 from ppo_platform.spec.names import RESERVED_TAG_PREFIXES, SAFE_NAME_PATTERN, SAFE_NAME_RULE
 from ppo_platform.spec.search import SweepSpec, TuneSpec
@@ -19,6 +20,12 @@ from ppo_platform.spec.search import SweepSpec, TuneSpec
 # gymnasium ids such as "CartPole-v1" or "ppo_platform/GridWorld-v0". No ':' on purpose:
 # gymnasium imports the module named before a ':', and nothing in a spec is imported by name.
 ENV_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"
+# What every refusal of an env id says about bringing one's own environment.
+OWN_ENV_HINT = (
+    "a spec never names code ('module:Id' is refused): register your environment with "
+    "gymnasium.register in a module, and have the operator name that module with "
+    "--env-package MODULE or PPO_PLATFORM_ENV_PACKAGES (see docs/guides/your-own-environment.md)"
+)
 
 SafeName = Annotated[
     str,
@@ -55,7 +62,11 @@ class NormalizeSpec(StrictModel):
 
 
 class EnvSpec(StrictModel):
-    id: str = Field(pattern=ENV_ID_PATTERN, description="A registered gymnasium environment id.")
+    id: str = Field(
+        pattern=ENV_ID_PATTERN,
+        description="A registered gymnasium environment id (e.g. CartPole-v1, ALE/Pong-v5, "
+        f"HalfCheetah-v5). Your own environment: {OWN_ENV_HINT}.",
+    )
     kwargs: dict[str, Scalar | list[Scalar]] = Field(
         default_factory=dict, description="Keyword arguments for `gymnasium.make` (plain values)."
     )
@@ -64,6 +75,24 @@ class EnvSpec(StrictModel):
         "dummy", description="`dummy` steps envs in-process; `subproc` uses one process per env."
     )
     normalize: NormalizeSpec = Field(default_factory=NormalizeSpec)
+    wrappers: list[WrapperSpec] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Wrappers applied in order to every training and evaluation env, from a "
+        "fixed vocabulary: atari, frame_stack (last), grayscale, resize, time_limit, "
+        "clip_action, rescale_action, flatten_observation, or a dotted name an env package "
+        "registered. A name alone means default parameters.",
+    )
+
+    @field_validator("wrappers", mode="before")
+    @classmethod
+    def _wrapper_names(cls, value: Any) -> Any:
+        return [wrapper_shorthand(item) for item in value] if isinstance(value, list) else value
+
+    @field_validator("wrappers")
+    @classmethod
+    def _wrapper_order(cls, value: list[Any]) -> list[Any]:
+        return check_wrapper_order(value)
 
 
 class RolloutSpec(StrictModel):
@@ -199,6 +228,13 @@ class DiagnosticsSpec(StrictModel):
     on_alert: Literal["warn", "stop"] = Field(
         "warn", description="`stop` ends training on the first critical alert."
     )
+    clip_fraction_needs_kl: bool = Field(
+        True,
+        description="Clip-fraction alerts (high, drift) are critical only when approx KL is "
+        "above kl_healthy_max too; with a healthy KL they are warnings (a small clip range "
+        "and many epochs clip most ratios while the policy barely moves, e.g. the zoo's "
+        "tuned HalfCheetah). false: always critical.",
+    )
 
     @model_validator(mode="after")
     def _ordered_thresholds(self) -> DiagnosticsSpec:
@@ -299,6 +335,14 @@ class ExperimentSpec(StrictModel):
         # Where the evaluation runs does not change its results (nor earlier specs' hashes).
         training["evaluation"] = {
             k: v for k, v in training["evaluation"].items() if k != "async" or v
+        }
+        # Specs without wrappers (and with the default clip-fraction rule) keep the hashes
+        # they had before those fields existed.
+        training["env"] = {k: v for k, v in training["env"].items() if k != "wrappers" or v}
+        training["diagnostics"] = {
+            k: v
+            for k, v in training["diagnostics"].items()
+            if k != "clip_fraction_needs_kl" or not v
         }
         canonical = json.dumps(training, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -20,8 +20,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from ppo_platform.envs.vocabulary import BUILTIN_WRAPPERS, PACKAGE, PackageWrapperSpec
 from ppo_platform.errors import SpecError, SpecIssue
-from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
 from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dotted
 from ppo_platform.spec.resources import resource_refusals
 from ppo_platform.spec.rules import inconsistencies, refusals
@@ -52,9 +53,29 @@ __all__ = [
 ]
 
 
-def _field_model(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
+def _without_wrapper_tag(loc: tuple[str | int, ...]) -> tuple[str | int, ...]:
+    """env.wrappers.0.atari.noop_max -> env.wrappers.0.noop_max (pydantic names the union
+    member it tried; the user wrote no such key)."""
+    wrapper_path = loc[:2] == ("env", "wrappers") and len(loc) > 3 and isinstance(loc[2], int)
+    if wrapper_path and (loc[3] in BUILTIN_WRAPPERS or loc[3] == PACKAGE):
+        return loc[:3] + loc[4:]
+    return loc
+
+
+def _wrapper_model(tagged: tuple[str | int, ...]) -> type[BaseModel] | None:
+    """The wrapper model pydantic tried at env.wrappers.N, from the tag in its error location."""
+    if _without_wrapper_tag(tagged) == tagged:
+        return None
+    return BUILTIN_WRAPPERS.get(str(tagged[3]), PackageWrapperSpec)
+
+
+def _field_model(
+    loc: tuple[str | int, ...], wrapper: type[BaseModel] | None = None
+) -> type[BaseModel] | None:
     """The pydantic model that owns the field at `loc[:-1]` (for 'allowed keys' hints)."""
     model: type[BaseModel] = ExperimentSpec
+    if loc[:2] == ("env", "wrappers") and len(loc) == 3:  # a wrapper's own field
+        return wrapper
     for part in loc:
         field = model.model_fields.get(str(part))
         if field is None:
@@ -66,8 +87,10 @@ def _field_model(loc: tuple[str | int, ...]) -> type[BaseModel] | None:
     return model
 
 
-def _field_description(loc: tuple[str | int, ...]) -> str | None:
-    model = _field_model(loc[:-1]) if loc else None
+def _field_description(
+    loc: tuple[str | int, ...], wrapper: type[BaseModel] | None = None
+) -> str | None:
+    model = _field_model(loc[:-1], wrapper) if loc else None
     field = model.model_fields.get(str(loc[-1])) if model else None
     if field is None or not field.description:
         return None
@@ -95,11 +118,12 @@ def _position(
 
 
 def _issue_from_pydantic(error: Any, positions: dict[PathKey, Position]) -> SpecIssue:
-    loc = tuple(
+    tagged = tuple(
         part
         for part in error["loc"]
         if not (isinstance(part, str) and part.startswith("function-"))
     )
+    loc, wrapper = _without_wrapper_tag(tagged), _wrapper_model(tagged)
     line, column = _position(positions, loc)
     kind, message, value, fix = (
         error["type"],
@@ -108,7 +132,7 @@ def _issue_from_pydantic(error: Any, positions: dict[PathKey, Position]) -> Spec
         None,
     )
     if kind == "extra_forbidden":
-        model = _field_model(loc[:-1])
+        model = _field_model(loc[:-1], wrapper)
         allowed = sorted(f.alias or name for name, f in model.model_fields.items()) if model else []
         close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
         message = "unknown key."
@@ -120,11 +144,14 @@ def _issue_from_pydantic(error: Any, positions: dict[PathKey, Position]) -> Spec
         message, value, fix = "required field is missing.", None, f"add {dotted(loc)}."
     elif kind == "finite_number":
         fix = "use a finite number (NaN and infinity are not allowed)."
+    elif kind == "string_pattern_mismatch" and loc == ("env", "id") and ":" in str(value):
+        message = "names code to import ('module:Id'): a spec never imports anything."
+        fix = f"use the registered id alone (the part after ':'); {OWN_ENV_HINT}."
     elif kind == "string_pattern_mismatch":
         message = "is not allowed here."
-        fix = _field_description(loc)
+        fix = _field_description(loc, wrapper)
     else:
-        fix = _field_description(loc)
+        fix = _field_description(loc, wrapper)
     if isinstance(value, dict):
         value = None
     return SpecIssue(dotted(loc), message, value, line, column, fix)

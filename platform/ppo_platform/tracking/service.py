@@ -29,6 +29,7 @@ from ppo_platform.spec.names import check_run_id, path_inside
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
 from ppo_platform.tracking.liveness import reap_orphans_in
+from ppo_platform.tracking.local_artifacts import link_artifact
 from ppo_platform.tracking.plots import PLOTTED_METRICS, plot_training_curves
 from ppo_platform.tracking.queries import metric_history
 from ppo_platform.tracking.writer import write_rows
@@ -51,6 +52,7 @@ class OpenRun:
     uri: str
     run_id: str
     history: dict[str, list[tuple[int, float]]] = field(default_factory=lambda: defaultdict(list))
+    artifact_uri: str | None = None  # read at the first artifact
 
     @property
     def client(self) -> Any:
@@ -157,8 +159,11 @@ class TrackingService:
 
     def artifact(self, request: dict[str, Any]) -> dict[str, Any]:
         run = self._current()
-        call = partial(run.client.log_artifact, run.run_id, request["path"], request["folder"])
-        retry(call)
+        if run.artifact_uri is None:
+            run.artifact_uri = retry(partial(run.client.get_run, run.run_id)).info.artifact_uri
+        if not link_artifact(str(run.artifact_uri), request["path"], request["folder"]):
+            call = partial(run.client.log_artifact, run.run_id, request["path"], request["folder"])
+            retry(call)
         return {}
 
     def plot(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -22,20 +22,27 @@ from typing import Any
 
 from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 
+from ppo_platform.envs.shipping import encode_factory
 from ppo_platform.errors import TrainingError
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking.remote import spawn_child
 from trainers.callbacks import PeriodicEvalCallback
 
+# The first line's key for a notebook user's env factory (cloudpickled, base64).
+MAKE_ENV_KEY = "__make_env__"
+
 
 class EvalProcess:
     """The evaluation process, fed snapshots; a reader thread queues its answers."""
 
-    def __init__(self, spec: ExperimentSpec) -> None:
+    def __init__(self, spec: ExperimentSpec, make_env: Callable[[], Any] | None = None) -> None:
+        first = spec.resolved()
+        if make_env is not None:  # checked before the process starts
+            first[MAKE_ENV_KEY] = encode_factory(make_env, "evaluation.async")
         self.process = spawn_child("ppo_platform.training.eval_worker")
         self.answers: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.outstanding = 0
-        self._send(spec.resolved())
+        self._send(first)
         threading.Thread(target=self._read, name="eval-answers", daemon=True).start()
 
     def _send(self, message: dict[str, Any]) -> None:
@@ -98,10 +105,11 @@ class AsyncEvalCallback(PeriodicEvalCallback):
         eval_env: VecEnv,
         on_eval: Callable[[int, float, float], None],
         seed: int | None,
+        make_env: Callable[[], Any] | None = None,
     ) -> None:
         e = spec.evaluation
         super().__init__(eval_env, e.every_timesteps, e.episodes, e.deterministic, on_eval, seed)
-        self.worker = EvalProcess(spec)
+        self.worker = EvalProcess(spec, make_env)
         self.snapshots = Path(tempfile.mkdtemp(prefix="ppo-eval-snapshots-"))
 
     def evaluate(self) -> tuple[float, float]:
@@ -135,10 +143,12 @@ def make_evaluator(
     eval_env: VecEnv,
     on_eval: Callable[[int, float, float], None],
     seed: int | None,
+    make_env: Callable[[], Any] | None = None,
 ) -> PeriodicEvalCallback:
-    """The spec's periodic evaluation: in this process, or asynchronously (`evaluation.async`)."""
+    """The spec's periodic evaluation: in this process, or asynchronously (`evaluation.async`;
+    a notebook user's `make_env` is shipped to the evaluation process, or refused clearly)."""
     if spec.evaluation.run_async:
-        return AsyncEvalCallback(spec, eval_env, on_eval, seed)
+        return AsyncEvalCallback(spec, eval_env, on_eval, seed, make_env)
     e = spec.evaluation
     return PeriodicEvalCallback(
         eval_env, e.every_timesteps, e.episodes, e.deterministic, on_eval, seed

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -47,3 +49,25 @@ def prune_checkpoints(folder: Path, keep_last: int) -> None:
         old.model.unlink(missing_ok=True)
         if old.normalize:
             old.normalize.unlink(missing_ok=True)
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """`target` as a hard link to `source` (the same bytes, no second copy on disk), or a copy
+    where links cannot be made; an older `target` is replaced."""
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def link_final(folder: Path, timesteps: int, final: Path) -> list[Path]:
+    """`final/model.zip` (and `final/vecnormalize.pkl` if the run normalizes) as links to the
+    checkpoint at `timesteps`: the final model is stored once, whatever names it has."""
+    linked = [final / "model.zip"]
+    link_or_copy(model_path(folder, timesteps), linked[0])
+    stats = normalize_path(folder, timesteps)
+    if stats.exists():
+        linked.append(final / "vecnormalize.pkl")
+        link_or_copy(stats, linked[1])
+    return linked

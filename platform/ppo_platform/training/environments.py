@@ -1,36 +1,90 @@
-"""Vectorized gymnasium environments built from a spec (training env + evaluation env)."""
+"""Vectorized gymnasium environments built from a spec (training env + evaluation env).
+
+Both are built the same way (`ppo_platform.envs`): the spec's env id made by one picklable
+factory that imports the operator's env packages first, its `env.wrappers` applied to each env,
+then frame stacking and channels-first images at the vector level, then VecNormalize. Evaluation
+therefore sees exactly the observations training sees.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 
+from ppo_platform.envs.apply import wrap_vec_env
+from ppo_platform.envs.factory import EnvFactory
+from ppo_platform.envs.shipping import check_shippable
+from ppo_platform.envs.vocabulary import frame_stack_of
+from ppo_platform.errors import SpecError
+from ppo_platform.settings import get_settings
 from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.resources import budget_refusals, observation_size_of
 
 EVAL_SEED_OFFSET = 10_000
 # Evaluation steps up to this many envs together (one batched forward pass per step); more
 # episodes than that run several per env.
 EVAL_MAX_ENVS = 16
 
+EnvMaker = Callable[[], Any]  # a notebook user's own env factory (see run_spec's make_env)
 
-def _vec_env(spec: ExperimentSpec, n_envs: int, seed: int, subproc: bool = True) -> VecEnv:
-    wants_subproc = subproc and spec.env.vectorization == "subproc" and n_envs > 1
-    vec_cls = SubprocVecEnv if wants_subproc else DummyVecEnv
-    # SB3 asks for render_mode="rgb_array" unless told otherwise; training renders nothing.
-    kwargs = {"render_mode": None, **spec.env.kwargs}
-    return make_vec_env(
-        spec.env.id, n_envs=n_envs, seed=seed, vec_env_cls=vec_cls, env_kwargs=kwargs
+
+def env_factory(spec: ExperimentSpec, make_env: EnvMaker | None = None) -> EnvFactory:
+    """The factory of one env of `spec` (the operator's env packages travel with it)."""
+    return EnvFactory(
+        spec.env.id,
+        dict(spec.env.kwargs),
+        tuple(spec.env.wrappers),
+        get_settings().env_packages,
+        make_env,
     )
 
 
-def build_train_env(spec: ExperimentSpec, normalize_stats: Path | None = None) -> VecEnv:
-    """N envs of the spec, wrapped in VecNormalize when asked (statistics restored if given)."""
-    check_spec_env(spec)
-    env = _vec_env(spec, spec.env.n_envs, spec.budget.seed)
+def _vec_env(
+    spec: ExperimentSpec, n_envs: int, seed: int, subproc: bool, make_env: EnvMaker | None
+) -> VecEnv:
+    wants_subproc = subproc and spec.env.vectorization == "subproc" and n_envs > 1
+    factory = env_factory(spec, make_env)
+    if wants_subproc and make_env is not None:
+        check_shippable(make_env, "env.vectorization: subproc")
+    factories = [dataclasses.replace(factory, action_seed=seed + i) for i in range(n_envs)]
+    venv = (SubprocVecEnv if wants_subproc else DummyVecEnv)(factories)  # type: ignore[arg-type]
+    venv.seed(seed)
+    return wrap_vec_env(venv, spec.env.wrappers)
+
+
+def _check_own_env(spec: ExperimentSpec, factory: EnvFactory) -> None:
+    """A notebook user's env: the resource budget with its real (wrapped) sizes."""
+    env = factory()
+    try:
+        observation = observation_size_of(env.observation_space)
+        action = observation_size_of(env.action_space)
+    finally:
+        env.close()
+    issues = budget_refusals(spec, observation * frame_stack_of(spec.env.wrappers), action)
+    if issues:
+        raise SpecError(issues)
+
+
+def build_train_env(
+    spec: ExperimentSpec, normalize_stats: Path | None = None, make_env: EnvMaker | None = None
+) -> VecEnv:
+    """N envs of the spec, wrapped in VecNormalize when asked (statistics restored if given).
+
+    `make_env` (notebooks): returns one env, made instead of `spec.env.id` and wrapped as any;
+    shipped by value to subproc envs and async evaluation, or refused if it cannot be pickled.
+    """
+    if make_env is None:
+        check_spec_env(spec)
+    else:
+        if spec.evaluation.run_async:  # the evaluation process builds it too
+            check_shippable(make_env, "evaluation.async")
+        _check_own_env(spec, env_factory(spec, make_env))
+    env = _vec_env(spec, spec.env.n_envs, spec.budget.seed, True, make_env)
     norm = spec.env.normalize
     if normalize_stats is not None:
         return VecNormalize.load(str(normalize_stats), env)
@@ -51,13 +105,14 @@ def eval_seed(spec: ExperimentSpec) -> int:
     return spec.budget.seed + EVAL_SEED_OFFSET
 
 
-def build_eval_env(spec: ExperimentSpec) -> VecEnv:
-    """min(episodes, EVAL_MAX_ENVS) in-process envs with their own seeds, evaluated together.
+def build_eval_env(spec: ExperimentSpec, make_env: EnvMaker | None = None) -> VecEnv:
+    """min(episodes, EVAL_MAX_ENVS) in-process envs with their own seeds, evaluated together,
+    wrapped exactly as the training env is.
 
     Observation statistics are shared with training (synced at each evaluation).
     """
     n_envs = min(spec.evaluation.episodes, EVAL_MAX_ENVS)
-    env = _vec_env(spec, n_envs, eval_seed(spec), subproc=False)
+    env = _vec_env(spec, n_envs, eval_seed(spec), False, make_env)
     norm = spec.env.normalize
     if norm.obs or norm.reward:
         env = VecNormalize(

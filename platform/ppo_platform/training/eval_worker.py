@@ -18,9 +18,11 @@ from typing import IO, Any
 
 import numpy as np
 
+from ppo_platform.envs.shipping import decode_factory
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.spec.loader import validate_data
 from ppo_platform.training.algorithms import load_model
+from ppo_platform.training.async_eval import MAKE_ENV_KEY
 from ppo_platform.training.environments import build_eval_env, eval_seed
 from trainers.evaluation import evaluate_episodes
 
@@ -41,10 +43,13 @@ def evaluate_snapshot(spec: Any, env: Any, request: dict[str, Any]) -> dict[str,
 
 
 def serve(requests: IO[str], replies: IO[str]) -> None:
-    """First line: the resolved spec; then one answer per snapshot until end of input."""
+    """First line: the resolved spec (with a notebook user's env factory, if any, from the
+    training process); then one answer per snapshot until end of input."""
     pin_threads(1)
-    spec = validate_data(json.loads(requests.readline()))
-    env = build_eval_env(spec)
+    first = json.loads(requests.readline())
+    encoded = first.pop(MAKE_ENV_KEY, None)
+    spec = validate_data(first)
+    env = build_eval_env(spec, decode_factory(encoded) if encoded else None)
     for line in requests:
         request = json.loads(line)
         try:

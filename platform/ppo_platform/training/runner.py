@@ -7,7 +7,6 @@ A library function first: the CLI and the REST API are thin shells around `run_s
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import sys
@@ -20,7 +19,7 @@ from typing import Any
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
-from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import VecEnv
 
 from ppo_platform import tracing
 from ppo_platform.errors import Terminated, TrackingError, TrainingError
@@ -34,8 +33,9 @@ from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
 from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
-from ppo_platform.training.environments import build_eval_env, build_train_env, eval_seed
-from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
+from ppo_platform.training.environments import EnvMaker, build_eval_env, build_train_env, eval_seed
+from ppo_platform.training.final_artifacts import log_final_artifacts
+from ppo_platform.training.monitoring import diagnostics_row, thresholds_for
 from ppo_platform.training.progress import EventKind, ProgressEvent
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome
 from ppo_platform.training.result import RunResult as RunResult  # re-exported for callers
@@ -58,8 +58,9 @@ class TrainingSession:
         tracker: RemoteRun,
         on_progress: ProgressCallback | None,
         cancel: threading.Event | None,
+        make_env: EnvMaker | None = None,
     ) -> None:
-        self.spec, self.tracker = spec, tracker
+        self.spec, self.tracker, self.make_env = spec, tracker, make_env
         self.on_progress = on_progress or (lambda event: None)
         self.cancel = cancel or threading.Event()
         self.monitor = DiagnosticsMonitor(thresholds_for(spec), spec.budget.total_timesteps)
@@ -175,7 +176,7 @@ class TrainingSession:
         try:
             self._attach(model)
             evaluator = async_eval.make_evaluator(
-                self.spec, eval_env, self.on_eval, eval_seed(self.spec)
+                self.spec, eval_env, self.on_eval, eval_seed(self.spec), self.make_env
             )
         except Exception as error:  # the run is open: closed FAILED with the reason, not KILLED
             reason = f"{type(error).__name__} while starting: {error}"
@@ -294,7 +295,7 @@ class TrainingSession:
         tracing.mark("finish: final evaluation done")
         self.save_checkpoint(model.num_timesteps)
         tracing.mark("finish: checkpoint saved")
-        self._log_artifacts(model)
+        log_final_artifacts(self.tracker, self.spec, self.monitor, model.num_timesteps)
         tracing.mark("finish: final model saved, artifacts + plot handed over")
         mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
         tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}
@@ -315,25 +316,6 @@ class TrainingSession:
             message,
             self.tracker.write_seconds,
             tuple(self.monitor.summary_lines()),
-        )
-
-    def _log_artifacts(self, model: BaseAlgorithm) -> None:
-        final = self.run_dir / "final"
-        final.mkdir(parents=True, exist_ok=True)
-        model.save(final / "model.zip")
-        self.tracker.log_artifact(final / "model.zip", "model")
-        norm = model.get_vec_normalize_env()
-        if isinstance(norm, VecNormalize):
-            norm.save(str(final / "vecnormalize.pkl"))
-            self.tracker.log_artifact(final / "vecnormalize.pkl", "model")
-        alerts_path = self.run_dir / "alerts.json"
-        alerts_path.write_text(json.dumps(alerts_document(self.monitor), indent=2))
-        self.tracker.log_artifact(alerts_path, "diagnostics")
-        self.tracker.flush()
-        self.tracker.render_plot(
-            self.run_dir / "training_curves.png",
-            title=f"{self.spec.name} ({self.spec.algorithm}, {self.spec.env.id})",
-            kl_alert=self.spec.diagnostics.kl_alert,
         )
 
     def _close(self, status: str, tags: dict[str, str], timeout: float | None = None) -> None:
@@ -365,8 +347,11 @@ def run_spec(
     settings: Settings | None = None,
     parent_run_id: str | None = None,
     tags: dict[str, str] | None = None,
+    make_env: EnvMaker | None = None,
 ) -> RunResult:
     """Train `spec` from scratch as a new MLflow run. Raises TrainingError if it diverges.
+
+    `make_env` (notebooks): one env, made instead of `spec.env.id` (see build_train_env).
 
     MLflow is written by this process's tracking process (`tracking/service.py`), never
     imported here.
@@ -374,15 +359,16 @@ def run_spec(
     process = shared_tracking_process()  # first: its MLflow import overlaps torch's work
     settings = _prepare(settings)
     tracing.mark("run_spec: begins")
-    env = build_train_env(spec)  # fails on an unknown env id before any run is created
-    eval_env = build_eval_env(spec)
+    # Fails on an unknown env id (or an unshippable make_env) before any run is created.
+    env = build_train_env(spec, make_env=make_env)
+    eval_env = build_eval_env(spec, make_env)
     tracing.mark("run_spec: envs built")
     model = build_model(spec, env)
     tracing.mark("run_spec: model built")
     # Training starts while the tracking process creates the run (its MLflow import and store
     # open overlap torch's); the first progress event waits for the run to exist.
     tracker = RemoteRun.open(process, settings, spec, parent_run_id=parent_run_id, tags=tags)
-    session = TrainingSession(spec, tracker, on_progress, cancel)
+    session = TrainingSession(spec, tracker, on_progress, cancel, make_env)
     return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
 
 

@@ -47,10 +47,12 @@ def test_refused_entry_exits_2_with_the_rule():
 
 
 def test_unexpressible_entry_exits_2_naming_the_key():
-    result = runner.invoke(app, ["import-zoo", str(ZOO), "atari"])
+    result = runner.invoke(app, ["import-zoo", str(ZOO), "CarRacing-v3"])
     assert result.exit_code == EXIT_BAD_INPUT
-    assert "env_wrapper = ['stable_baselines3.common.atari_wrappers.AtariWrapper']" in result.output
-    assert "frame_stack = 4" in result.output
+    assert "env_wrapper = [{'rl_zoo3.wrappers.FrameSkip': {'skip': 2}}" in result.output
+    assert "rl_zoo3.wrappers.FrameSkip is not in the platform's wrapper vocabulary" in (
+        result.output
+    )
 
 
 def test_missing_file_and_unknown_entry_exit_2(tmp_path):
