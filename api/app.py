@@ -16,8 +16,10 @@ from fastapi import FastAPI
 
 from api.dashboard import install_dashboard
 from api.errors import install_error_handlers
+from api.key_limits import KeyRateLimiter, StreamSlots
 from api.limits import BodyLimitMiddleware
 from api.routes import artifacts, envs, events, experiments, health, specs
+from api.security_headers import SecurityHeadersMiddleware
 from api.services import ServiceOpener
 from ppo_platform.envs.packages import import_env_packages
 from ppo_platform.jobs import ServiceSettings, get_service_settings
@@ -56,8 +58,17 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
     )
     app.state.settings, app.state.service = settings, service
     app.state.key_cache = KeyCache(service.key_cache_seconds)
+    app.state.rate_limiter = KeyRateLimiter(
+        service.key_requests_per_second, service.key_request_burst
+    )
+    app.state.stream_slots = StreamSlots(service.max_streams)
     install_error_handlers(app)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=service.max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware,
+        max_bytes=service.max_body_bytes,
+        body_timeout=service.body_timeout_seconds,
+    )
+    app.add_middleware(SecurityHeadersMiddleware)  # outermost: every response, 413s too
     for module in (health, specs, experiments, events, artifacts, envs):
         app.include_router(module.router)
     install_dashboard(app)  # the web pages at /

@@ -12,6 +12,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
+from api.key_limits import READ_METHODS
 from api.services import ServiceOpener, Services
 from ppo_platform.jobs import JobStore, ServiceSettings
 from ppo_platform.jobs.intake_pool import IntakePool
@@ -76,6 +77,8 @@ async def get_owner(
         owner = cache.get_key(key) or await run_in_threadpool(stored_owner, store, key, cache)
     if owner is None:
         raise HTTPException(401, "unknown or revoked API key.")
+    if request.method not in READ_METHODS:  # writes cost a worker's time: rate-limited per key
+        request.app.state.rate_limiter.charge(owner)
     return owner
 
 

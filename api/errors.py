@@ -6,15 +6,17 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from api.schemas import ErrorPublic, IssuePublic
-from ppo_platform.errors import IssueError, PlatformError, http_status
+from ppo_platform.errors import IssueError, LimitError, PlatformError, http_status
 
 log = logging.getLogger("api")
 HTTP_TYPES = {
@@ -32,6 +34,7 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     for status, text in {
         401: "Missing or unknown API key.",
         404: "No such experiment (or it belongs to another key).",
+        408: "The request body stalled (PPO_PLATFORM_BODY_TIMEOUT_SECONDS).",
         409: "Conflicts with the current state (e.g. cancel a finished experiment).",
         413: "Request body too large.",
         415: "Unsupported content type.",
@@ -65,7 +68,10 @@ async def _platform_error(_request: Request, error: Exception) -> JSONResponse:
         count = len(error.issues)
         message = f"{count} issue(s): " + "; ".join(i.format(error.source) for i in error.issues)
         return error_response(http_status(error), type(error).__name__, message, error.to_dict())
-    return error_response(http_status(error), type(error).__name__, str(error))
+    response = error_response(http_status(error), type(error).__name__, str(error))
+    if isinstance(error, LimitError) and error.retry_after is not None:
+        response.headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+    return response
 
 
 async def _http_error(_request: Request, error: Exception) -> JSONResponse:
@@ -90,6 +96,13 @@ async def _request_error(_request: Request, error: Exception) -> JSONResponse:
     return error_response(422, "RequestValidationError", message, issues)
 
 
+async def _client_gone(request: Request, _error: Exception) -> JSONResponse:
+    """The client closed the connection while its body was read: nothing went wrong here, and
+    nobody reads the answer. One line, not a traceback (a client could fill the log)."""
+    log.info("client went away during %s %s", request.method, request.url.path)
+    return error_response(400, "ClientDisconnected", "the client closed the connection.")
+
+
 async def _unexpected(_request: Request, error: Exception) -> JSONResponse:
     log.exception("unexpected error", exc_info=error)
     return error_response(500, "InternalError", "an unexpected error; see the server log.")
@@ -99,4 +112,5 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(PlatformError, _platform_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _request_error)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _unexpected)

@@ -42,7 +42,7 @@ class Services:
 def open_services(settings: Settings, service: ServiceSettings) -> Services:
     """Open (and migrate) the store, start the intake workers and the dispatcher."""
     home = settings.ensure_home()
-    intake = IntakePool(service.intake_workers)
+    intake = IntakePool(service.intake_workers, queue_limit=service.intake_queue)
     warming = intake.start()  # the workers import and warm up while the store migrates
     try:
         store = JobStore(service.database_url(settings), home)

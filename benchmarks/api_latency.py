@@ -65,6 +65,10 @@ def start_server(
         "PPO_PLATFORM_API_KEYS": json.dumps({"bench": KEY}),
         "PPO_PLATFORM_MAX_RUNNING": "1",
         "PPO_PLATFORM_MAX_QUEUED": "100000",
+        # One key measures throughput here: its write rate and the intake queue must not cap it.
+        "PPO_PLATFORM_KEY_REQUESTS_PER_SECOND": "1000000",
+        "PPO_PLATFORM_KEY_REQUEST_BURST": "1000000",
+        "PPO_PLATFORM_INTAKE_QUEUE": "100000",
         **extra,
     }
     url = f"http://127.0.0.1:{port}"

@@ -28,13 +28,12 @@ STEPS = [
     ("import torch", "torch/__init__.py", "<module>"),
     ("import stable_baselines3", "stable_baselines3/__init__.py", "<module>"),
     ("build_model (Adam init imports torch._dynamo)", "training/algorithms.py", "build_model"),
-    ("RunTracker.start (create run, params)", "tracking/tracker.py", "start"),
+    ("RemoteRun.open (hand the run to the tracking process)", "tracking/remote.py", "open"),
     ("model.learn (256 steps)", "common/on_policy_algorithm.py", "learn"),
     ("_finish: final eval + saves + artifacts + close", "training/runner.py", "_finish"),
     ("  final evaluation", "trainers/evaluation.py", "evaluate_episodes"),
     ("  plot (matplotlib import + render)", "tracking/plots.py", "plot_training_curves"),
-    ("  wait for the metrics writer (drain)", "tracking/writer.py", "drain"),
-    ("  set_terminated + tags (_close)", "training/runner.py", "_close"),
+    ("  close the run, wait until durable (finish)", "tracking/remote.py", "finish"),
 ]
 
 

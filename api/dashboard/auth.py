@@ -17,6 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.dashboard.session import COOKIE, csrf_valid, load_secret
 from api.deps import ServiceDep, SettingsDep, StoreDep
+from api.key_limits import READ_METHODS
 from ppo_platform.jobs import JobStore, ServiceSettings
 from ppo_platform.jobs.keys import KeyCache, settings_owner, stored_owner
 from ppo_platform.jobs.web_sessions import OpenSession, find_session
@@ -64,7 +65,11 @@ async def _viewer(request: Request, store: StoreDep, service: ServiceDep) -> Vie
     if not cookie:
         return None
     session = await run_in_threadpool(find_session, store, cookie, service.api_keys)
-    return None if session is None else Viewer(session.owner, session)
+    if session is None:
+        return None
+    if request.method not in READ_METHODS:  # the same per-key write rate as the REST API
+        request.app.state.rate_limiter.charge(session.owner)
+    return Viewer(session.owner, session)
 
 
 async def page_viewer(viewer: Annotated[Viewer | None, Depends(_viewer)]) -> Viewer:

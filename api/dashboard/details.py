@@ -10,7 +10,7 @@ from api.dashboard.view import row, split_alert
 from api.routes.artifacts import RESOLVED_SPEC, _files
 from ppo_platform.errors import IssueError, PlatformError
 from ppo_platform.jobs import TERMINAL, Experiment
-from ppo_platform.settings import Settings
+from ppo_platform.settings import Settings, masked_url
 from ppo_platform.spec.loader import dump_spec, validate_data
 
 HEALTHY_CLIP_BAND = (0.1, 0.3)  # the lessons' healthy clip fraction, as in the training plot
@@ -25,11 +25,14 @@ def error_text(error: PlatformError) -> str:
 
 
 def mlflow_link(settings: Settings, run_id: str | None) -> str | None:
-    """The MLflow UI page of a run when the tracking store is a server, else None."""
+    """The MLflow UI page of a run when the tracking store is a server, else None. The link
+    carries no credentials: the browser asks for them if the server wants them."""
     uri = settings.tracking_uri
-    if run_id and uri.startswith(("http://", "https://")):
-        return f"{uri.rstrip('/')}/#/runs/{run_id}"
-    return None
+    if not (run_id and uri.startswith(("http://", "https://"))):
+        return None
+    scheme, rest = uri.split("://", 1)
+    host_and_path = rest.rsplit("@", 1)[-1]
+    return f"{scheme}://{host_and_path.rstrip('/')}/#/runs/{run_id}"
 
 
 def _sweep_report(job: Experiment, files: dict[str, Any]) -> Any:
@@ -64,7 +67,7 @@ def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
         "kl_alert": spec.diagnostics.kl_alert,
         "clip_band": HEALTHY_CLIP_BAND,
         "mlflow_link": mlflow_link(settings, job.mlflow_run_id),
-        "tracking_uri": settings.tracking_uri,
+        "tracking_uri": masked_url(settings.tracking_uri),
         "artifacts": [(name, f"{UI}/{job.id}/artifacts/{name}") for name in artifacts],
         "report": _sweep_report(job, files) if job.kind == "sweep" else None,
         "trials": _trials(files) if job.kind == "tune" else None,

@@ -1,25 +1,36 @@
-"""A small, escaping Markdown renderer for the platform's own reports and plans.
+"""The Markdown renderer for the platform's own reports and plans, safe for any input.
 
-It knows what those files use: headings, paragraphs, bullet lists, pipe tables, fenced code,
-`code`, **bold**, links and images. Every piece of text is HTML-escaped first, and an image or
-link target is kept only if it is a plain file name (then served from the experiment's
-artifacts) or an http(s) URL, so a report cannot inject markup.
+markdown-it-py parses the text with raw HTML turned off (`<`, `&` and quotes stay text), links
+and images keep a target only if it is a plain file name (then served from the experiment's
+artifacts) or an http(s) URL, and nh3 (the Ammonia sanitiser) then keeps only an allow-list
+of tags and attributes. A report cannot produce markup; the page's Content-Security-Policy
+would run none if it did.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from html import escape
+from functools import lru_cache
 
+import nh3
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
 from markupsafe import Markup
 
-IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)")
-LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
-CODE = re.compile(r"`([^`]+)`")
-BOLD = re.compile(r"\*\*([^*]+)\*\*")
-BULLET = re.compile(r"^\s*[-*] ")
 FILE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,200}$")
+ALLOWED_TAGS = {
+    "h2", "h3", "h4", "h5", "h6", "p", "ul", "ol", "li", "strong", "em", "code", "pre",
+    "table", "thead", "tbody", "tr", "th", "td", "a", "img", "div", "br", "hr", "blockquote",
+}  # fmt: skip
+ALLOWED_ATTRIBUTES = {
+    "a": {"href"},
+    "img": {"src", "alt"},
+    "th": {"scope", "style"},
+    "td": {"style"},
+    "div": {"class"},
+}
+ALLOWED_STYLES = {"text-align"}  # a table column's alignment (markdown-it writes it inline)
 
 
 def _target(url: str, artifact_url: Callable[[str], str] | None) -> str | None:
@@ -30,71 +41,66 @@ def _target(url: str, artifact_url: Callable[[str], str] | None) -> str | None:
     return None
 
 
-def inline(text: str, artifact_url: Callable[[str], str] | None = None) -> str:
-    """One line of Markdown -> escaped HTML (the regexes run on already-escaped text)."""
-
-    def image(m: re.Match[str]) -> str:
-        src = _target(m[2], artifact_url)
-        return f'<img src="{src}" alt="{m[1]}">' if src else m[1]
-
-    def link(m: re.Match[str]) -> str:
-        href = _target(m[2], artifact_url)
-        return f'<a href="{href}">{m[1]}</a>' if href else m[1]
-
-    out = escape(text, quote=True)
-    out = IMAGE.sub(image, out)
-    out = LINK.sub(link, out)
-    out = CODE.sub(r"<code>\1</code>", out)
-    return BOLD.sub(r"<strong>\1</strong>", out)
+@lru_cache(maxsize=1)
+def _parser() -> MarkdownIt:
+    return MarkdownIt("commonmark", {"html": False}).enable("table")
 
 
-def _cells(line: str) -> list[str]:
-    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+def _retarget_inline(
+    children: list[Token], artifact_url: Callable[[str], str] | None
+) -> list[Token]:
+    """Links and images keep only targets `_target` allows; one with another target becomes
+    its plain text."""
+    kept: list[Token] = []
+    dropped_links = 0  # link_open tokens dropped, whose link_close is dropped too
+    for token in children:
+        if token.type == "image":
+            src = _target(str(token.attrGet("src") or ""), artifact_url)
+            if src is None:
+                kept.append(Token("text", "", 0, content=token.content))
+                continue
+            token.attrSet("src", src)
+        elif token.type == "link_open":
+            href = _target(str(token.attrGet("href") or ""), artifact_url)
+            if href is None:
+                dropped_links += 1
+                continue
+            token.attrSet("href", href)
+        elif token.type == "link_close" and dropped_links:
+            # Links do not nest in Markdown: this closes the link that was dropped.
+            dropped_links -= 1
+            continue
+        kept.append(token)
+    return kept
 
 
-def _table(lines: list[str], artifact_url: Callable[[str], str] | None) -> str:
-    head, body = _cells(lines[0]), [_cells(line) for line in lines[2:]]
-    th = "".join(f'<th scope="col">{inline(c, artifact_url)}</th>' for c in head)
-    rows = "".join(
-        "<tr>" + "".join(f"<td>{inline(c, artifact_url)}</td>" for c in cells) + "</tr>"
-        for cells in body
-    )
-    table = f"<table><thead><tr>{th}</tr></thead><tbody>{rows}</tbody></table>"
-    return f'<div class="scroll">{table}</div>'
-
-
-def _until(lines: list[str], start: int, inside: Callable[[str], bool]) -> int:
-    """The index of the first line from `start` that is not `inside` the block."""
-    return next((j for j in range(start, len(lines)) if not inside(lines[j])), len(lines))
+def _retarget(tokens: list[Token], artifact_url: Callable[[str], str] | None) -> None:
+    """Inline targets checked; headings move down one level (the page's own title is the h1);
+    table headers are column headers."""
+    for token in tokens:
+        if token.type == "inline" and token.children is not None:
+            token.children = _retarget_inline(token.children, artifact_url)
+        elif token.type in ("heading_open", "heading_close"):
+            token.tag = f"h{min(int(token.tag[1]) + 1, 6)}"
+        elif token.type == "th_open":
+            token.attrSet("scope", "col")
 
 
 def render(text: str, artifact_url: Callable[[str], str] | None = None) -> Markup:
     """Markdown -> safe HTML."""
-    html: list[str] = []
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line.startswith("```"):
-            end = _until(lines, i + 1, lambda x: not x.startswith("```"))
-            html.append("<pre><code>" + escape("\n".join(lines[i + 1 : end])) + "</code></pre>")
-            i = end + 1
-        elif line.startswith("|") and i + 1 < len(lines) and set(lines[i + 1]) <= set("|-: "):
-            end = _until(lines, i, lambda x: x.startswith("|"))
-            html.append(_table(lines[i:end], artifact_url))
-            i = end
-        elif heading := re.match(r"^(#{1,4}) (.*)", line):
-            level = len(heading[1]) + 1  # the page's own title is the h1
-            html.append(f"<h{level}>{inline(heading[2], artifact_url)}</h{level}>")
-            i += 1
-        elif BULLET.match(line):
-            end = _until(lines, i, lambda x: bool(BULLET.match(x)))
-            items = "".join(f"<li>{inline(x.strip()[2:], artifact_url)}</li>" for x in lines[i:end])
-            html.append(f"<ul>{items}</ul>")
-            i = end
-        elif line.strip():
-            html.append(f"<p>{inline(line, artifact_url)}</p>")
-            i += 1
-        else:
-            i += 1
-    return Markup("\n".join(html))
+    parser = _parser()
+    tokens = parser.parse(text)
+    _retarget(tokens, artifact_url)
+    html = parser.renderer.render(tokens, parser.options, {})
+    html = html.replace("<table>", '<div class="scroll"><table>').replace(
+        "</table>", "</table></div>"
+    )
+    clean = nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        filter_style_properties=ALLOWED_STYLES,
+        url_schemes={"http", "https"},
+        link_rel="noopener noreferrer nofollow",
+    )
+    return Markup(clean)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
@@ -15,12 +16,29 @@ from api.deps import OwnerDep, SettingsDep, StoreDep
 from api.errors import ERROR_RESPONSES
 from api.present import event_public
 from api.schemas import EventList, MetricHistory, MetricPoint
+from ppo_platform.errors import BadInputError, SpecIssue
 from ppo_platform.jobs import TERMINAL, JobStore
 
 router = APIRouter(prefix="/v1/experiments", tags=["events"], responses=ERROR_RESPONSES)
 POLL_SECONDS = 0.5
 KEEPALIVE_SECONDS = 15.0
 METRIC_KEY = r"^[A-Za-z0-9_./ -]{1,250}$"
+EVENT_ID = re.compile(r"[0-9]{1,18}")  # an event row id: fits the database's 64-bit integer
+
+
+def event_id_after(last_event_id: str | None) -> int:
+    """The event id a stream resumes after (0: from the start); 422 for anything but an id."""
+    if not last_event_id:
+        return 0
+    if not EVENT_ID.fullmatch(last_event_id):
+        issue = SpecIssue(
+            "Last-Event-ID",
+            "is not an event id (1 to 18 ASCII digits).",
+            last_event_id[:40],
+            fix="send the `id:` of the last event received, or no Last-Event-ID header.",
+        )
+        raise BadInputError([issue])
+    return int(last_event_id)
 
 
 def _frame(event: Any) -> str:
@@ -65,10 +83,12 @@ def stream_events(
     ] = None,
 ) -> StreamingResponse:
     """Server-Sent Events: progress, evals, alerts and status changes; `id:` is the event id."""
+    last = event_id_after(last_event_id)
     store.get(experiment_id, owner)  # 404 before the stream starts
-    last = int(last_event_id) if last_event_id and last_event_id.isdigit() else 0
+    stream = _stream(request, store, experiment_id, last)
+    request.app.state.stream_slots.hold(owner, stream)  # 429 past the key's open streams
     return StreamingResponse(
-        _stream(request, store, experiment_id, last),
+        stream,
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )
@@ -95,9 +115,8 @@ def metric_history(
     run_id = job.mlflow_run_id
     if not run_id:
         return MetricHistory(key=key, run_id=None, points=[])
-    from ppo_platform.tracking.gateway import tracking_client  # MLflow: on first use only
-    from ppo_platform.tracking.queries import metric_history as read_history
+    from ppo_platform.tracking.reads import stored_history  # MLflow: on first use only
 
-    history = read_history(tracking_client(settings.tracking_uri), run_id, [key])[key]
+    history = stored_history(settings.tracking_uri, run_id, key)
     points = [MetricPoint(step=s, value=v if v == v else None) for s, v in history]
     return MetricHistory(key=key, run_id=run_id, points=points)

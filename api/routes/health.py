@@ -37,12 +37,12 @@ def readyz(request: Request, settings: SettingsDep) -> JSONResponse:
     except PlatformError:
         job_store = False
     tracking = tracking_store_answers(settings.tracking_uri)
-    dispatcher = services is not None and services.dispatcher.active.is_set()
+    dispatcher = services is not None and services.dispatcher.dispatching()
     stores = {"job_store": job_store, "tracking_store": tracking, **other_stores(settings)}
     if "ray_cluster" in stores:  # it answers, and the dispatcher can collect results from it
         collecting = services is not None and services.dispatcher.executor.health() is None
         stores["ray_cluster"] = stores["ray_cluster"] and collecting
-    ready = all(stores.values())
+    ready = all(stores.values()) and dispatcher  # no dispatcher: submissions would never run
     body = ReadyPublic(
         status="ready" if ready else "unavailable",
         job_store=job_store,

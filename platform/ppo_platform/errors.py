@@ -19,7 +19,7 @@ classified by its message text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_UNAVAILABLE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM, as a shell reports it
@@ -65,13 +65,45 @@ def _short_repr(value: object, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+@dataclass(frozen=True)
+class ShownValue:
+    """A value that is carried only as its repr: what an issue shows of an object that may not
+    cross a process boundary (it prints exactly as the original did)."""
+
+    text: str
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+PLAIN = (str, int, float, bool, type(None), ShownValue)
+
+
+def _plain(value: object) -> object:
+    """`value` if it is plain data (any process can rebuild it), else its repr."""
+    if isinstance(value, PLAIN):
+        return value
+    plain_items = isinstance(value, (list, tuple)) and all(isinstance(v, PLAIN) for v in value)
+    if plain_items and type(value) in (list, tuple):
+        return value
+    return ShownValue(repr(value))
+
+
 class IssueError(PlatformError):
-    """An error that names every input at fault; `to_dict()` is its HTTP body."""
+    """An error that names every input at fault; `to_dict()` is its HTTP body.
+
+    It crosses process boundaries (intake pool, executors, Ray) by one rule, `__reduce__`: the
+    class, its issues with their values as plain data, and its source, rebuilt through
+    `__init__`; never through its message text.
+    """
 
     def __init__(self, issues: list[SpecIssue], source: str | None = None) -> None:
-        self.issues = list(issues)
+        self.issues = [replace(issue, value=_plain(issue.value)) for issue in issues]
         self.source = source
         super().__init__(self.render())
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.issues, self.source))
 
     @property
     def refused(self) -> bool:
@@ -117,7 +149,15 @@ class RunNotFoundError(NotFoundError):
 
 
 class LimitError(PlatformError):
-    """A request over a configured limit (e.g. queued experiments per API key); retry later."""
+    """A request over a configured limit (e.g. queued experiments per API key); retry later,
+    after `retry_after` seconds when the limit knows when (HTTP: the Retry-After header)."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (str(self), self.retry_after))
 
 
 class UnavailableError(PlatformError):

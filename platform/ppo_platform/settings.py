@@ -152,6 +152,19 @@ class Settings(BaseSettings):
         return self.home
 
 
+def masked_url(url: str) -> str:
+    """`url` with any password replaced by `***`: how a URL setting is shown anywhere (pages,
+    responses, tags, logs). `user:***@host` keeps the user so an operator knows which one."""
+    if "://" not in url or "@" not in url:
+        return url
+    scheme, rest = url.split("://", 1)
+    # The last "@" ends the credentials: a password may hold "@" or "/" unescaped.
+    credentials, host = rest.rsplit("@", 1)
+    if ":" not in credentials:
+        return url
+    return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}"
+
+
 @lru_cache
 def get_settings() -> Settings:
     """The process's settings, read from the environment once (tests call cache_clear)."""

@@ -53,17 +53,23 @@ class Server:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self) -> None:
+    def start(self, wait_ready: bool = True) -> None:
+        inherited = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
         env = {
-            **os.environ,
+            **inherited,
             "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "platform"), str(REPO_ROOT)]),
             "PPO_PLATFORM_HOME": str(self.home),
             "PPO_PLATFORM_API_KEYS": json.dumps(KEYS),
             "PPO_PLATFORM_JOBS_CONCURRENCY": "2",
             "PPO_PLATFORM_MAX_RUNNING": "1",
+            # Tests send requests faster than any person: the per-key write rate is tested
+            # with its own settings (security_tests/test_key_limits.py).
+            "PPO_PLATFORM_KEY_REQUESTS_PER_SECOND": "1000",
+            "PPO_PLATFORM_KEY_REQUEST_BURST": "1000",
             **self.env_extra,
         }
-        env.pop("MLFLOW_TRACKING_URI", None)
+        for name in [k for k, v in self.env_extra.items() if v == ""]:
+            env.pop(name)  # an empty extra unsets the variable: the setting's default applies
         log = (self.home / "server.log").open("ab")
         started = time.monotonic()
         self.process = subprocess.Popen(
@@ -76,7 +82,8 @@ class Server:
         self.startup_seconds = time.monotonic() - started
         # The job service opens after the server listens (migrations, intake workers): a test
         # starts once it is ready, as a client that watches /readyz would.
-        self._wait_for("/readyz", started + 120)
+        if wait_ready:
+            self._wait_for("/readyz", started + 120)
 
     def _wait_for(self, route: str, deadline: float) -> None:
         assert self.process is not None

@@ -105,7 +105,7 @@ def test_the_api_process_imports_no_torch_or_sb3(tmp_path: Path) -> None:
             grid = "name: g\\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\\n"
             queued = client.post(
                 "/v1/experiments",
-                content=grid + "budget: {total_timesteps: 256}\\n",
+                content=grid + "rollout: {n_steps: 64}\\nbudget: {total_timesteps: 256}\\n",
                 headers={"Authorization": "Bearer k", "Content-Type": "application/yaml"},
             )
             assert queued.status_code == 202, queued.text

@@ -71,8 +71,14 @@
     }
     verdict.textContent = "Checking…";
     const response = await post("/ui/specs/validate", text);
-    const body = await response.json();
     if (mine !== generation) return; // a newer edit is being checked
+    if (response.status === 429) { // over this key's write rate: check again when allowed
+      const wait = Number(response.headers.get("Retry-After")) || 1;
+      clearTimeout(timer);
+      timer = setTimeout(validate, 1000 * wait);
+      return;
+    }
+    const body = await response.json();
     if (response.ok && body.valid) {
       verdict.textContent = "Valid " + body.kind + " spec “" + body.name + "”.";
       verdict.className = "ok";

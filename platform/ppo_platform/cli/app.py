@@ -66,11 +66,10 @@ def start_guard(reap: bool = True) -> None:
     from ppo_platform.execution.signals import terminate_as_interrupt
 
     terminate_as_interrupt()
-    if reap:
-        from ppo_platform.settings import get_settings
-        from ppo_platform.tracking.liveness import reap_orphans_in
+    if reap:  # by this process's tracking process: MLflow is not imported here
+        from ppo_platform.tracking.remote import start_reaping
 
-        note_reaped(reap_orphans_in(get_settings().tracking_uri))
+        note_reaped(start_reaping()())
 
 
 def note_reaped(run_ids: list[str] | tuple[str, ...]) -> None:
@@ -221,20 +220,20 @@ def report(
     ],
 ) -> None:
     """Build a sweep's comparison report again, log it to the parent run and print it."""
-    from ppo_platform.reports import build_report, publish_report
+    from ppo_platform.reports import REPORT_KEYS, build_report
     from ppo_platform.settings import get_settings
-    from ppo_platform.tracking.gateway import tracking_client
+    from ppo_platform.tracking.requests import attach_artifacts, read_sweep
 
     settings = get_settings()
-    client = tracking_client(settings.tracking_uri)
     try:
         folder = path_inside(
             settings.runs_dir, [check_run_id(parent_run_id, "PARENT_RUN_ID")], "PARENT_RUN_ID"
         )
-        result = build_report(client, parent_run_id, folder / "report")
+        sweep = read_sweep(parent_run_id, REPORT_KEYS, settings.tracking_uri)
+        result = build_report(sweep, folder / "report")
+        attach_artifacts(parent_run_id, result.files, "report", settings.tracking_uri)
     except PlatformError as error:
         fail(error)
-    publish_report(client, result)
     typer.echo(result.markdown)
     typer.echo(f"report files: {result.files[0].parent}")
 

@@ -41,6 +41,12 @@ def serve(
     """
     import uvicorn
 
+    from ppo_platform.cli.slow_clients import HeadDeadlineProtocol
+    from ppo_platform.jobs.config import get_service_settings
+
+    # X-Forwarded-For / -Proto are believed only from the configured proxies (default none):
+    # uvicorn's own default trusts 127.0.0.1, so any local process could claim any address.
+    proxies = get_service_settings().trusted_proxies
     uvicorn.run(
         "api.app:create_app",
         factory=True,
@@ -49,6 +55,9 @@ def serve(
         workers=workers,
         access_log=access_log,
         log_level="info",
+        http=HeadDeadlineProtocol,
+        proxy_headers=bool(proxies),
+        forwarded_allow_ips=",".join(proxies) if proxies else "",
     )
 
 

@@ -71,7 +71,47 @@ class ServiceSettings(BaseSettings):
         5_000_000, ge=1, description="Most env steps one experiment may train (all its runs)."
     )
     max_queued: int = Field(100, ge=1, description="Most queued experiments per key.")
-    max_running: int = Field(4, ge=1, description="Most running experiments per key.")
+    max_running: int | None = Field(
+        None,
+        ge=1,
+        description="Most running experiments per key; default one less than "
+        "jobs_concurrency (at least 1), so one key never holds every slot.",
+    )
+    key_requests_per_second: float = Field(
+        10.0,
+        gt=0,
+        description="Write requests (POST: validate, submit, plan, cancel) each key may make "
+        "per second on average; past the burst, 429 with Retry-After.",
+    )
+    key_request_burst: int = Field(
+        30, ge=1, description="Write requests a key may make at once before the rate applies."
+    )
+    max_streams: int = Field(
+        10, ge=1, description="Event streams (SSE) each key may hold open at once; 429 past it."
+    )
+    intake_queue: int = Field(
+        64,
+        ge=1,
+        description="Specs waiting for an intake worker, all keys together; past it a request "
+        "is 503 with Retry-After (the service is busy), never queued without bound.",
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Addresses of reverse proxies whose X-Forwarded-For / X-Forwarded-Proto "
+        'headers are believed, as JSON (e.g. ["10.0.0.2"]); default none: the client '
+        "address is the connection's.",
+    )
+    header_timeout_seconds: float = Field(
+        10.0,
+        gt=0,
+        description="A connection that has not sent a whole request head in this time is "
+        "closed (slow-header clients hold no connection).",
+    )
+    body_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="A request body that stalls this long between chunks is answered 408.",
+    )
     cancel_grace_seconds: float = Field(
         20.0, gt=0, description="A cancelled job still running after this long is killed."
     )
@@ -86,6 +126,10 @@ class ServiceSettings(BaseSettings):
         description="A restarted service re-queues a job left running once its process has "
         "not renewed its lease (every 5 s) for this long.",
     )
+
+    def running_per_key(self) -> int:
+        """`max_running`, or one slot fewer than the service runs (at least 1)."""
+        return self.max_running or max(1, self.jobs_concurrency - 1)
 
     def database_url(self, settings: Settings) -> str:
         return self.jobs_database_url or f"sqlite:///{settings.home / 'jobs.db'}"

@@ -23,6 +23,7 @@ from sqlalchemy.exc import OperationalError
 
 from ppo_platform.execution.base import Executor, Task, TaskResult
 from ppo_platform.execution.choose import job_executor
+from ppo_platform.jobs.admission import MemoryAdmission, job_memory
 from ppo_platform.jobs.config import ServiceSettings
 from ppo_platform.jobs.store import JobStore, age_seconds
 from ppo_platform.jobs.worker import ORPHANED, run_job
@@ -40,6 +41,8 @@ GIVEN_UP = (
     "(at most PPO_PLATFORM_MAX_ATTEMPTS={limit} attempts)"
 )
 LEASE_REASON = "its process stopped renewing its lease; it resumes from its last checkpoint"
+HEARTBEAT_SECONDS = 2.0  # the dispatching process writes its pid and time into the lock file
+HEARTBEAT_STALE_SECONDS = 10.0
 STORE_ATTEMPTS = 5
 STORE_BACKOFF_SECONDS = 0.1
 T = TypeVar("T")
@@ -63,7 +66,8 @@ def process_alive(pid: int | None) -> bool:
 
 
 class Dispatcher:
-    """Runs queued jobs, at most `concurrency` at once and `max_running` per owner."""
+    """Runs queued jobs, at most `concurrency` at once and `running_per_key()` per owner,
+    taking turns between owners."""
 
     def __init__(
         self,
@@ -77,6 +81,8 @@ class Dispatcher:
         self.concurrency = service.jobs_concurrency
         self.executor = executor or job_executor(get_settings(), self.concurrency, torch_threads)
         self.running: dict[str, str] = {}  # job id -> owner
+        self.memory: dict[str, int] = {}  # job id -> estimated bytes, while it runs
+        self.admission = MemoryAdmission(get_settings())
         self.cancel_seen: dict[str, float] = {}  # job id -> monotonic time cancel was seen
         # Results whose end is not written to the store yet: their jobs stay in `running`
         # (the in-memory state follows the durable one) and are written on the next step.
@@ -85,6 +91,7 @@ class Dispatcher:
         self.active = threading.Event()  # holds the lock and dispatches
         self._stop = threading.Event()
         self._lock_file: IO[str] | None = None
+        self._last_beat = 0.0
         self._thread = threading.Thread(target=self._main, name="job-dispatcher", daemon=True)
 
     def start(self) -> None:
@@ -109,6 +116,7 @@ class Dispatcher:
             delay = TICK_SECONDS
             while not self._stop.wait(delay):
                 delay = self._step_with_backoff(delay)
+                self._beat()
         except Exception:  # never silently: the service keeps answering, jobs wait
             log.exception("the job dispatcher stopped")
             self.active.clear()
@@ -123,6 +131,28 @@ class Dispatcher:
             return min(max(delay, TICK_SECONDS) * 2, MAX_BACKOFF_SECONDS)
         return TICK_SECONDS
 
+    def _beat(self) -> None:
+        """Say in the lock file that this process dispatches (every HEARTBEAT_SECONDS)."""
+        now = time.time()
+        if self._lock_file is None or now - self._last_beat < HEARTBEAT_SECONDS:
+            return
+        self._lock_file.seek(0)
+        self._lock_file.truncate()
+        self._lock_file.write(f"{os.getpid()} {now:.3f}\n")
+        self._lock_file.flush()
+        self._last_beat = now
+
+    def dispatching(self) -> bool:
+        """Does some process dispatch jobs from this store: this one, or (for the standby
+        dispatchers of `serve --workers N`) the one whose heartbeat is in the lock file?"""
+        if self.active.is_set():
+            return True
+        try:
+            _pid, beat = self.lock_path.read_text().split()
+            return time.time() - float(beat) < HEARTBEAT_STALE_SECONDS
+        except (OSError, ValueError):
+            return False
+
     def _acquire(self) -> bool:
         self.lock_path.parent.mkdir(parents=True, exist_ok=True)
         handle = self.lock_path.open("a")
@@ -132,6 +162,7 @@ class Dispatcher:
             handle.close()
             return False
         self._lock_file = handle
+        self._beat()
         return True
 
     def recover(self) -> None:
@@ -194,6 +225,7 @@ class Dispatcher:
             self._record(result)
             self.unrecorded.pop(0)
             self.running.pop(result.key, None)  # only once its end is in the store
+            self.memory.pop(result.key, None)
             self.cancel_seen.pop(result.key, None)
 
     def _record(self, result: TaskResult) -> None:
@@ -230,20 +262,27 @@ class Dispatcher:
                 self.executor.kill(job_id)
 
     def _dispatch(self) -> None:
+        """Fill free slots taking turns between owners: each round offers the owner running
+        the fewest jobs its oldest queued one; no owner past its per-key cap, and no job whose
+        memory does not fit beside the running ones (machine-wide admission)."""
         free = self.concurrency - len(self.running)
-        if free <= 0:
-            return
+        cap = self.service.running_per_key()
         counts = Counter(self.running.values())
-        full = [owner for owner, n in counts.items() if n >= self.service.max_running]
-        # A few candidates per free slot (two of one owner may fill that owner's limit).
-        for job_id, owner in self.store.next_queued(full, limit=free * 4):
-            if free <= 0:
+        while free > 0:
+            full = [owner for owner, n in counts.items() if n >= cap]
+            candidates = self.store.oldest_queued_per_owner(full)
+            if not candidates:
                 return
-            if counts[owner] >= self.service.max_running:
-                continue
+            # Fewest running first; among equals, the oldest submission (the list's order).
+            job_id, owner = min(candidates, key=lambda candidate: counts[candidate[1]])
+            job = self._retried(partial(self.store.get, job_id))
+            needed = job_memory(job.spec, job.kind)
+            if not self.admission.fits(self.memory.values(), needed):
+                return  # it starts when running jobs have freed enough memory
             if not self._retried(partial(self.store.mark_running, job_id)):
-                continue
+                continue  # cancelled meanwhile: the next round offers that owner's next job
             self.running[job_id] = owner
+            self.memory[job_id] = needed
             counts[owner] += 1
             task = Task(job_id, run_job, (job_id, self.store.url, self.service.job_nice))
             self.executor.submit(task)

@@ -11,10 +11,16 @@ from typing import Any
 
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.jobs.store import Submission
-from ppo_platform.spec.env_ids import check_env_id, check_env_usable
+from ppo_platform.spec.env_ids import (
+    check_env_id,
+    check_env_usable,
+    refuse_importing_env,
+    refuse_oversized_kwargs,
+)
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec_text
 from ppo_platform.spec.resources import budget_refusals
+from ppo_platform.spec.rules import rollout_over_budget_issue, trained_steps
 
 
 def kind_of(spec: ExperimentSpec) -> str:
@@ -34,7 +40,10 @@ def _env_sizes(env_id: str, kwargs_json: str, source: str) -> tuple[int, int]:
 
 
 def check_env_remembered(spec: ExperimentSpec, source: str) -> None:
-    """`check_spec_env` with the env check remembered; the resource budget is checked anew."""
+    """`check_spec_env` with the env check remembered; the resource budget is checked anew.
+    Sizes and names come first: nothing is built (or hashed) from kwargs that fail them."""
+    refuse_oversized_kwargs(spec.env.kwargs, source)
+    refuse_importing_env(spec.env.id, spec.env.kwargs, source)
     kwargs = json.dumps(spec.env.kwargs, sort_keys=True, default=repr)
     issues = budget_refusals(spec, *_env_sizes(spec.env.id, kwargs, source))
     if issues:
@@ -50,23 +59,70 @@ def parse_spec(text: str, source: str = "request") -> ExperimentSpec:
     return spec
 
 
+def refuse_rollout_over_budget(spec: ExperimentSpec, source: str) -> None:
+    """SpecError if one rollout of `spec` is larger than its budget (it would train past it)."""
+    issue = rollout_over_budget_issue(spec)
+    if issue is not None:
+        raise SpecError([issue], source)
+
+
+def _largest(spec: ExperimentSpec, param: str, current: int) -> int:
+    """The largest value a study's space can sample for `param` (the spec's own if not tuned)."""
+    assert spec.tune is not None
+    dist = spec.tune.space.get(param)
+    if dist is None:
+        return current
+    values = dist.choices if dist.type == "categorical" else [dist.high]
+    numbers = [int(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return max(numbers, default=current)
+
+
+def trial_steps_bound(spec: ExperimentSpec, source: str) -> int:
+    """Env steps one trial's run can train at most: its budget rounded up to whole rollouts of
+    the largest rollout the space can sample (refused if that rollout exceeds the budget)."""
+    largest = _largest(spec, "env.n_envs", spec.env.n_envs) * _largest(
+        spec, "rollout.n_steps", spec.rollout.n_steps
+    )
+    total = spec.budget.total_timesteps
+    if largest > total:
+        issue = SpecIssue(
+            "tune.space",
+            f"refused: the space can sample a rollout of {largest} env steps (env.n_envs x "
+            f"rollout.n_steps), larger than budget.total_timesteps = {total}; training "
+            "collects whole rollouts, so a trial would train past its budget.",
+            largest,
+            fix="lower the highest env.n_envs or rollout.n_steps the space samples, or raise "
+            "budget.total_timesteps.",
+            rule="rollout_over_budget",
+        )
+        raise SpecError([issue], source)
+    assert spec.tune is not None
+    if not {"env.n_envs", "rollout.n_steps"} & set(spec.tune.space):
+        return trained_steps(spec)  # every trial collects the spec's own rollouts
+    # Whole rollouts of any size up to `largest` overshoot the budget by less than one.
+    return total + largest - 1
+
+
 def total_env_steps(spec: ExperimentSpec, source: str) -> int:
-    """Env steps of every run the spec starts; sweeps and studies are checked in full."""
+    """Env steps of every run the spec starts, counted in whole rollouts (what really trains);
+    sweeps and studies are checked in full, every run's rollout within its budget."""
     kind = kind_of(spec)
+    refuse_rollout_over_budget(spec, source)
     if kind == "sweep":
         from ppo_platform.sweeps.expand import expand_sweep
 
         members = expand_sweep(spec, source)
         for member in members:  # a grid may change the env's kwargs or n_envs
+            refuse_rollout_over_budget(member.spec, source)
             check_env_remembered(member.spec, source)
-        return sum(m.spec.budget.total_timesteps for m in members)
+        return sum(trained_steps(m.spec) for m in members)
     if kind == "tune":
         from ppo_platform.tuning import check_space
         from ppo_platform.tuning.study import study_budget
 
         check_space(spec)
-        return spec.budget.total_timesteps * study_budget(spec)
-    return spec.budget.total_timesteps
+        return trial_steps_bound(spec, source) * study_budget(spec)
+    return trained_steps(spec)
 
 
 def prepare_submission(text: str, max_env_steps: int, source: str = "request") -> Submission:

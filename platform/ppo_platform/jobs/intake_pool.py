@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import pickle
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ppo_platform.errors import UnavailableError
+from ppo_platform.errors import LimitError, PlatformError, UnavailableError
 from ppo_platform.jobs import intake
 from ppo_platform.jobs.models import Experiment
 from ppo_platform.jobs.store import JobStore
@@ -46,6 +47,24 @@ def warm_up() -> int:
     grid = "name: warm-up\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\n"
     intake.prepare_submission(grid, 10**9, "warm-up")
     return 0
+
+
+def crosses_back(error: BaseException) -> BaseException:
+    """`error` if this process's pickle of it rebuilds in another, else a PlatformError with
+    its text: an error that cannot be rebuilt would break the pool for every queued request."""
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return PlatformError(f"{type(error).__name__}: {error}")
+    return error
+
+
+def guarded(fn: Callable[..., Result], *args: Any) -> Result:
+    """`fn(*args)` in a worker, its error sent back only in a form the caller can rebuild."""
+    try:
+        return fn(*args)
+    except Exception as error:
+        raise crosses_back(error) from None
 
 
 _stores: dict[str, JobStore] = {}
@@ -82,10 +101,12 @@ def validation_summary(text: str) -> dict[str, Any]:
 
 
 class IntakePool:
-    """`workers` processes (0: threads of this process) that read submitted specs."""
+    """`workers` processes (0: threads of this process) that read submitted specs; at most
+    `queue_limit` requests wait or run in them at once (429 past it, never an unbounded queue)."""
 
-    def __init__(self, workers: int, store: JobStore | None = None) -> None:
-        self.workers = workers
+    def __init__(self, workers: int, store: JobStore | None = None, queue_limit: int = 64) -> None:
+        self.workers, self.queue_limit = workers, queue_limit
+        self._pending = 0
         self._lock = threading.Lock()
         self._executor = self._new_executor()
         if store is not None:
@@ -116,14 +137,23 @@ class IntakePool:
         worker that died is replaced and the request answered with UnavailableError."""
         with self._lock:
             executor = self._executor
+            if self._pending >= self.queue_limit:
+                raise LimitError(
+                    f"{self._pending} specs are waiting to be read (PPO_PLATFORM_INTAKE_QUEUE);"
+                    " the service is busy: retry shortly.",
+                    retry_after=1,
+                )
+            self._pending += 1
         outer: Future[Result] = Future()
         try:
-            inner = executor.submit(fn, *args)
+            inner = executor.submit(guarded, fn, *args)
         except (BrokenProcessPool, RuntimeError):  # broken, or shut down by a replacement
+            self._done_one()
             self._replace(executor)
             raise UnavailableError(RESTARTED) from None
 
         def relay(done: Future[Result]) -> None:
+            self._done_one()
             error: BaseException | None = (
                 UnavailableError(RESTARTED) if done.cancelled() else done.exception()
             )
@@ -137,6 +167,10 @@ class IntakePool:
 
         inner.add_done_callback(relay)
         return outer
+
+    def _done_one(self) -> None:
+        with self._lock:
+            self._pending -= 1
 
     def _replace(self, broken: Executor) -> None:
         with self._lock:

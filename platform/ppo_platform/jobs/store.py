@@ -223,14 +223,17 @@ class JobStore:
         with self.read() as session:
             return list(session.scalars(query))
 
-    def next_queued(self, skip_owners: Sequence[str], limit: int) -> list[tuple[str, str]]:
-        """(id, owner) of the oldest queued experiments of owners not in `skip_owners`: ids
-        only, no specs, so a long queue costs the dispatcher's tick little."""
-        query = select(Experiment.id, Experiment.owner).where(Experiment.status == "queued")
+    def oldest_queued_per_owner(self, skip_owners: Sequence[str]) -> list[tuple[str, str]]:
+        """(id, owner) of each owner's oldest queued experiment, oldest first: one candidate
+        per owner, so the dispatcher can take turns between owners."""
+        firsts = select(func.min(Experiment.pk)).where(Experiment.status == "queued")
         if skip_owners:
-            query = query.where(Experiment.owner.not_in(list(skip_owners)))
+            firsts = firsts.where(Experiment.owner.not_in(list(skip_owners)))
+        query = select(Experiment.id, Experiment.owner).where(
+            Experiment.pk.in_(firsts.group_by(Experiment.owner).scalar_subquery())
+        )
         with self.read() as session:
-            rows = session.execute(query.order_by(Experiment.pk).limit(limit))
+            rows = session.execute(query.order_by(Experiment.pk))
             return [(row.id, row.owner) for row in rows]
 
     def cancels_requested(self) -> list[str]:

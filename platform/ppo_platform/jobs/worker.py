@@ -10,7 +10,6 @@ the service re-queues it and it resumes from its checkpoint.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 from pathlib import Path
 from typing import Any
@@ -63,17 +62,12 @@ def lower_priority(nice: int) -> None:
 
 def _ensure_tracking_store() -> None:
     """Create the MLflow store before training: several job processes starting together must
-    not all create a fresh SQLite MLflow database at once (they collide)."""
-    from ppo_platform.tracking.gateway import tracking_client
+    not all create a fresh SQLite MLflow database at once (they collide). The store is created
+    by this process's tracking process (MLflow is never imported here)."""
+    from ppo_platform.tracking.requests import ensure_store
 
     settings = get_settings()
-    lock_path = settings.ensure_home() / "tracking-init.lock"
-    with lock_path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            tracking_client(settings.tracking_uri).search_experiments(max_results=1)
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    ensure_store(settings.ensure_home() / "tracking-init.lock", settings.tracking_uri)
 
 
 def _run_kind(
@@ -99,7 +93,7 @@ def _run_kind(
 def _run(
     job: Any, spec: ExperimentSpec, writer: EventWriter, watcher: Watcher
 ) -> tuple[str, str | None, dict[str, Any] | None]:
-    from ppo_platform.tracking.tags import JOB_ID
+    from ppo_platform.tracking.tags import JOB_ID, JOB_OWNER
     from ppo_platform.training.runner import resume_run, run_spec
 
     result = None
@@ -109,7 +103,12 @@ def _run(
         except RunNotFoundError as error:
             writer.store.append_event(job.id, "log", {"message": f"starting over: {error}"})
     if result is None:
-        result = run_spec(spec, on_progress=writer, cancel=watcher.cancel, tags={JOB_ID: job.id})
+        result = run_spec(
+            spec,
+            on_progress=writer,
+            cancel=watcher.cancel,
+            tags={JOB_ID: job.id, JOB_OWNER: job.owner},
+        )
     summary = {
         "outcome": result.outcome,
         "run_id": result.run_id,
@@ -135,10 +134,13 @@ def _run(
 def _sweep(spec: ExperimentSpec, writer: EventWriter) -> tuple[str, str | None, dict[str, Any]]:
     from ppo_platform.sweeps import run_sweep
     from ppo_platform.sweeps.expand import expand_sweep
+    from ppo_platform.tracking.tags import JOB_ID, JOB_OWNER
 
     total = len(expand_sweep(spec))  # member events move runs_done on as members finish
     writer.store.update(writer.job_id, progress={"runs_done": 0, "runs_total": total})
-    result = run_sweep(spec, on_event=writer.sweep_event, report=True)
+    job = writer.store.get(writer.job_id)
+    lineage = {JOB_OWNER: job.owner, JOB_ID: job.id}  # only this job's own parent is resumed
+    result = run_sweep(spec, on_event=writer.sweep_event, report=True, lineage=lineage)
     runs = [
         {
             "name": o.member.spec.name,

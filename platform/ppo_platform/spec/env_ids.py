@@ -8,6 +8,8 @@ gymnasium is imported inside the functions: `validate` imports spec/ and must st
 from __future__ import annotations
 
 import difflib
+import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -21,6 +23,14 @@ from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
 from ppo_platform.spec.resources import budget_refusals, observation_size_of
 
 MAX_SUGGESTIONS = 3
+# Ids whose env imports and builds another one named in its kwargs (shimmy's compatibility envs
+# take `env_id: "module:Env"`): a spec never names code, so they are refused by rule.
+IMPORTING_ENV_IDS = frozenset({"GymV21Environment-v0", "GymV26Environment-v0"})
+MODULE_REFERENCE = re.compile(r"^\s*[A-Za-z_][\w.]*\s*:\s*[A-Za-z_][\w.]*\s*$")
+IMPORT_RULE = "imports_by_name"
+# Env kwargs are a few numbers and names; a map (FrozenLake's desc) a few thousand cells.
+MAX_KWARGS_BYTES = 16 * 1024
+KWARGS_RULE = "oversized_env_kwargs"
 
 
 def registered_env_ids() -> list[str]:
@@ -90,6 +100,52 @@ def check_env_id(env_id: str, source: str | None = None) -> None:
     known = registered_env_ids()  # registers ours too (a first call may come before that)
     if env_id not in known:
         raise unknown_env_error(env_id, known, source)
+
+
+def refuse_importing_env(env_id: str, kwargs: Mapping[str, Any], source: str | None = None) -> None:
+    """SpecError for an env that would import code by name: a compatibility id, or a kwarg
+    that names a module (`module:Env`), whatever is installed."""
+    issues = []
+    if env_id in IMPORTING_ENV_IDS:
+        issues.append(
+            SpecIssue(
+                "env.id",
+                "refused: this compatibility env imports the env named in its kwargs.",
+                env_id,
+                fix="use the environment's own registered id.",
+                rule=IMPORT_RULE,
+            )
+        )
+    for name, value in kwargs.items():
+        values = value if isinstance(value, list) else [value]
+        if any(isinstance(v, str) and MODULE_REFERENCE.match(v) for v in values):
+            issues.append(
+                SpecIssue(
+                    f"env.kwargs.{name}",
+                    "refused: names a module (`module:Name`); a spec never imports code.",
+                    value,
+                    fix="name a registered env id; code that registers envs is named by the "
+                    "operator (PPO_PLATFORM_ENV_PACKAGES).",
+                    rule=IMPORT_RULE,
+                )
+            )
+    if issues:
+        raise SpecError(issues, source)
+
+
+def refuse_oversized_kwargs(kwargs: Mapping[str, Any], source: str | None = None) -> None:
+    """SpecError for env kwargs over MAX_KWARGS_BYTES (as JSON): checked before any env is
+    built from them, so a huge map costs nothing."""
+    size = len(json.dumps(kwargs, default=repr))
+    if size > MAX_KWARGS_BYTES:
+        issue = SpecIssue(
+            "env.kwargs",
+            f"refused: {size} bytes of keyword arguments, over the limit of {MAX_KWARGS_BYTES}.",
+            None,
+            fix="use a smaller map or fewer arguments (a FrozenLake desc of at most ~120 x 120).",
+            rule=KWARGS_RULE,
+        )
+        raise SpecError([issue], source)
 
 
 # Training renders nothing; `human` would open a window per env (and block on a server).
@@ -164,6 +220,8 @@ def usable_env(
     registered, can be created with `kwargs`, takes its wrappers and has spaces PPO can use.
     The one env check of run, validate, sweep, tune and plan."""
     kwargs = dict(kwargs or {})
+    refuse_oversized_kwargs(kwargs, source)
+    refuse_importing_env(env_id, kwargs, source)
     if kwargs.get("render_mode") not in ALLOWED_RENDER_MODES:
         raise _env_issue(
             "env.kwargs.render_mode",

@@ -20,6 +20,7 @@ TRUST_REGION_RULE = "unsafe_trust_region"
 ADVANTAGE_RULE = "unnormalized_advantages"
 MONITORING_RULE = "unmonitored_run"
 SEARCH_SPACE_RULE = "unsafe_search_space"
+ROLLOUT_BUDGET_RULE = "rollout_over_budget"
 
 
 def epochs_issue(epochs: float, path: str = "update.epochs") -> SpecIssue | None:
@@ -160,6 +161,29 @@ def inconsistencies(spec: ExperimentSpec) -> list[SpecIssue]:
             )
         )
     return issues
+
+
+def rollout_over_budget_issue(spec: ExperimentSpec) -> SpecIssue | None:
+    """SB3 collects whole rollouts: one larger than the budget would train past the budget.
+    The service refuses it (its step limit must hold); the CLI trains the whole rollout."""
+    if spec.batch_size <= spec.budget.total_timesteps:
+        return None
+    return SpecIssue(
+        path="budget.total_timesteps",
+        value=spec.budget.total_timesteps,
+        message=f"refused: one rollout, env.n_envs x rollout.n_steps = {spec.env.n_envs} x "
+        f"{spec.rollout.n_steps} = {spec.batch_size} env steps, is larger than the budget; "
+        "training always collects whole rollouts, so it would train past the budget.",
+        fix=f"raise budget.total_timesteps to at least {spec.batch_size}, or collect a "
+        "smaller rollout (fewer env.n_envs or rollout.n_steps).",
+        rule=ROLLOUT_BUDGET_RULE,
+    )
+
+
+def trained_steps(spec: ExperimentSpec) -> int:
+    """The env steps a run of `spec` really trains: its budget rounded up to whole rollouts."""
+    rollouts = -(-spec.budget.total_timesteps // spec.batch_size)
+    return rollouts * spec.batch_size
 
 
 _TRUST_REGION_CHECKS = {

@@ -7,13 +7,13 @@ reuses the unfinished parent and trains only the members that did not finish.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ppo_platform.execution import Task, TaskResult, run_tasks, worker_count
 from ppo_platform.execution.choose import pool_executor
-from ppo_platform.reports import SweepReport, build_report, publish_report
+from ppo_platform.reports import REPORT_KEYS, SweepReport, build_report
 from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_env_usable
@@ -35,12 +35,10 @@ from ppo_platform.sweeps.runs import (
     run_member,
 )
 from ppo_platform.tracking import tags as tag
-from ppo_platform.tracking.gateway import retry, tracking_client
-from ppo_platform.tracking.tracker import ensure_experiment
+from ppo_platform.tracking.remote import RemoteRun
+from ppo_platform.tracking.requests import read_sweep
 
 if TYPE_CHECKING:
-    from mlflow.tracking import MlflowClient
-
     from ppo_platform.training.runner import RunResult
 
 __all__ = ["MemberOutcome", "SweepResult", "run_sweep"]
@@ -77,9 +75,13 @@ def run_sweep(
     on_event: SweepListener | None = None,
     source: str | None = None,
     report: bool = True,
+    lineage: Mapping[str, str] | None = None,
 ) -> SweepResult:
     """Validate every member, then train the unfinished ones in parallel under one parent run.
-    `on_event` receives the sweep's progress as data (`sweeps/events.py`)."""
+    `on_event` receives the sweep's progress as data (`sweeps/events.py`). `lineage` (the job
+    service's owner and job id tags) goes on the parent and every member, and only a parent of
+    the same lineage is resumed."""
+    lineage = dict(lineage or {})
     members = expand_sweep(spec, source)  # refuses before anything is created or trained
     # The base spec's env, before any parent run: an unusable env id is bad input. Members
     # whose variants change env.kwargs are checked as they start (a failing member is
@@ -90,44 +92,46 @@ def run_sweep(
     settings = settings or get_settings()
     tell = on_event or (lambda event: None)
     started = time.perf_counter()
-    client = tracking_client(settings.tracking_uri)
-    parent_run_id, resumed, experiment_id = _open_parent(client, spec, members, settings)
-    outcomes = _finished_earlier(client, experiment_id, parent_run_id, members) if resumed else {}
-    todo = [m for m in members if m.key not in outcomes]
-    n_workers, crowded = worker_count(workers, len(todo) or 1)
-    if crowded:
-        tell(SweepWarning(crowded))
-    earlier = len(outcomes)
-    tell(
-        SweepStarted(
-            spec.name,
-            parent_run_id,
-            len(members),
-            len(grid_points(spec)),
-            len(spec.sweep.seeds),
-            earlier,
-            n_workers,
-            resumed,
-        )
-    )
-    by_key = {m.key: m for m in members}
+    parent, resumed = open_parent_run(spec, members, _threshold(spec), settings, lineage)
+    with parent:  # closed KILLED on an interrupt, FAILED on an error
+        parent_run_id = parent.run_id
+        outcomes = _finished_earlier(spec, parent_run_id, members, settings) if resumed else {}
+        todo = [m for m in members if m.key not in outcomes]
+        n_workers, crowded = worker_count(workers, len(todo) or 1)
+        if crowded:
+            tell(SweepWarning(crowded))
+        earlier = len(outcomes)
+        tell(_started(spec, parent_run_id, len(members), earlier, n_workers, resumed))
+        by_key = {m.key: m for m in members}
 
-    def collect(result: TaskResult) -> None:
-        outcome = _outcome(by_key[result.key], result)
-        outcomes[result.key] = outcome
-        trained = sum(not o.skipped for o in outcomes.values())
-        tell(MemberFinished(outcome, trained, len(todo), earlier))
+        def collect(result: TaskResult) -> None:
+            outcome = _outcome(by_key[result.key], result)
+            outcomes[result.key] = outcome
+            trained = sum(not o.skipped for o in outcomes.values())
+            tell(MemberFinished(outcome, trained, len(todo), earlier))
 
-    tasks = [Task(m.key, run_member, (m.spec, parent_run_id, m.tags, settings)) for m in todo]
-    try:
+        tasks = [
+            Task(m.key, run_member, (m.spec, parent_run_id, {**m.tags, **lineage}, settings))
+            for m in todo
+        ]
         _train(tasks, n_workers, settings, collect, tell)
-    except KeyboardInterrupt:
-        retry(lambda: client.set_terminated(parent_run_id, "KILLED"))
-        raise
-    ordered = [outcomes[m.key] for m in members]
-    result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
-    _close_parent(client, result, settings, report)
+        ordered = [outcomes[m.key] for m in members]
+        result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
+        _close_parent(parent, result, settings, report)
     return result
+
+
+def _started(
+    spec: ExperimentSpec,
+    parent_run_id: str,
+    members: int,
+    earlier: int,
+    workers: int,
+    resumed: bool,
+) -> SweepStarted:
+    assert spec.sweep is not None
+    points, seeds = len(grid_points(spec)), len(spec.sweep.seeds)
+    return SweepStarted(spec.name, parent_run_id, members, points, seeds, earlier, workers, resumed)
 
 
 def _train(
@@ -153,53 +157,43 @@ def _train(
     )
 
 
-def _open_parent(
-    client: MlflowClient, spec: ExperimentSpec, members: list[SweepMember], settings: Settings
-) -> tuple[str, bool, str]:
-    """The sweep's parent run (new, or the unfinished one to resume), whether it was resumed,
-    and the experiment id."""
+def _threshold(spec: ExperimentSpec) -> float | None:
+    """The return a variant must reach: the sweep's, else the env's default."""
     assert spec.sweep is not None
-    threshold = spec.sweep.threshold
-    if threshold is None:
-        threshold = default_threshold(spec.env.id)
-    # The parent process creates the store and the parent run before any worker starts:
-    # several processes creating one SQLite database at once race.
-    experiment_id = ensure_experiment(client, spec.experiment_name, settings.artifact_root)
-    parent_run_id, resumed = open_parent_run(client, experiment_id, spec, members, threshold)
-    return parent_run_id, resumed, experiment_id
+    if spec.sweep.threshold is not None:
+        return spec.sweep.threshold
+    return default_threshold(spec.env.id)
 
 
 def _finished_earlier(
-    client: MlflowClient, experiment_id: str, parent_run_id: str, members: list[SweepMember]
+    spec: ExperimentSpec, parent_run_id: str, members: list[SweepMember], settings: Settings
 ) -> dict[str, MemberOutcome]:
     """Skipped outcomes for the members an earlier invocation of this sweep finished."""
-    finished = finished_runs(client, experiment_id, parent_run_id)
+    finished = finished_runs(spec.experiment_name, parent_run_id, settings)
     outcomes: dict[str, MemberOutcome] = {}
     for member in members:
         run = finished.get(member.key)
         if run is not None:
-            score = run.data.tags.get(tag.FINAL_EVAL_MEAN)
+            score = run["tags"].get(tag.FINAL_EVAL_MEAN)
             outcomes[member.key] = MemberOutcome(
-                member, "FINISHED", run.info.run_id, float(score) if score else None, skipped=True
+                member, "FINISHED", run["run_id"], float(score) if score else None, skipped=True
             )
     return outcomes
 
 
-def _close_parent(
-    client: MlflowClient, result: SweepResult, settings: Settings, report: bool
-) -> None:
+def _close_parent(parent: RemoteRun, result: SweepResult, settings: Settings, report: bool) -> None:
     """Record the failures, publish the report, and end the parent run."""
     parent_run_id = result.parent_run_id
     status = "FINISHED" if not result.failed else "FAILED"
-    retry(lambda: client.set_tag(parent_run_id, tag.FAILED_RUNS, str(len(result.failed))))
+    parent.set_tags({tag.FAILED_RUNS: str(len(result.failed))})
     try:
         if report:
-            result.report = build_report(
-                client, parent_run_id, settings.runs_dir / parent_run_id / "report"
-            )
-            publish_report(client, result.report)
+            sweep = read_sweep(parent_run_id, REPORT_KEYS, settings.tracking_uri)
+            result.report = build_report(sweep, settings.runs_dir / parent_run_id / "report")
+            for path in result.report.files:
+                parent.log_artifact(path, "report")
     finally:  # a report that cannot be built must not leave the parent RUNNING
-        retry(lambda: client.set_terminated(parent_run_id, status))
+        parent.finish(status)
 
 
 def _outcome(member: SweepMember, result: TaskResult) -> MemberOutcome:

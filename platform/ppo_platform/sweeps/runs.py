@@ -4,56 +4,59 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ppo_platform.errors import RunNotFoundError
 from ppo_platform.execution.base import describe_error
 from ppo_platform.settings import Settings
-from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.spec.loader import dump_spec
 from ppo_platform.sweeps.expand import SweepMember, sweep_hash
 from ppo_platform.tracking import tags as tag
-from ppo_platform.tracking.gateway import retry, tracking_client
-from ppo_platform.tracking.liveness import claim_run, owner_tags
-from ppo_platform.tracking.queries import child_runs, search_all
-from ppo_platform.tracking.tracker import RunTracker, ensure_experiment
+from ppo_platform.tracking.remote import RemoteRun, run_tags, shared_tracking_process
+from ppo_platform.tracking.requests import find_runs, terminate_run
 
 if TYPE_CHECKING:
-    from mlflow.tracking import MlflowClient
-
     from ppo_platform.training.progress import ProgressEvent
     from ppo_platform.training.runner import RunResult
 
 
+LINEAGE_TAGS = (tag.JOB_OWNER, tag.JOB_ID)
+
+
+def same_lineage(run_tags: Mapping[str, str], lineage: Mapping[str, str]) -> bool:
+    """Was a sweep run started for the same owner and job as `lineage` (both absent for the
+    CLI)? Only such a parent may be resumed: another owner's run is never continued."""
+    return all(run_tags.get(name) == lineage.get(name) for name in LINEAGE_TAGS)
+
+
 def open_parent_run(
-    client: MlflowClient,
-    experiment_id: str,
     spec: ExperimentSpec,
     members: list[SweepMember],
     threshold: float | None,
-) -> tuple[str, bool]:
-    """Reuse the unfinished parent run of this exact sweep, or create one. -> (run_id, resumed)."""
+    settings: Settings,
+    lineage: Mapping[str, str] | None = None,
+) -> tuple[RemoteRun, bool]:
+    """Reuse the unfinished parent run of this exact sweep started for the same owner and job
+    (`lineage`: the job service's owner and job id tags), or create one tagged with them.
+    -> (its handle, resumed). The parent process creates the store and the parent run before
+    any worker starts: several processes creating one SQLite database at once race."""
     assert spec.sweep is not None
+    lineage = dict(lineage or {})
     digest = sweep_hash(spec)
-    earlier = search_all(
-        client,
-        experiment_id,
-        f"tags.`{tag.KIND}` = 'sweep' and tags.`{tag.SWEEP_HASH}` = '{digest}'",
-    )
-    unfinished = sorted(
-        (r for r in earlier if r.info.status != "FINISHED"),
-        key=lambda r: r.info.start_time,
-        reverse=True,
-    )
+    uri = settings.tracking_uri
+    earlier = find_runs(spec.experiment_name, {tag.KIND: "sweep", tag.SWEEP_HASH: digest}, uri=uri)
+    unfinished = [
+        r for r in earlier if r["status"] != "FINISHED" and same_lineage(r["tags"], lineage)
+    ]
     threshold_text = "" if threshold is None else repr(threshold)
     if unfinished:
-        run_id = unfinished[0].info.run_id
-        retry(lambda: client.update_run(run_id, status="RUNNING"))
-        claim_run(client, run_id)
-        retry(partial(client.set_tag, run_id, tag.THRESHOLD, threshold_text))
-        return run_id, True
+        run_id = unfinished[-1]["run_id"]  # the newest
+        tags = {tag.THRESHOLD: threshold_text}
+        process = shared_tracking_process()
+        return RemoteRun.reopen(process, settings, run_id, None, tags, kind="sweep"), True
     tags = {
         tag.RUN_NAME: spec.name,
         tag.KIND: "sweep",
@@ -66,22 +69,30 @@ def open_parent_run(
         tag.ALGORITHM: spec.algorithm,
         tag.SPEC_HASH: spec.spec_hash(),
         tag.THRESHOLD: threshold_text,
-        **owner_tags(),
+        **lineage,
     }
-    run = retry(lambda: client.create_run(experiment_id, tags=tags))
-    retry(lambda: client.log_text(run.info.run_id, dump_spec(spec), "sweep/spec.yaml"))
-    return run.info.run_id, False
+    parent = RemoteRun.open_kind(
+        "sweep",
+        tags,
+        experiment=spec.experiment_name,
+        texts={"sweep/spec.yaml": dump_spec(spec)},
+        settings=settings,
+    )
+    return parent, False
 
 
-def finished_runs(client: MlflowClient, experiment_id: str, parent_run_id: str) -> dict[str, Any]:
+def finished_runs(
+    experiment: str, parent_run_id: str, settings: Settings
+) -> dict[str, dict[str, Any]]:
     """sweep_key -> a FINISHED child run; orphaned RUNNING children are marked KILLED."""
-    finished: dict[str, Any] = {}
-    for run in child_runs(client, experiment_id, parent_run_id):
-        key = run.data.tags.get(tag.SWEEP_KEY)
-        if run.info.status == "FINISHED" and key:
+    finished: dict[str, dict[str, Any]] = {}
+    uri = settings.tracking_uri
+    for run in find_runs(experiment, {}, parent=parent_run_id, uri=uri):
+        key = run["tags"].get(tag.SWEEP_KEY)
+        if run["status"] == "FINISHED" and key:
             finished[key] = run
-        elif run.info.status == "RUNNING":  # its process died with the previous attempt
-            retry(partial(client.set_terminated, run.info.run_id, "KILLED"))
+        elif run["status"] == "RUNNING":  # its process died with the previous attempt
+            terminate_run(run["run_id"], "KILLED", only_running=True, uri=uri)
     return finished
 
 
@@ -132,21 +143,17 @@ def resume_member(
     the same MLflow run; with no checkpoint yet the member trains afresh in a new run."""
     from ppo_platform.training.runner import resume_run  # heavy: torch and SB3
 
-    client = tracking_client(settings.tracking_uri)
-    experiment_id = ensure_experiment(client, spec.experiment_name)
-    mine = [
-        run
-        for run in child_runs(client, experiment_id, parent_run_id)
-        if run.data.tags.get(tag.SWEEP_KEY) == tags[tag.SWEEP_KEY]
-    ]
-    newest = max(mine, key=lambda run: run.info.start_time) if mine else None
-    if newest is not None and newest.info.status in ("RUNNING", "KILLED"):
-        run_id = newest.info.run_id
+    uri = settings.tracking_uri
+    mine = find_runs(
+        spec.experiment_name, {tag.SWEEP_KEY: tags[tag.SWEEP_KEY]}, parent=parent_run_id, uri=uri
+    )
+    newest = mine[-1] if mine else None
+    if newest is not None and newest["status"] in ("RUNNING", "KILLED"):
+        run_id = newest["run_id"]
         try:
             return resume_run(run_id, settings=settings)
         except RunNotFoundError:  # died before its first checkpoint
-            if newest.info.status == "RUNNING":
-                retry(partial(client.set_terminated, run_id, "KILLED"))
+            terminate_run(run_id, "KILLED", only_running=True, uri=uri)
         except Exception as error:  # the resumed run failed: it is the member's FAILED run
             message = describe_error(error)
             return MemberFailure(
@@ -166,16 +173,16 @@ def record_failure(
     """The FAILED child run that records a member's error: `run_id` (the runner's, closed
     FAILED by the runner; closed here if the runner could not) or, when the member failed
     before the runner created a run (an environment that cannot be built, say), a new one."""
-    message = message[:5000]
+    failure = {tag.FAILURE: message[:5000], tag.OUTCOME: "failed"}
     if run_id is None:
-        tracker = RunTracker.start(
-            settings.tracking_uri, spec, parent_run_id=parent_run_id, tags=tags
+        run = RemoteRun.open_kind(
+            "training",
+            run_tags(spec, parent_run_id, tags),
+            experiment=spec.experiment_name,
+            params=flatten(spec.resolved()),
+            settings=settings,
         )
-        tracker.set_tags({tag.FAILURE: message, tag.OUTCOME: "failed"})
-        tracker.finish("FAILED")
-        return tracker.run_id
-    client = tracking_client(settings.tracking_uri)
-    if retry(partial(client.get_run, run_id)).info.status == "RUNNING":
-        retry(partial(client.set_tag, run_id, tag.FAILURE, message))
-        retry(partial(client.set_terminated, run_id, "FAILED"))
+        run.finish("FAILED", failure)
+        return run.run_id
+    terminate_run(run_id, "FAILED", failure, only_running=True, uri=settings.tracking_uri)
     return run_id

@@ -21,7 +21,6 @@ from typing import Any
 
 from ppo_platform import tracing
 from ppo_platform.errors import TrackingError
-from ppo_platform.tracking.writer import MetricRow
 
 # How long the training process waits for any one answer of its tracking process. An answer
 # normally comes in milliseconds; a store locked by another process may hold one up to the
@@ -32,6 +31,7 @@ INTERRUPTED_REPLY_TIMEOUT = 15.0
 # At exit, how long a tracking process with nothing pending gets to exit before it is killed
 # (it has answered everything: nothing acknowledged can be lost).
 IDLE_EXIT_TIMEOUT = 10.0  # (with a request pending or a run open: INTERRUPTED_REPLY_TIMEOUT)
+MetricRow = tuple[str, float, int, int]  # key, value, timestamp ms, step
 AckListener = Callable[[list[MetricRow]], None]
 # Called in the reader thread with every acknowledged (durably stored) batch of metric rows.
 ack_listeners: list[AckListener] = []
@@ -89,7 +89,7 @@ class TrackingProcess:
         self._replies: dict[int, dict[str, Any]] = {}
         self._rows_in_flight: dict[int, list[MetricRow]] = {}
         self._unanswered: dict[int, str] = {}  # seq -> op, for a timeout's message
-        self._open_run = False  # a run is open there (closing it at exit writes the store)
+        self._open_runs: set[int] = set()  # runs open there (closing them at exit writes)
         self._errors: list[str] = []
         self._death: str | None = None
         self.acknowledged_rows = 0
@@ -111,8 +111,10 @@ class TrackingProcess:
                 if op == "rows":
                     self._rows_in_flight[seq] = fields["rows"]
                 self._unanswered[seq] = op
-                if op in ("open", "reopen", "finish"):
-                    self._open_run = op != "finish"
+                if op in ("open", "reopen"):
+                    self._open_runs.add(seq)
+                elif op == "finish":
+                    self._open_runs.discard(fields.get("run", -1))
             assert self.process.stdin is not None
             try:
                 self.process.stdin.write(json.dumps({"op": op, "seq": seq, **fields}) + "\n")
@@ -167,7 +169,7 @@ class TrackingProcess:
         nothing pending it gets `IDLE_EXIT_TIMEOUT` seconds, else `REPLY_TIMEOUT`; then it is
         killed (a run it could not close is marked KILLED by the next start's reaper)."""
         if timeout is None:
-            busy = self.pending or self._open_run
+            busy = self.pending or self._open_runs
             timeout = INTERRUPTED_REPLY_TIMEOUT if busy else IDLE_EXIT_TIMEOUT
         tracing.mark(f"tracking close: pending {self.pending}, wait up to {timeout:.0f} s")
         with contextlib.suppress(OSError, ValueError):

@@ -1,9 +1,11 @@
-"""The training process's side of the tracking process (`tracking/service.py`).
+"""The tracking client: the caller's side of the tracking process (`tracking/service.py`).
 
-The training process never imports MLflow: it starts one tracking process (first, so that
-MLflow's import overlaps torch's), hands it requests as JSON lines and goes on training. A
-reader thread collects the answers; a metric row counts as stored once its answer (the
-acknowledgement) has come back. `RemoteRun.finish` waits until every request is durable. If the
+No process that trains, tunes or runs a job imports MLflow: it starts one tracking process
+(first, so that MLflow's import overlaps torch's), hands it requests as JSON lines and goes on.
+A reader thread collects the answers; a metric row counts as stored once its answer (the
+acknowledgement) has come back. `RemoteRun` is the handle of one run of any kind (training run,
+trial, study, sweep parent); as a context manager it closes the run exactly once, with the
+status the exception implies. `RemoteRun.finish` waits until every request is durable. If the
 tracking process dies or fails a request, the next call raises `TrackingError` with the reason:
 training stops rather than lose metrics silently.
 """
@@ -12,24 +14,27 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
-from ppo_platform.errors import TrackingError
-from ppo_platform.settings import Settings
+from ppo_platform import tracing
+from ppo_platform.errors import Terminated, TrackingError
+from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.spec.loader import dump_spec
-from ppo_platform.tracking.liveness import this_process
-from ppo_platform.tracking.process import INTERRUPTED_REPLY_TIMEOUT
+from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.liveness import owner_tags, this_process
+from ppo_platform.tracking.process import INTERRUPTED_REPLY_TIMEOUT, MetricRow
 from ppo_platform.tracking.process import TrackingProcess as TrackingProcess
 from ppo_platform.tracking.process import ack_listeners as ack_listeners
 from ppo_platform.tracking.process import spawn_child as spawn_child
-from ppo_platform.tracking.tracker import param_value, run_tags
-from ppo_platform.tracking.writer import MetricRow
 
 _process: TrackingProcess | None = None
 _process_pid: int | None = None
@@ -44,6 +49,34 @@ def shared_tracking_process() -> TrackingProcess:
             _process, _process_pid = TrackingProcess(), os.getpid()
             atexit.register(_process.close)
         return _process
+
+
+def _warn(message: str) -> None:
+    print(f"warning: {message}", file=sys.stderr, flush=True)
+
+
+def param_value(value: Any) -> str:
+    """A spec value as an MLflow param (JSON for lists and dicts, cut to MLflow's limit)."""
+    text = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+    return text[:6000]  # MLflow's limit on a param value
+
+
+def run_tags(
+    spec: ExperimentSpec, parent_run_id: str | None = None, tags: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The tags a new run of `spec` starts with; this process is recorded as its owner."""
+    run_tags = {
+        tag.RUN_NAME: spec.name,
+        tag.SPEC_HASH: spec.spec_hash(),
+        tag.ALGORITHM: spec.algorithm,
+        tag.ENV_ID: spec.env.id,
+        **spec.tracking.tags,
+        **(tags or {}),
+        **owner_tags(),
+    }
+    if parent_run_id:
+        run_tags[tag.PARENT_RUN_ID] = parent_run_id
+    return run_tags
 
 
 def start_reaping() -> Callable[[], list[str]]:
@@ -64,7 +97,9 @@ def start_reaping() -> Callable[[], list[str]]:
 
 
 class RemoteRun:
-    """One training run as the training process sees it: metrics buffered, then handed over."""
+    """One run as its caller sees it: metrics buffered, then handed over. As a context manager
+    it closes the run on the way out, exactly once: FINISHED, or KILLED on an interrupt, or
+    FAILED with the error; a run already finished is left as it is."""
 
     def __init__(
         self,
@@ -74,6 +109,9 @@ class RemoteRun:
         run_dir: Path | None = None,
     ) -> None:
         self.process, self._opened = process, opened
+        self.handle = opened  # requests about this run name it by the seq that opened it
+        self.closed = False
+        self.phase = ""  # said in the failure of an error that closes the run ("while ...")
         self.tracking_uri, self.flush_seconds = (
             settings.tracking_uri,
             settings.metrics_flush_seconds,
@@ -109,24 +147,89 @@ class RemoteRun:
         return cls(process, seq, settings)
 
     @classmethod
-    def reopen(
-        cls, process: TrackingProcess, settings: Settings, run_id: str, run_dir: Path, tags: dict
+    def open_kind(
+        cls,
+        kind: str,
+        tags: dict[str, str],
+        *,
+        experiment: str | None = None,
+        params: dict[str, Any] | None = None,
+        texts: dict[str, str] | None = None,
+        settings: Settings | None = None,
     ) -> RemoteRun:
-        """Continue `run_id` (a resumed run): RUNNING again, owned by this process."""
-        from ppo_platform.tracking import tags as tag
+        """A new run of `kind` (trial, study, sweep, training) in `experiment`, or, without
+        one, in the experiment of the run `tags` name as parent; owned by this process."""
+        settings = settings or get_settings()
+        process = shared_tracking_process()
+        seq = process.request(
+            "open",
+            awaited=True,
+            kind=kind,
+            uri=settings.tracking_uri,
+            experiment=experiment,
+            artifact_root=str(settings.artifact_root) if settings.artifact_root else None,
+            tags={**tags, **owner_tags()},
+            params={k: param_value(v) for k, v in (params or {}).items()},
+            texts=texts or {},
+        )
+        return cls(process, seq, settings)
 
+    @classmethod
+    def reopen(
+        cls,
+        process: TrackingProcess,
+        settings: Settings,
+        run_id: str,
+        run_dir: Path | None,
+        tags: dict,
+        kind: str = "training",
+    ) -> RemoteRun:
+        """Continue `run_id` (a resumed run, study or sweep): RUNNING again, owned by this
+        process."""
         owned = {**tags, tag.PROCESS: this_process()}
         seq = process.request(
-            "reopen", awaited=True, uri=settings.tracking_uri, run_id=run_id, tags=owned
+            "reopen", awaited=True, kind=kind, uri=settings.tracking_uri, run_id=run_id, tags=owned
         )
         return cls(process, seq, settings, run_dir)
+
+    def __enter__(self) -> RemoteRun:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self.closed:
+            return
+        if error is None:
+            self.finish("FINISHED", {})
+        elif isinstance(error, TrackingError):
+            self.fail(str(error))  # the tracking process failed: closed FAILED with why
+        elif isinstance(error, KeyboardInterrupt):
+            reason = "terminated (SIGTERM)" if isinstance(error, Terminated) else "interrupted"
+            tracing.mark("interrupted: closing the run KILLED")
+            try:
+                tags = {tag.OUTCOME: "cancelled", tag.FAILURE: reason}
+                self.finish("KILLED", tags, INTERRUPTED_REPLY_TIMEOUT)
+            except TrackingError:
+                pass  # what the tracking process could not store must not hide the interrupt
+            except Exception as broken:
+                _warn(f"interrupted: closing the run failed: {type(broken).__name__}: {broken}")
+            tracing.mark("interrupted: run closed")
+        else:
+            where = f" {self.phase}" if self.phase else ""
+            reason = f"{type(error).__name__}{where}: {error}"
+            with contextlib.suppress(TrackingError):  # the error on its way out says more
+                self.finish("FAILED", {tag.OUTCOME: "failed", tag.FAILURE: reason})
 
     def _answer_open(self) -> None:
         started = time.perf_counter()
         reply = self.process.wait(self._opened)
         self.write_seconds += time.perf_counter() - started
         self._run_id = reply["run_id"]
-        if self._run_dir is None:
+        if self._run_dir is None and reply.get("run_dir"):  # training runs have a folder
             self._run_dir = Path(reply["run_dir"])
 
     @property
@@ -146,7 +249,7 @@ class RemoteRun:
 
     def _send(self, op: str, **fields: Any) -> None:
         started = time.perf_counter()
-        self.process.request(op, **fields)
+        self.process.request(op, run=self.handle, **fields)
         self.write_seconds += time.perf_counter() - started
 
     def log_metrics(self, metrics: dict[str, float], step: int) -> None:
@@ -171,31 +274,46 @@ class RemoteRun:
     def log_artifact(self, path: Path, folder: str | None = None) -> None:
         self._send("artifact", path=str(path), folder=folder)
 
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self._send("text", text=text, file=artifact_file)
+
     def render_plot(self, path: Path, title: str, kl_alert: float) -> None:
         """The tracking process draws the run's curves to `path` and logs it under plots/."""
         self._send("plot", path=str(path), title=title, kl_alert=kl_alert)
 
-    def finish(self, status: str, tags: dict[str, str], timeout: float | None = None) -> None:
+    def finish(
+        self, status: str, tags: dict[str, str] | None = None, timeout: float | None = None
+    ) -> None:
         """Hand over the last rows, close the run, and wait until all of it is durable (at most
-        `timeout` seconds, default `REPLY_TIMEOUT`)."""
-        self.flush()
+        `timeout` seconds, default `REPLY_TIMEOUT`). The run is closed once: a second finish
+        does nothing."""
+        if self.closed:
+            return
+        self.closed = True
         started = time.perf_counter()
         try:
-            seq = self.process.request("finish", awaited=True, status=status, tags=tags)
+            self.flush()
+            seq = self.process.request(
+                "finish", awaited=True, run=self.handle, status=status, tags=tags or {}
+            )
             self.process.wait(seq, timeout)
             self.process.check()  # answers come in order: every earlier one is in
+        except TrackingError as error:
+            self.fail(str(error))  # closed FAILED with why, never left RUNNING
+            raise
         finally:
             self.write_seconds += time.perf_counter() - started
 
     def fail(self, reason: str) -> None:
         """Close the run FAILED with `reason` after a TrackingError: by the tracking process if
         it still answers (so it never closes the run KILLED over it at exit), else from here."""
-        from ppo_platform.tracking import tags as tag
-
+        self.closed = True
         if self.process.alive:
             tags = {tag.OUTCOME: "failed", tag.FAILURE: reason}
             try:
-                seq = self.process.request("finish", awaited=True, status="FAILED", tags=tags)
+                seq = self.process.request(
+                    "finish", awaited=True, run=self.handle, status="FAILED", tags=tags
+                )
                 self.process.wait(seq, INTERRUPTED_REPLY_TIMEOUT)
                 return
             except TrackingError:
@@ -205,7 +323,6 @@ class RemoteRun:
     def fail_without_process(self, reason: str) -> None:
         """The tracking process is gone: close the run FAILED from here (MLflow imported in
         this failure path only), so it is not left RUNNING while this process lives on."""
-        from ppo_platform.tracking import tags as tag
         from ppo_platform.tracking.gateway import retry, tracking_client
 
         client = tracking_client(self.tracking_uri)
@@ -216,7 +333,6 @@ class RemoteRun:
 
     def _running_ids(self, client: Any) -> list[str]:
         """This run's id; if its answer never came back, the RUNNING runs this process owns."""
-        from ppo_platform.tracking import tags as tag
         from ppo_platform.tracking.gateway import retry
 
         with contextlib.suppress(TrackingError):

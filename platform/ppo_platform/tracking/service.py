@@ -1,20 +1,24 @@
-"""The tracking process: everything MLflow does for a training run, off the training process.
+"""The tracking process: the one writer of MLflow, off the process that trains or tunes.
 
 `python -m ppo_platform.tracking.service` reads JSON-line requests on stdin and answers each
 with one JSON line on stdout, carrying its `seq`, once the work is durable in the store. It
 imports MLflow as it starts (the training process starts it first, so this import overlaps
-torch's), reaps orphaned runs, creates or reopens the run, writes params, tags, metric rows and
-artifacts, and renders the run plot (matplotlib, imported here in the background while the
-training goes on). One run is open at a time; a worker that trains several runs in a row keeps
-one tracking process. On end of input with a run still open (the training process was killed
-or crashed), it marks that run KILLED with the reason: nothing is left RUNNING.
+torch's), reaps orphaned runs, opens runs of every kind (training run, trial, study, sweep
+parent), writes their params, tags, metric rows, texts and artifacts, finds children, closes
+runs, and renders a training run's plot (matplotlib, imported here in the background while the
+training goes on). Requests about an open run name it by `run`: the `seq` of the request that
+opened it. At most one run of each kind is open at a time (a worker that trains several runs in
+a row keeps one tracking process). On end of input with runs still open (the caller was killed
+or crashed), it marks them KILLED with the reason: nothing is left RUNNING.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
+import re
 import sys
 import threading
 from collections import defaultdict
@@ -25,14 +29,16 @@ from pathlib import Path
 from typing import IO, Any
 
 from ppo_platform import tracing
+from ppo_platform.errors import RunNotFoundError
 from ppo_platform.spec.names import check_run_id, path_inside
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
 from ppo_platform.tracking.liveness import reap_orphans_in
 from ppo_platform.tracking.local_artifacts import link_artifact
 from ppo_platform.tracking.plots import PLOTTED_METRICS, plot_training_curves
-from ppo_platform.tracking.queries import metric_history
-from ppo_platform.tracking.writer import write_rows
+from ppo_platform.tracking.queries import child_runs, metric_history, search_all
+from ppo_platform.tracking.reads import sweep_runs
+from ppo_platform.tracking.store_calls import ensure_experiment, log_params, set_tags, write_rows
 
 ABANDONED_REASON = (
     "the training process exited without closing the run (killed by a signal, the OOM killer "
@@ -42,15 +48,17 @@ SUPERSEDED_REASON = (
     "the training process started another run before closing this one (it failed while "
     "finishing); metric rows acknowledged before that are stored"
 )
-MAX_BATCH_PARAMS = 100
+# A tag value a `find` may match on: ids, hashes and names the platform made (no quotes).
+SAFE_TAG_VALUE = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,256}$")
 
 
 @dataclass
 class OpenRun:
-    """The run this process is writing, and the plotted series it has seen."""
+    """A run this process is writing, and the plotted series it has seen."""
 
     uri: str
     run_id: str
+    kind: str = "training"
     history: dict[str, list[tuple[int, float]]] = field(default_factory=lambda: defaultdict(list))
     artifact_uri: str | None = None  # read at the first artifact
 
@@ -59,77 +67,95 @@ class OpenRun:
         return tracking_client(self.uri)
 
 
-def _set_tags(client: Any, run_id: str, tags: dict[str, str]) -> None:
-    from mlflow.entities import RunTag
-
-    run_tags = [RunTag(key, str(value)[:5000]) for key, value in tags.items()]
-    retry(partial(client.log_batch, run_id, tags=run_tags))
-
-
-def _log_params(client: Any, run_id: str, params: dict[str, str]) -> None:
-    from mlflow.entities import Param
-
-    items = [Param(key, value) for key, value in params.items()]
-    for start in range(0, len(items), MAX_BATCH_PARAMS):
-        retry(partial(client.log_batch, run_id, params=items[start : start + MAX_BATCH_PARAMS]))
-
-
 class TrackingService:
     """Handles one request at a time; `handlers` maps each op to its method."""
 
     def __init__(self) -> None:
-        self.run: OpenRun | None = None
-        self.not_opened = "no run is open in the tracking process"
+        self.runs: dict[int, OpenRun] = {}  # by the seq of the request that opened the run
+        self.not_opened: dict[int, str] = {}  # why a run was not opened, by that seq
         self.handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "reap": self.reap,
+            "store": self.store,
             "open": self.open,
             "reopen": self.reopen,
             "recorded_folder": self.recorded_folder,
+            "find": self.find,
+            "read_sweep": self.read_sweep,
+            "terminate": self.terminate,
+            "attach": self.attach,
             "rows": self.rows,
             "tags": self.tags,
+            "text": self.text,
             "artifact": self.artifact,
             "plot": self.plot,
             "finish": self.finish,
         }
 
-    def _current(self) -> OpenRun:
-        if self.run is None:
-            raise RuntimeError(self.not_opened)
-        return self.run
+    def _current(self, request: dict[str, Any]) -> OpenRun:
+        handle = request.get("run")
+        run = self.runs.get(handle) if isinstance(handle, int) else None
+        if run is None:
+            reason = self.not_opened.get(handle) if isinstance(handle, int) else None
+            raise RuntimeError(reason or "no such run is open in the tracking process")
+        return run
 
     def reap(self, request: dict[str, Any]) -> dict[str, Any]:
         return {"reaped": reap_orphans_in(request["uri"])}
 
-    def open(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Create the run (experiment created if missing), params, spec file and folder."""
-        from ppo_platform.tracking.tracker import ensure_experiment
+    def store(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Create the store (under `lock`, a file): processes starting together must not all
+        create a fresh SQLite MLflow database at once (they collide)."""
+        with open(request["lock"], "a") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                retry(partial(tracking_client(request["uri"]).search_experiments, max_results=1))
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        return {}
 
-        self.close_superseded()
+    def open(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Create a run of `kind` (in `experiment`, created if missing, or in its parent's),
+        with tags, params and texts; a training run also gets its folder and spec file."""
+        kind = request.get("kind", "training")
+        self.close_superseded(kind)
         client = tracking_client(request["uri"])
-        root = request["artifact_root"]
-        experiment_id = ensure_experiment(
-            client, request["experiment"], Path(root) if root else None
-        )
+        if request.get("experiment"):
+            root = request.get("artifact_root")
+            experiment_id = ensure_experiment(
+                client, request["experiment"], Path(root) if root else None
+            )
+        else:  # a child run (a trial) lives in its parent's experiment
+            parent = retry(partial(client.get_run, request["tags"][tag.PARENT_RUN_ID]))
+            experiment_id = parent.info.experiment_id
         run = retry(lambda: client.create_run(experiment_id, tags=request["tags"]))
         run_id = run.info.run_id
-        self.run = OpenRun(request["uri"], run_id)
-        _log_params(client, run_id, request["params"])
-        run_dir = path_inside(Path(request["runs_dir"]), [check_run_id(run_id)], "run id")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "spec.yaml").write_text(request["spec_text"])
-        retry(partial(client.log_text, run_id, request["spec_text"], "spec/resolved_spec.yaml"))
-        _set_tags(client, run_id, {tag.RUN_DIR: str(run_dir)})
-        return {"run_id": run_id, "run_dir": str(run_dir)}
+        self.runs[request["seq"]] = OpenRun(request["uri"], run_id, kind)
+        log_params(client, run_id, request.get("params", {}))
+        for artifact_file, text in request.get("texts", {}).items():
+            retry(partial(client.log_text, run_id, text, artifact_file))
+        reply = {"run_id": run_id}
+        if request.get("runs_dir"):
+            run_dir = path_inside(Path(request["runs_dir"]), [check_run_id(run_id)], "run id")
+            run_dir.mkdir(parents=True, exist_ok=True)
+            (run_dir / "spec.yaml").write_text(request["spec_text"])
+            retry(partial(client.log_text, run_id, request["spec_text"], "spec/resolved_spec.yaml"))
+            set_tags(client, run_id, {tag.RUN_DIR: str(run_dir)})
+            reply["run_dir"] = str(run_dir)
+        return reply
 
     def reopen(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Mark a resumed run RUNNING again; its stored curves are read back for the plot."""
-        self.close_superseded()
+        """Mark a run RUNNING again (a resumed run, study or sweep); a training run's stored
+        curves are read back for its plot."""
+        kind = request.get("kind", "training")
+        self.close_superseded(kind)
         client = tracking_client(request["uri"])
-        run_id = request["run_id"]
-        self.run = OpenRun(request["uri"], run_id)
-        self.run.history.update(metric_history(client, run_id, PLOTTED_METRICS))
+        run_id = check_run_id(request["run_id"])
+        run = OpenRun(request["uri"], run_id, kind)
+        if kind == "training":
+            run.history.update(metric_history(client, run_id, PLOTTED_METRICS))
         retry(partial(client.update_run, run_id, status="RUNNING"))
-        _set_tags(client, run_id, request["tags"])
+        self.runs[request["seq"]] = run
+        set_tags(client, run_id, request["tags"])
         return {"run_id": run_id}
 
     def recorded_folder(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -143,8 +169,64 @@ class TrackingService:
             return {"folder": None}
         return {"folder": run.data.tags.get(tag.RUN_DIR)}
 
+    def find(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The runs of `experiment` (None if it does not exist yet) that are children of
+        `parent` (if given) and carry every tag in `tags`: id, status, start time, tags."""
+        client = tracking_client(request["uri"])
+        experiment = retry(partial(client.get_experiment_by_name, request["experiment"]))
+        if experiment is None:
+            return {"runs": []}
+        conditions = [f"tags.`{key}` = '{_safe(value)}'" for key, value in request["tags"].items()]
+        parent = request.get("parent")
+        if parent:
+            runs = child_runs(client, experiment.experiment_id, check_run_id(parent))
+            wanted = request["tags"]
+            runs = [r for r in runs if all(r.data.tags.get(k) == v for k, v in wanted.items())]
+        else:
+            runs = search_all(client, experiment.experiment_id, " and ".join(conditions))
+        found = [
+            {
+                "run_id": run.info.run_id,
+                "status": run.info.status,
+                "start_time": run.info.start_time,
+                "tags": dict(run.data.tags),
+            }
+            for run in runs
+        ]
+        return {"runs": sorted(found, key=lambda run: run["start_time"])}
+
+    def read_sweep(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A sweep's parent and member runs as plain data (`reads.sweep_runs`)."""
+        client = tracking_client(request["uri"])
+        try:
+            return {"sweep": sweep_runs(client, request["run_id"], request["keys"])}
+        except RunNotFoundError as error:  # bad input, raised as such by the caller
+            return {"not_found": str(error)}
+
+    def attach(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Log files as artifacts of a run not open here (a finished sweep's report)."""
+        client = tracking_client(request["uri"])
+        run_id = check_run_id(request["run_id"])
+        for path in request["paths"]:
+            retry(partial(client.log_artifact, run_id, path, request["folder"]))
+        return {}
+
+    def terminate(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Close a run not open here (left RUNNING by a dead process) with `status` and tags;
+        with `only_running`, a run already closed is left as it is."""
+        client = tracking_client(request["uri"])
+        run_id = check_run_id(request["run_id"])
+        check = request.get("only_running")
+        status = retry(partial(client.get_run, run_id)).info.status if check else "RUNNING"
+        if status != "RUNNING":
+            return {"closed": False}
+        if request.get("tags"):
+            set_tags(client, run_id, request["tags"])
+        retry(partial(client.set_terminated, run_id, status=request["status"]))
+        return {"closed": True}
+
     def rows(self, request: dict[str, Any]) -> dict[str, Any]:
-        run = self._current()
+        run = self._current(request)
         rows = [tuple(row) for row in request["rows"]]
         write_rows(run.client, run.run_id, rows)  # type: ignore[arg-type]
         for key, value, _, step in rows:
@@ -153,12 +235,17 @@ class TrackingService:
         return {"rows": len(rows)}
 
     def tags(self, request: dict[str, Any]) -> dict[str, Any]:
-        run = self._current()
-        _set_tags(run.client, run.run_id, request["tags"])
+        run = self._current(request)
+        set_tags(run.client, run.run_id, request["tags"])
+        return {}
+
+    def text(self, request: dict[str, Any]) -> dict[str, Any]:
+        run = self._current(request)
+        retry(partial(run.client.log_text, run.run_id, request["text"], request["file"]))
         return {}
 
     def artifact(self, request: dict[str, Any]) -> dict[str, Any]:
-        run = self._current()
+        run = self._current(request)
         if run.artifact_uri is None:
             run.artifact_uri = retry(partial(run.client.get_run, run.run_id)).info.artifact_uri
         if not link_artifact(str(run.artifact_uri), request["path"], request["folder"]):
@@ -167,7 +254,7 @@ class TrackingService:
         return {}
 
     def plot(self, request: dict[str, Any]) -> dict[str, Any]:
-        run = self._current()
+        run = self._current(request)
         path = plot_training_curves(
             {key: sorted(points) for key, points in run.history.items()},
             Path(request["path"]),
@@ -178,36 +265,44 @@ class TrackingService:
         return {}
 
     def finish(self, request: dict[str, Any]) -> dict[str, Any]:
-        run = self._current()
-        _set_tags(run.client, run.run_id, request["tags"])
+        run = self._current(request)
+        set_tags(run.client, run.run_id, request["tags"])
         retry(partial(run.client.set_terminated, run.run_id, status=request["status"]))
-        self.run = None
+        del self.runs[request["run"]]
         return {}
 
-    def close_superseded(self) -> None:
-        """A new run while one is open (a warm worker whose last run failed before closing
-        it): close the old one FAILED, never leave it RUNNING."""
-        if self.run is None:
-            return
-        tags = {tag.OUTCOME: "failed", tag.FAILURE: SUPERSEDED_REASON}
-        self.finish({"tags": tags, "status": "FAILED"})
+    def close_superseded(self, kind: str) -> None:
+        """A new run of a kind while one of that kind is open (a warm worker whose last run
+        failed before closing it): close the old one FAILED, never leave it RUNNING."""
+        for handle, run in list(self.runs.items()):
+            if run.kind == kind:
+                tags = {tag.OUTCOME: "failed", tag.FAILURE: SUPERSEDED_REASON}
+                self.finish({"run": handle, "tags": tags, "status": "FAILED"})
 
     def abandon(self) -> None:
-        """End of input with a run open: the training process is gone; mark the run KILLED."""
-        if self.run is None:
-            return
-        tags = {tag.OUTCOME: "killed", tag.FAILURE: ABANDONED_REASON}
-        self.finish({"tags": tags, "status": "KILLED"})
+        """End of input with runs open: their caller is gone; mark them KILLED (children
+        first: the newest run opened is closed first)."""
+        for handle in sorted(self.runs, reverse=True):
+            tags = {tag.OUTCOME: "killed", tag.FAILURE: ABANDONED_REASON}
+            with contextlib.suppress(Exception):  # the others are still closed
+                self.finish({"run": handle, "tags": tags, "status": "KILLED"})
 
     def handle(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
             reply = self.handlers[request["op"]](request)
-        except Exception as error:  # answered, never lost: the training process raises it
+        except Exception as error:  # answered, never lost: the caller raises it
             reply = {"error": f"{request['op']}: {type(error).__name__}: {error}"}
             if request["op"] in ("open", "reopen"):  # what later requests of the run say
-                self.run, self.not_opened = None, f"the run was not opened ({reply['error']})"
+                self.not_opened[request["seq"]] = f"the run was not opened ({reply['error']})"
         reply["seq"] = request["seq"]
         return reply
+
+
+def _safe(value: str) -> str:
+    """A tag value fit for a search filter (the platform's own ids and hashes)."""
+    if not SAFE_TAG_VALUE.match(value):
+        raise ValueError(f"cannot search for the tag value {value!r}")
+    return value
 
 
 def _warm_plotting() -> None:

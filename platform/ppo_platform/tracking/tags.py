@@ -20,6 +20,7 @@ ENV_ID = f"{PREFIX}env_id"
 OUTCOME = f"{PREFIX}outcome"
 FINAL_EVAL_MEAN = f"{PREFIX}final_eval_mean_reward"
 JOB_ID = f"{PREFIX}job_id"  # the job service's experiment that started the run
+JOB_OWNER = f"{PREFIX}job_owner"  # the API key's owner of that experiment
 PROCESS = f"{PREFIX}process"  # host:pid:start of the process that owns a RUNNING run
 RUN_DIR = f"{PREFIX}run_dir"  # the run's folder, recorded when the platform creates it
 ALERTS_TOTAL = f"{PREFIX}alerts_total"

@@ -22,13 +22,12 @@ from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
 from ppo_platform import tracing
-from ppo_platform.errors import Terminated, TrackingError, TrainingError
+from ppo_platform.errors import TrackingError, TrainingError
 from ppo_platform.execution import signals
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
-from ppo_platform.tracking.process import INTERRUPTED_REPLY_TIMEOUT
 from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
 from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
@@ -169,24 +168,34 @@ class TrainingSession:
     def train(
         self, model: BaseAlgorithm, eval_env: VecEnv, remaining: int, fresh: bool
     ) -> RunResult:
-        """Train `remaining` more env steps, then record the outcome truthfully in MLflow."""
+        """Train `remaining` more env steps, then record the outcome truthfully in MLflow. The
+        run's handle closes it once: with the outcome, or FAILED with the error (and the phase
+        it happened in), or KILLED on an interrupt (after a checkpoint)."""
         self.model = model
         self._start_steps = model.num_timesteps
         self._started = time.perf_counter()
         try:
-            self._attach(model)
-            evaluator = async_eval.make_evaluator(
-                self.spec, eval_env, self.on_eval, eval_seed(self.spec), self.make_env
-            )
-        except Exception as error:  # the run is open: closed FAILED with the reason, not KILLED
-            reason = f"{type(error).__name__} while starting: {error}"
+            with self.tracker:
+                return self._train(model, eval_env, remaining, fresh)
+        finally:  # a run that ends before its first event still reports its id
             with contextlib.suppress(TrackingError):
-                self._close("FAILED", {tag.OUTCOME: "failed", tag.FAILURE: reason})
-            raise
+                self._announce()
+
+    def _train(
+        self, model: BaseAlgorithm, eval_env: VecEnv, remaining: int, fresh: bool
+    ) -> RunResult:
+        self.tracker.phase = "while starting"
+        self._attach(model)
+        evaluator = async_eval.make_evaluator(
+            self.spec, eval_env, self.on_eval, eval_seed(self.spec), self.make_env
+        )
+        self.tracker.phase = ""
         self.evaluator = evaluator
         finished = False  # else (cancel, interrupt, error) queued evaluations are dropped
         try:
-            result = self._learn(model, evaluator, remaining, fresh)
+            self._learn(model, evaluator, remaining, fresh)
+            self.tracker.phase = "while finishing"
+            result = self._finish(model, evaluator)
             finished = not self.cancel.is_set()
             return result
         finally:
@@ -194,7 +203,7 @@ class TrainingSession:
 
     def _learn(
         self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback, remaining: int, fresh: bool
-    ) -> RunResult:
+    ) -> None:
         callbacks = CallbackList(
             [
                 evaluator,
@@ -215,70 +224,48 @@ class TrainingSession:
         except NonFiniteError as error:
             last = ckpt.latest_checkpoint(self.checkpoint_dir)
             where = f"last good checkpoint: {last.model}" if last else "no checkpoint was saved yet"
-            self._close("FAILED", {tag.OUTCOME: "diverged", tag.FAILURE: str(error)})
+            self.tracker.finish("FAILED", {tag.OUTCOME: "diverged", tag.FAILURE: str(error)})
             raise TrainingError(
                 f"training diverged at step {model.num_timesteps}: {error} "
                 f"({where}). Lower the learning rate or K."
             ) from error
-        except KeyboardInterrupt as interrupt:
-            self._close_interrupted(model, interrupt)
-            raise
-        except TrackingError as error:
-            self.tracker.fail(str(error))
+        except KeyboardInterrupt:
+            self._checkpoint_interrupted(model)
             raise
         except Exception as error:
-            self._close_if_interrupted(model, error)
-            self._close(
-                "FAILED", {tag.OUTCOME: "failed", tag.FAILURE: f"{type(error).__name__}: {error}"}
-            )
+            self._raise_interrupt_behind(model, error)
             raise
         finally:
             model.env.close()  # type: ignore[union-attr]
         tracing.mark("learn: done")
-        return self._finish(model, evaluator)
 
-    def _close_if_interrupted(self, model: BaseAlgorithm, error: Exception) -> None:
+    def _finish(self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback) -> RunResult:
+        try:
+            return self._finish_run(model, evaluator)
+        except TrackingError:
+            raise
+        except Exception as error:
+            self._raise_interrupt_behind(model, error)
+            raise
+
+    def _raise_interrupt_behind(self, model: BaseAlgorithm, error: Exception) -> None:
         """An error after Ctrl-C or SIGTERM is that interrupt in disguise (raised while torch
-        wrote a checkpoint, it comes out of `torch.save` as a RuntimeError): close the run
-        KILLED and raise the interrupt, so the command and a sweep worker stop as for one."""
+        wrote a checkpoint, it comes out of `torch.save` as a RuntimeError): checkpoint and
+        raise the interrupt, so the run closes KILLED and the command and a sweep worker stop
+        as for one."""
         interrupt = signals.interrupt_since(self._signals_mark)
         if interrupt is not None:
-            self._close_interrupted(model, interrupt)
+            self._checkpoint_interrupted(model)
             raise interrupt from error
 
-    def _close_interrupted(self, model: BaseAlgorithm, interrupt: KeyboardInterrupt) -> None:
-        """Checkpoint, then close the run KILLED. Nothing raised on the way may replace the
-        interrupt (the caller re-raises it): a failed save or close is said on stderr, and a
-        run that could not be closed is marked KILLED by the next start's reaper."""
-        reason = "terminated (SIGTERM)" if isinstance(interrupt, Terminated) else "interrupted"
+    def _checkpoint_interrupted(self, model: BaseAlgorithm) -> None:
+        """The checkpoint an interrupted run resumes from. Nothing raised here may replace the
+        interrupt: a failed save is said on stderr."""
         tracing.mark("interrupted: saving a checkpoint")
         try:
             self.save_checkpoint(model.num_timesteps)
         except Exception as error:
             _warn(f"interrupted: the checkpoint at step {model.num_timesteps} failed: {error}")
-        tracing.mark("interrupted: closing the run KILLED")
-        try:
-            tags = {tag.OUTCOME: "cancelled", tag.FAILURE: reason}
-            self._close("KILLED", tags, INTERRUPTED_REPLY_TIMEOUT)
-        except TrackingError:
-            pass  # metrics the tracking process could not store must not hide the interrupt
-        except Exception as error:
-            _warn(f"interrupted: closing the run failed: {type(error).__name__}: {error}")
-        tracing.mark("interrupted: run closed")
-
-    def _finish(self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback) -> RunResult:
-        """The final evaluation, checkpoint, artifacts and status; a failure here closes the
-        run FAILED with the reason instead of leaving it RUNNING."""
-        try:
-            return self._finish_run(model, evaluator)
-        except TrackingError:
-            raise  # the tracker has recorded it (`_close`) or the tracking process is gone
-        except Exception as error:
-            self._close_if_interrupted(model, error)
-            reason = f"{type(error).__name__} while finishing: {error}"
-            with contextlib.suppress(TrackingError):
-                self._close("FAILED", {tag.OUTCOME: "failed", tag.FAILURE: reason})
-            raise
 
     def _finish_run(self, model: BaseAlgorithm, evaluator: PeriodicEvalCallback) -> RunResult:
         outcome: Outcome = "completed"
@@ -303,7 +290,7 @@ class TrainingSession:
             tags[tag.FINAL_EVAL_MEAN] = f"{mean:.4f}"
         if message:
             tags[tag.STOP_REASON] = message
-        self._close(MLFLOW_STATUS[outcome], tags)
+        self.tracker.finish(MLFLOW_STATUS[outcome], tags)
         tracing.mark("finish: tracking process confirmed all durable")
         return RunResult(
             self.tracker.run_id,
@@ -317,16 +304,6 @@ class TrainingSession:
             self.tracker.write_seconds,
             tuple(self.monitor.summary_lines()),
         )
-
-    def _close(self, status: str, tags: dict[str, str], timeout: float | None = None) -> None:
-        try:
-            self.tracker.finish(status, tags, timeout)
-        except TrackingError as error:
-            self.tracker.fail(str(error))
-            raise
-        finally:  # a run that ends before its first event still reports its id
-            with contextlib.suppress(TrackingError):
-                self._announce()
 
 
 def _warn(message: str) -> None:

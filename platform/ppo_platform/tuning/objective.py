@@ -139,7 +139,7 @@ class TrialObjective:
         except SpecError as error:
             spec, invalid = None, f"invalid spec: {error.render()}"
         run = TrialRun.start(
-            self.settings.tracking_uri,
+            self.settings,
             self.parent_run_id,
             self.study_name,
             trial.number,

@@ -10,36 +10,33 @@ the training run of every seed (created by `runner.run_spec`).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
+from ppo_platform.errors import TrackingError
+from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.tracking import tags as tag
-from ppo_platform.tracking.gateway import retry, tracking_client
-from ppo_platform.tracking.liveness import claim_run, owner_tags
-from ppo_platform.tracking.tracker import RunTracker, ensure_experiment
+from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
 
 TRIAL_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
 
 
 def open_study_run(
-    tracking_uri: str,
+    settings: Settings,
     spec: ExperimentSpec,
     study_name: str,
     storage_label: str,
     existing_run_id: str | None,
-    artifact_root: Path | None = None,
-) -> RunTracker:
-    """Reopen the study's parent run (a resumed study) or create it; returns its tracker."""
-    from mlflow.exceptions import MlflowException
-
-    client = tracking_client(tracking_uri)
+) -> RemoteRun:
+    """Reopen the study's parent run (a resumed study) or create it; returns its handle."""
     if existing_run_id:
+        run = RemoteRun.reopen(
+            shared_tracking_process(), settings, existing_run_id, None, {}, kind="study"
+        )
         try:
-            retry(lambda: client.update_run(existing_run_id, status="RUNNING"))
-            claim_run(client, existing_run_id)
-            return RunTracker(tracking_uri, existing_run_id)
-        except MlflowException:
+            run.run_id  # noqa: B018  (the answer: is the run in this store?)
+            return run
+        except TrackingError:
             pass  # another tracking store than the one that started the study: start afresh
     assert spec.tune is not None
     tags = {
@@ -49,36 +46,35 @@ def open_study_run(
         tag.STORAGE: storage_label,
         tag.SPEC_HASH: spec.spec_hash(),
         tag.ENV_ID: spec.env.id,
-        **owner_tags(),
     }
-    experiment = ensure_experiment(client, spec.experiment_name, artifact_root)
-    run = retry(lambda: client.create_run(experiment, tags=tags))
-    tracker = RunTracker(tracking_uri, run.info.run_id)
     tune = spec.tune.model_dump(mode="json")
     tune["space"] = json.dumps(tune["space"])
-    tracker.log_params({f"tune.{k}": v for k, v in flatten(tune).items()})
-    return tracker
+    params = {f"tune.{k}": v for k, v in flatten(tune).items()}
+    return RemoteRun.open_kind(
+        "study", tags, experiment=spec.experiment_name, params=params, settings=settings
+    )
 
 
 class TrialRun:
     """The MLflow run of one trial, a child of the study run."""
 
-    def __init__(self, tracker: RunTracker) -> None:
+    def __init__(self, tracker: RemoteRun) -> None:
         self.tracker = tracker
-        self.run_id = tracker.run_id
+
+    @property
+    def run_id(self) -> str:
+        return self.tracker.run_id
 
     @classmethod
     def start(
         cls,
-        tracking_uri: str,
+        settings: Settings,
         parent_run_id: str,
         study_name: str,
         number: int,
         params: dict[str, Any],
         spec: ExperimentSpec | None,
     ) -> TrialRun:
-        client = tracking_client(tracking_uri)
-        parent = retry(lambda: client.get_run(parent_run_id))
         tags = {
             tag.RUN_NAME: f"trial-{number}",
             tag.PARENT_RUN_ID: parent_run_id,
@@ -89,15 +85,8 @@ class TrialRun:
         }
         if spec is not None:
             tags[tag.SPEC_HASH] = spec.spec_hash()
-        run = retry(lambda: client.create_run(parent.info.experiment_id, tags=tags))
-        trial_run = cls(RunTracker(tracking_uri, run.info.run_id))
-        try:
-            trial_run.tracker.log_params(flatten(spec.resolved()) if spec is not None else params)
-        except BaseException as error:  # Ctrl-C too: the run exists, so it is closed, not RUNNING
-            interrupted = isinstance(error, KeyboardInterrupt)
-            trial_run.finish("FAIL", None, 0, 0, "interrupted" if interrupted else repr(error))
-            raise
-        return trial_run
+        values = flatten(spec.resolved()) if spec is not None else params
+        return cls(RemoteRun.open_kind("trial", tags, params=values, settings=settings))
 
     def seed_tags(self, study_name: str, number: int, seed: int) -> dict[str, str]:
         """Tags of a seed's training run (a child of this trial run)."""
@@ -130,5 +119,4 @@ class TrialRun:
         tags = {tag.TRIAL_STATE: state}
         if reason:
             tags[tag.TRIAL_REASON] = reason
-        self.tracker.set_tags(tags)
-        self.tracker.finish(TRIAL_STATUS[state])
+        self.tracker.finish(TRIAL_STATUS[state], tags)

@@ -32,7 +32,7 @@ from ppo_platform.errors import (
     SpecIssue,
     UnavailableError,
 )
-from ppo_platform.settings import Settings
+from ppo_platform.settings import Settings, masked_url
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.names import refuse_unknown_host
 from ppo_platform.tuning.space import grid_search_space, grid_size
@@ -59,12 +59,7 @@ def default_storage_url(settings: Settings) -> str:
 
 def redact(url: str) -> str:
     """The storage URL without its password (it goes into MLflow tags and summaries)."""
-    if "://" not in url or "@" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    credentials, host = rest.rsplit("@", 1)
-    user = credentials.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}" if ":" in credentials else url
+    return masked_url(url)
 
 
 def _journal_storage_class() -> type:

@@ -13,7 +13,6 @@ from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.names import check_name, path_inside, refuse_overwrite
-from ppo_platform.tracking.tracker import RunTracker
 from ppo_platform.tuning.board import StudyBoard
 from ppo_platform.tuning.events import StudyListener, StudyStarted
 from ppo_platform.tuning.outputs import OUTPUT_FILES, StudyOutputs, check_writable, write_outputs
@@ -95,29 +94,19 @@ def run_study(
     study = prepare_study(
         spec, open_storage(storage_url, heartbeat_interval, grace_period), study_name
     )
-    tracker = open_study_run(
-        settings.tracking_uri,
-        spec,
-        study_name,
-        label,
-        study.user_attrs.get(PARENT_RUN_ATTR),
-        settings.artifact_root,
-    )
-    parent_run_id = tracker.run_id
-    study.set_user_attr(PARENT_RUN_ATTR, parent_run_id)
-    config = _worker_config(
-        spec, storage_url, study_name, parent_run_id, settings, heartbeat_interval, grace_period
-    )
-    if on_event is not None:
-        on_event(StudyStarted(study_name, parent_run_id, config.n_trials))
-    board = StudyBoard(study, config.n_trials, stream=progress, live=live, on_event=on_event)
-    _run_with_board(config, workers, board, tracker)
-    try:
+    with open_study_run(
+        settings, spec, study_name, label, study.user_attrs.get(PARENT_RUN_ATTR)
+    ) as tracker:  # closed KILLED on an interrupt, FAILED on an error
+        parent_run_id = tracker.run_id
+        study.set_user_attr(PARENT_RUN_ATTR, parent_run_id)
+        config = _worker_config(
+            spec, storage_url, study_name, parent_run_id, settings, heartbeat_interval, grace_period
+        )
+        if on_event is not None:
+            on_event(StudyStarted(study_name, parent_run_id, config.n_trials))
+        board = StudyBoard(study, config.n_trials, stream=progress, live=live, on_event=on_event)
+        _run_with_board(config, workers, board)
         outputs = write_outputs(spec, study, folder, label, tracker)
-    except BaseException:
-        tracker.finish("FAILED")
-        raise
-    tracker.finish("FINISHED")
     return TuneResult(study_name, label, parent_run_id, outputs)
 
 
@@ -145,20 +134,14 @@ def _worker_config(
     )
 
 
-def _run_with_board(
-    config: WorkerConfig, workers: int, board: StudyBoard, tracker: RunTracker
-) -> None:
-    """Run the workers while the board shows progress; an interrupted study's run is KILLED."""
+def _run_with_board(config: WorkerConfig, workers: int, board: StudyBoard) -> None:
+    """Run the workers while the board shows progress."""
     thread, stop = board.start()
     try:
         n_workers, crowded = worker_count(workers, config.n_trials)
         if crowded:
             logger.warning("warning: %s", crowded)
         run_workers(config, n_workers)
-    except BaseException:
+    finally:
         stop.set()
         thread.join()
-        tracker.finish("KILLED")
-        raise
-    stop.set()
-    thread.join()

@@ -22,7 +22,6 @@ from mlflow.tracking import MlflowClient
 from ppo_platform.settings import get_settings
 from ppo_platform.tracking import tags
 from ppo_platform.tracking.liveness import owner_is_gone, process_start, this_process
-from ppo_platform.tracking.writer import WriterProcess
 from ppo_platform.training.resume import resumable
 
 LONG_GRID = grid_spec("hostile-long", 1_000_000, every=256)
@@ -140,15 +139,15 @@ def test_a_sigkilled_run_is_marked_killed_by_the_next_start_and_stays_resumable(
     assert resumable(get_settings(), run.info.run_id).checkpoint.timesteps >= 256  # type: ignore[attr-defined]
 
 
-def test_the_metrics_writer_does_not_share_the_terminals_process_group() -> None:
-    writer = WriterProcess()
+def test_the_tracking_process_does_not_share_the_terminals_process_group() -> None:
+    from ppo_platform.tracking.process import TrackingProcess
+
+    tracking = TrackingProcess()
     try:
-        assert os.getpgid(writer.process.pid) != os.getpgid(0)
-        assert os.getsid(writer.process.pid) != os.getsid(0)
+        assert os.getpgid(tracking.process.pid) != os.getpgid(0)
+        assert os.getsid(tracking.process.pid) != os.getsid(0)
     finally:
-        assert writer.process.stdin is not None
-        writer.process.stdin.close()
-        writer.process.wait(timeout=30)
+        tracking.close()
 
 
 def test_owner_liveness_by_pid_and_process_start_time() -> None:

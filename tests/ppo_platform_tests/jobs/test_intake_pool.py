@@ -16,7 +16,10 @@ from ppo_platform.jobs import JobStore
 from ppo_platform.jobs.intake import prepare_submission
 from ppo_platform.jobs.intake_pool import IntakePool, submit_spec, validation_summary
 
-GRID = "name: g\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\nbudget: {total_timesteps: 512}\n"
+GRID = (
+    "name: g\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\n"
+    "rollout: {n_steps: 64}\nbudget: {total_timesteps: 512}\n"
+)
 
 
 @pytest.mark.parametrize("workers", [1, 0])

@@ -17,6 +17,7 @@ from ppo_platform.tuning.study import open_storage
 
 TUNE = """name: t
 env: {id: ppo_platform/GridWorld-v0, n_envs: 1}
+rollout: {n_steps: 64}
 budget: {total_timesteps: 256}
 tune:
   n_trials: 3

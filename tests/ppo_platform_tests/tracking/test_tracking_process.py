@@ -171,9 +171,10 @@ def test_a_new_run_closes_one_its_worker_left_open_failed(platform_home: Path) -
     uri = get_settings().tracking_uri
     service = TrackingService()
 
-    def open_run(name: str) -> str:
+    def open_run(name: str, seq: int) -> str:
         return service.open(
             {
+                "seq": seq,
                 "uri": uri,
                 "experiment": "superseded",
                 "artifact_root": None,
@@ -184,8 +185,8 @@ def test_a_new_run_closes_one_its_worker_left_open_failed(platform_home: Path) -
             }
         )["run_id"]
 
-    first = open_run("left-open")
-    second = open_run("next")
+    first = open_run("left-open", 1)
+    second = open_run("next", 2)
     client = MlflowClient(uri)
     assert client.get_run(first).info.status == "FAILED"
     assert client.get_run(first).data.tags[tags.FAILURE] == SUPERSEDED_REASON

@@ -1,4 +1,4 @@
-"""Every wait on the tracking process and the metrics writer is bounded: a process that does not
+"""Every wait on the tracking process is bounded: a process that does not
 answer (stopped here with SIGSTOP) fails the run with what was pending, never hangs it; a run
 failed while its tracking process lives is closed FAILED, not KILLED at exit."""
 
@@ -15,7 +15,6 @@ from ppo_platform.errors import TrackingError
 from ppo_platform.settings import get_settings
 from ppo_platform.tracking import tags
 from ppo_platform.tracking.remote import RemoteRun, TrackingProcess
-from ppo_platform.tracking.writer import MetricsWriteError, WriterProcess
 from tests.ppo_platform_tests.training.test_runner import tiny_spec
 
 
@@ -41,7 +40,7 @@ def test_a_run_failed_while_its_tracking_process_lives_is_closed_failed_not_kill
     run_id = run.run_id
     run.log_artifact(platform_home / "no-such-file", "model")
     with pytest.raises(TrackingError, match="could not artifact"):
-        process.wait(process.request("tags", awaited=True, tags={}))
+        process.wait(process.request("tags", awaited=True, run=run.handle, tags={}))
         run.flush()
     run.fail("the artifact was missing")
     process.close()  # at exit a run left open would be closed KILLED
@@ -49,15 +48,6 @@ def test_a_run_failed_while_its_tracking_process_lives_is_closed_failed_not_kill
     assert stored.info.status == "FAILED"
     assert stored.data.tags[tags.FAILURE] == "the artifact was missing"
     assert stored.data.tags[tags.OUTCOME] == "failed"
-
-
-def test_a_metrics_writer_that_does_not_confirm_fails_the_drain_and_is_killed() -> None:
-    writer = WriterProcess()
-    os.kill(writer.process.pid, signal.SIGSTOP)
-    with pytest.raises(MetricsWriteError, match=r"did not confirm its writes within 1 s"):
-        writer.drain(timeout=1.0)
-    assert writer.process.wait(timeout=10) == -signal.SIGKILL
-    assert not writer.alive  # the next run starts a new writer
 
 
 def test_a_run_whose_setup_fails_after_it_was_opened_is_closed_failed_with_the_reason(

@@ -1,0 +1,41 @@
+"""Machine-wide memory admission: the dispatcher starts a job only if the estimated memory of
+every running job plus its own fits the memory budget, so two jobs that each fit cannot
+together take the machine. The estimate is validation's (`spec/resources.py`), per run, times
+the runs a job trains at once (a sweep's parallel members)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from ppo_platform.execution.local import default_workers
+from ppo_platform.settings import Settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.resources import budgets, estimate, known_observation_size
+
+
+def job_memory(spec_data: dict[str, Any], kind: str) -> int:
+    """Estimated bytes a queued job needs while it runs (observations of unknown size count
+    as one float: validation checked each run against the budget with the real size)."""
+    spec = ExperimentSpec.model_validate(spec_data)
+    per_run = estimate(spec, known_observation_size(spec) or 1).memory
+    if kind == "sweep" and spec.sweep is not None:
+        sweep = spec.sweep
+        points = math.prod(len(values) for values in sweep.grid.values())
+        members = points * max(1, len(sweep.variants)) * len(sweep.seeds)
+        return per_run * max(1, min(members, default_workers()))
+    return per_run
+
+
+class MemoryAdmission:
+    """Decides whether one more job fits beside the running ones."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.budget = budgets(settings)[0]
+
+    def fits(self, running: Iterable[int], needed: int) -> bool:
+        """True if `needed` fits beside `running`; a job alone always starts (validation
+        already held it to the budget), so nothing waits forever."""
+        running = list(running)
+        return not running or sum(running) + needed <= self.budget

@@ -1,0 +1,158 @@
+"""Findings 7 and 8: per-key write rate (429 with Retry-After), a bounded intake queue, a cap
+on each key's open event streams, and a dispatcher that takes turns between keys, never
+letting one key hold every slot."""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+VALID = "name: fine\nenv: CartPole-v1\n"
+YAML = {"Content-Type": "application/yaml"}
+
+
+def _validate(client: httpx.Client) -> httpx.Response:
+    return client.post("/v1/specs/validate", content=VALID, headers=YAML)
+
+
+@pytest.mark.slow
+def test_a_key_over_its_write_rate_gets_429_with_retry_after_and_others_do_not(
+    server_factory, tmp_path
+) -> None:
+    server = server_factory(
+        tmp_path, PPO_PLATFORM_KEY_REQUESTS_PER_SECOND="0.5", PPO_PLATFORM_KEY_REQUEST_BURST="3"
+    )
+    try:
+        with server.client("alice") as alice, server.client("bob") as bob:
+            answers = [_validate(alice) for _ in range(5)]
+            assert [a.status_code for a in answers[:3]] == [200] * 3
+            limited = answers[-1]
+            assert limited.status_code == 429 and limited.json()["type"] == "LimitError"
+            assert 1 <= int(limited.headers["Retry-After"]) <= 2
+            assert _validate(bob).status_code == 200  # another key's bucket is its own
+            assert alice.get("/v1/experiments").status_code == 200  # reads are not charged
+            time.sleep(int(limited.headers["Retry-After"]))
+            assert _validate(alice).status_code == 200
+    finally:
+        server.kill()
+
+
+def test_the_intake_queue_is_bounded(server_factory, tmp_path) -> None:
+    server = server_factory(
+        tmp_path,
+        PPO_PLATFORM_INTAKE_QUEUE="1",
+        PPO_PLATFORM_KEY_REQUEST_BURST="1000",
+        PPO_PLATFORM_KEY_REQUESTS_PER_SECOND="1000",
+    )
+    try:
+        with server.client("alice") as alice, ThreadPoolExecutor(12) as pool:
+            answers = list(pool.map(lambda _: _validate(alice), range(36)))
+        statuses = {a.status_code for a in answers}
+        assert statuses == {200, 429}, statuses
+        busy = next(a for a in answers if a.status_code == 429)
+        assert "PPO_PLATFORM_INTAKE_QUEUE" in busy.json()["message"]
+        assert busy.headers["Retry-After"] == "1"
+    finally:
+        server.kill()
+
+
+def test_a_key_may_hold_only_so_many_event_streams(server_factory, tmp_path, tiny) -> None:
+    server = server_factory(tmp_path, PPO_PLATFORM_MAX_STREAMS="2")
+    try:
+        with server.client("alice") as alice, server.client("bob") as bob:
+            # Streams on a job that cannot end during the test: queued behind alice's running
+            # one (one running job per key on test servers), both cancelled at the end.
+            runner = alice.post("/v1/experiments", content=tiny(steps=100_000), headers=YAML)
+            job = alice.post("/v1/experiments", content=tiny(steps=64), headers=YAML).json()
+            route = f"/v1/experiments/{job['id']}/events"
+            first = alice.stream("GET", route).__enter__()
+            second = alice.stream("GET", route).__enter__()
+            assert (first.status_code, second.status_code) == (200, 200)
+            third = alice.get(route)
+            assert third.status_code == 429 and third.headers["Retry-After"] == "5"
+            bob_job = bob.post("/v1/experiments", content=tiny(steps=64), headers=YAML).json()
+            with bob.stream("GET", f"/v1/experiments/{bob_job['id']}/events") as bobs:
+                assert bobs.status_code == 200  # another key's streams are its own
+            first.close()
+            deadline = time.monotonic() + 15
+            while True:  # the slot frees once the server sees the stream gone
+                with alice.stream("GET", route) as again:
+                    if again.status_code == 200:
+                        break
+                assert time.monotonic() < deadline, "a closed stream kept its slot"
+                time.sleep(0.5)
+            second.close()
+            for queued in (job["id"], runner.json()["id"]):
+                alice.post(f"/v1/experiments/{queued}/cancel")
+    finally:
+        server.kill()
+
+
+def _status(client: httpx.Client, job_id: str) -> str:
+    return str(client.get(f"/v1/experiments/{job_id}").json()["status"])
+
+
+@pytest.mark.slow
+def test_one_key_never_holds_every_slot_and_keys_take_turns(server_factory, tmp_path, tiny) -> None:
+    # Two slots, the default per-key cap (one fewer than the slots): alice's queue of three
+    # leaves a slot that bob's later submission takes at once.
+    server = server_factory(tmp_path, PPO_PLATFORM_MAX_RUNNING="")
+    try:
+        with server.client("alice") as alice, server.client("bob") as bob:
+            alices = [
+                alice.post(
+                    "/v1/experiments", content=tiny(steps=2048, name=f"a{i}"), headers=YAML
+                ).json()["id"]
+                for i in range(3)
+            ]
+            deadline = time.monotonic() + 120
+            while _status(alice, alices[0]) != "running":
+                assert time.monotonic() < deadline
+                time.sleep(0.25)
+            time.sleep(1.5)  # several dispatcher ticks: a second of alice's would start now
+            assert [_status(alice, j) for j in alices[1:]] == ["queued", "queued"]
+            bobs = bob.post("/v1/experiments", content=tiny(steps=64), headers=YAML).json()["id"]
+            while _status(bob, bobs) == "queued":
+                assert time.monotonic() < deadline, "bob's job waited behind alice's queue"
+                time.sleep(0.25)
+            assert _status(alice, alices[2]) == "queued"
+            for job_id in alices:
+                alice.post(f"/v1/experiments/{job_id}/cancel")
+    finally:
+        server.kill()
+
+
+@pytest.mark.slow
+def test_jobs_start_only_while_their_memory_fits_beside_the_running_ones(
+    server_factory, tmp_path, tiny
+) -> None:
+    # Each tiny run is estimated at a little over 400 MiB: one fits a 600 MiB budget, two not.
+    server = server_factory(
+        tmp_path, PPO_PLATFORM_MEMORY_BUDGET_BYTES=str(600 * 2**20), PPO_PLATFORM_MAX_RUNNING="2"
+    )
+    try:
+        with server.client("alice") as alice:
+            first, second = (
+                alice.post(
+                    "/v1/experiments", content=tiny(steps=1024, name=n), headers=YAML
+                ).json()["id"]
+                for n in ("m1", "m2")
+            )
+            deadline = time.monotonic() + 120
+            while _status(alice, first) == "queued":
+                assert time.monotonic() < deadline
+                time.sleep(0.25)
+            seen = set()
+            while _status(alice, first) == "running":  # two slots free, memory for one job
+                seen.add(_status(alice, second))
+                assert time.monotonic() < deadline
+                time.sleep(0.25)
+            assert seen == {"queued"}, seen
+            while _status(alice, second) == "queued":  # and it starts once the first ended
+                assert time.monotonic() < deadline
+                time.sleep(0.25)
+    finally:
+        server.kill()
