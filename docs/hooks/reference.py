@@ -8,6 +8,7 @@ went missing would be worse than a red CI.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,16 +16,18 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from reference_cli import cli_page
-from reference_openapi import openapi_page
+from reference_openapi import openapi_document, openapi_page
 from reference_settings import settings_page
-from reference_spec import spec_page
+from reference_spec import spec_page, spec_schema
 
-# src path of the page in docs/ -> function returning its markdown.
+# src path of the page in docs/ -> function returning its markdown (or JSON, for downloads).
 GENERATED_PAGES = {
     "reference/spec.md": spec_page,
     "reference/cli.md": cli_page,
     "reference/settings.md": settings_page,
     "reference/rest-api.md": openapi_page,
+    "reference/spec.schema.json": lambda: json.dumps(spec_schema(), indent=2),
+    "reference/openapi.json": lambda: json.dumps(openapi_document(), indent=2),
 }
 
 

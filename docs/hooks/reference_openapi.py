@@ -108,7 +108,8 @@ def openapi_page() -> str:
         GENERATED_NOTE,
         f"{cell(info.get('description', ''))} API version {info.get('version', '')}; "
         f"OpenAPI {document.get('openapi', '')}. A running server serves the same document "
-        "at `/openapi.json` and an interactive page at `/docs`.\n",
+        "at `/openapi.json` and an interactive page at `/docs`; the document of this version is "
+        "also here as a file: [openapi.json](openapi.json).\n",
         table(
             ("route", "summary"),
             ((f"`{method} {path}`", op.get("summary", "")) for method, path, op in ops),

@@ -54,6 +54,8 @@ def type_text(schema: dict[str, Any]) -> str:
     if len(schema.get("allOf", [])) == 1:  # a $ref with siblings, as older generators write it
         return type_text(schema["allOf"][0])
     kind = schema.get("type", "any")
+    if isinstance(kind, list):  # OpenAPI 3.1 / JSON Schema: ["string", "null"]
+        return " | ".join(str(name) for name in kind)
     if kind == "array":
         return f"list of {type_text(schema.get('items', {}))}"
     if kind == "object" and ("additionalProperties" in schema or "patternProperties" in schema):
@@ -112,7 +114,8 @@ def spec_page() -> str:
         "Every field of an experiment spec, by the dotted path that `--set`, sweeps and "
         "search spaces use. A field you leave out takes its default; `ppo-platform validate "
         "SPEC --show` prints a spec with every default filled in, and `ppo-platform schema` "
-        "prints the JSON Schema these tables come from.\n",
+        "prints the JSON Schema these tables come from (also here as a file:\n"
+        "[spec.schema.json](spec.schema.json)).\n",
         cell(schema.get("description", "")) + "\n",
     ]
     for name, prop in schema.get("properties", {}).items():

@@ -31,6 +31,17 @@ class SiteBuild:
         whatever markup (code spans, links, line breaks) the page gave it."""
         return squeeze(self.text(name))
 
+    def sections(self, name: str) -> dict[str, str]:
+        """Each h2 heading's text -> the visible text of its section (up to the next h2)."""
+        article = self.page(name).split("<article", 1)[1].split("</article>", 1)[0]
+        found = {}
+        for chunk in article.split("<h2")[1:]:
+            heading, _, body = chunk.partition("</h2>")
+            title = html.unescape(re.sub(r"<[^>]+>", "", heading.split(">", 1)[1]))
+            title = " ".join(title.replace("¶", "").split())
+            found[title] = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", body)).split())
+        return found
+
     def headings(self, name: str, level: int) -> list[str]:
         collector = _HeadingText(f"h{level}")
         collector.feed(self.page(name))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,8 @@ GENERATED = (
     "reference/cli.md",
     "reference/settings.md",
     "reference/rest-api.md",
+    "reference/spec.schema.json",
+    "reference/openapi.json",
 )
 
 
@@ -37,6 +40,17 @@ def test_the_site_builds_with_strict_and_warns_about_nothing(site: SiteBuild) ->
 def test_reference_pages_are_generated_not_committed() -> None:
     for page in GENERATED:
         assert not (REPO_ROOT / "docs" / page).exists(), f"docs/{page} is generated at build time"
+
+
+def test_the_site_offers_the_spec_schema_and_the_openapi_document(site: SiteBuild) -> None:
+    from api.app import create_app
+    from ppo_platform.spec.experiment import ExperimentSpec
+
+    reference = site.folder / "reference"
+    schema = json.loads((reference / "spec.schema.json").read_text("utf-8"))
+    assert schema == ExperimentSpec.model_json_schema()
+    document = json.loads((reference / "openapi.json").read_text("utf-8"))
+    assert document == json.loads(json.dumps(create_app().openapi()))
 
 
 def spec_fields(schema: dict[str, Any]) -> dict[str, str]:
@@ -94,13 +108,9 @@ def test_every_cli_command_appears_with_its_options(site: SiteBuild) -> None:
     assert {"ppo-platform run", "ppo-platform plan", "ppo-platform keys create"} <= set(commands)
     headings = site.headings("reference/cli", 2)
     assert sorted(h for h in headings if h.startswith("ppo-platform ")) == sorted(commands)
-    # Each command's section (text up to the next heading's permalink) names all its options.
-    sections = {
-        heading: section
-        for heading, section in zip(
-            headings, site.text("reference/cli").split(" ¶ ")[2:], strict=True
-        )
-    }
+    # Each command's section names all its options.
+    sections = site.sections("reference/cli")
+    assert list(sections) == headings
     for command in commands:
         for param in command_at(root, command).params:
             for option in param.opts if param.param_type_name == "option" else []:
@@ -177,8 +187,7 @@ def test_every_route_appears_with_its_status_codes(site: SiteBuild) -> None:
     from api.app import create_app
 
     document = create_app().openapi()
-    headings = set(site.headings("reference/rest-api", 2))
-    text = site.text("reference/rest-api")
+    sections = site.sections("reference/rest-api")
     routes = 0
     for path, item in document["paths"].items():
         for method, operation in item.items():
@@ -186,12 +195,13 @@ def test_every_route_appears_with_its_status_codes(site: SiteBuild) -> None:
                 continue
             routes += 1
             heading = f"{method.upper()} {path}"
-            assert heading in headings, heading
-            section = text.split(heading, 1)[1]
+            assert heading in sections, heading
+            words = sections[heading].split()
+            assert operation.get("operationId", "") in words, heading
             for status in operation["responses"]:
-                assert status in section[:4000], (heading, status)
+                assert status in words, (heading, status)
     assert routes >= 10
-    assert "POST /v1/experiments" in headings
+    assert "POST /v1/experiments" in sections
 
 
 def test_getting_started_links_into_the_reference(site: SiteBuild) -> None:
