@@ -238,4 +238,25 @@ def refusals(spec: ExperimentSpec) -> list[SpecIssue]:
         *refuse_unmonitored_run(spec),
         *refuse_fields_a2c_ignores(spec),
         *refuse_unsafe_search_space(spec),
+        *refuse_searched_held_out_seeds(spec),
+    ]
+
+
+def refuse_searched_held_out_seeds(spec: ExperimentSpec) -> list[SpecIssue]:
+    """Held-out seeds must be fresh: a seed the search trained on verifies nothing."""
+    if spec.tune is None or spec.tune.verify is None:
+        return []
+    searched = range(spec.budget.seed, spec.budget.seed + spec.tune.seeds_per_trial)
+    overlap = sorted(set(spec.tune.verify.seeds) & set(searched))
+    if not overlap:
+        return []
+    return [
+        SpecIssue(
+            path="tune.verify.seeds",
+            value=overlap,
+            message=f"held-out seeds {overlap} are also searched: the search runs seeds "
+            f"budget.seed .. budget.seed + tune.seeds_per_trial - 1 = "
+            f"{searched.start} .. {searched.stop - 1}.",
+            fix=f"use held-out seeds of {searched.stop} or more (or below {searched.start}).",
+        )
     ]
