@@ -78,7 +78,9 @@ def test_a_verified_study_chooses_and_reports_by_held_out_score(
             "tune.verify": {"seeds": [10, 11], "top_trials": 2, "episodes": 3},
         }
     )
-    result = run_study(spec, study_name="verified", out_dir=tmp_path / "out", live=False)
+    result = run_study(
+        spec, study_name="verified", out_dir=tmp_path / "out", live=False, workers=2
+    )
     summary = json.loads(result.outputs.summary_json.read_text())
     verified = summary["verification"]
     searched = sorted(
