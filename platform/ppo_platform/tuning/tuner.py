@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,7 +110,7 @@ def run_study(
             on_event(StudyStarted(study_name, parent_run_id, config.n_trials))
         board = StudyBoard(study, config.n_trials, stream=progress, live=live, on_event=on_event)
         _run_with_board(config, workers, board)
-        verified = _verify(spec, study, study_name, parent_run_id, settings, workers)
+        verified = _verify(spec, study, study_name, parent_run_id, settings, workers, progress)
         outputs = write_outputs(spec, study, folder, label, tracker, verified)
     return TuneResult(study_name, label, parent_run_id, outputs)
 
@@ -121,16 +122,32 @@ def _verify(
     parent_run_id: str,
     settings: Settings,
     workers: int,
+    progress: TextIO | None,
 ) -> list[dict[str, Any]] | None:
     """With `tune.verify`: the top trials re-run on the held-out seeds (verify.py)."""
     assert spec.tune is not None
-    if spec.tune.verify is None:
+    verify = spec.tune.verify
+    if verify is None:
         return None
     from ppo_platform.tuning.verify import VerifyConfig, verify_top_trials
 
+    stream = progress or sys.stderr
+    print(
+        f"verifying the top {verify.top_trials} trial(s) on held-out seeds {verify.seeds}",
+        file=stream,
+        flush=True,
+    )
     config = VerifyConfig(spec, study_name, parent_run_id, settings)
-    n_workers, _ = worker_count(workers, spec.tune.verify.top_trials)
-    return verify_top_trials(config, study, n_workers)
+    n_workers, _ = worker_count(workers, verify.top_trials)
+    verified = verify_top_trials(config, study, n_workers)
+    for v in verified:
+        held_out = "failed" if v["held_out_value"] is None else f"{v['held_out_value']:.4g}"
+        print(
+            f"trial {v['number']}: searched {v['searched_value']:.4g}, held-out {held_out}",
+            file=stream,
+            flush=True,
+        )
+    return verified
 
 
 def _worker_config(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from collections.abc import Callable
@@ -78,8 +79,9 @@ def test_a_verified_study_chooses_and_reports_by_held_out_score(
             "tune.verify": {"seeds": [10, 11], "top_trials": 2, "episodes": 3},
         }
     )
+    board = io.StringIO()
     result = run_study(
-        spec, study_name="verified", out_dir=tmp_path / "out", live=False, workers=2
+        spec, study_name="verified", out_dir=tmp_path / "out", live=False, workers=2, progress=board
     )
     summary = json.loads(result.outputs.summary_json.read_text())
     verified = summary["verification"]
@@ -114,6 +116,8 @@ def test_a_verified_study_chooses_and_reports_by_held_out_score(
     markdown = result.outputs.summary.read_text()
     assert "## Held-out verification" in markdown and "**chosen**" in markdown
     assert "95% confidence interval of the mean" in markdown
+    assert "verifying the top 2 trial(s) on held-out seeds [10, 11]" in board.getvalue()
+    assert f"trial {chosen['number']}: searched " in board.getvalue()
     _check_tracking(home, result.parent_run_id, verified)
 
 
