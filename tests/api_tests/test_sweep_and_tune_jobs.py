@@ -70,3 +70,16 @@ def test_a_tune_job_reports_the_best_value_and_spec(alice, post_spec, wait) -> N
         alice.get(f"/v1/experiments/{job['id']}/artifacts/best_spec.yaml").text
         == (result["best_spec"])
     )
+
+
+def test_a_tune_job_with_held_out_verification_reports_it(alice, post_spec, wait) -> None:
+    submitted = post_spec(alice, TUNE + "  verify: {seeds: [5, 6], top_trials: 1, episodes: 2}\n")
+    assert submitted.status_code == 202, submitted.text
+    job = wait(alice, submitted.json()["id"], timeout=300)
+    assert job["status"] == "succeeded", job["error"]
+    summary = alice.get(f"/v1/experiments/{job['id']}/artifacts/summary.json").json()
+    (verified,) = summary["verification"]
+    assert verified["seeds"] == [5, 6] and len(verified["seed_values"]) == 2
+    assert summary["best_chosen_by"] == "held_out"
+    assert job["result"]["best_trial"] == verified["number"] == summary["best_trial"]
+    assert job["result"]["best_value"] == verified["held_out_value"]

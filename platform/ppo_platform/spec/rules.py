@@ -282,4 +282,25 @@ def refusals(spec: AnySpec) -> list[SpecIssue]:
         *refuse_unsafe_search_space(spec),
         *refuse_unnamed_reduction(spec),
         *refuse_kl_without_reference(spec),
+        *refuse_searched_held_out_seeds(spec),
+    ]
+
+
+def refuse_searched_held_out_seeds(spec: AnySpec) -> list[SpecIssue]:
+    """Held-out seeds must be fresh: a seed the search trained on verifies nothing."""
+    if spec.tune is None or spec.tune.verify is None:
+        return []
+    searched = range(spec.budget.seed, spec.budget.seed + spec.tune.seeds_per_trial)
+    overlap = sorted(set(spec.tune.verify.seeds) & set(searched))
+    if not overlap:
+        return []
+    return [
+        SpecIssue(
+            path="tune.verify.seeds",
+            value=overlap,
+            message=f"held-out seeds {overlap} are also searched: the search runs seeds "
+            f"budget.seed .. budget.seed + tune.seeds_per_trial - 1 = "
+            f"{searched.start} .. {searched.stop - 1}.",
+            fix=f"use held-out seeds of {searched.stop} or more (or below {searched.start}).",
+        )
     ]

@@ -103,6 +103,32 @@ class PrunerSpec(StrictModel):
     )
 
 
+class VerifySpec(StrictModel):
+    """Held-out verification: after the search, the top trials re-run on seeds never searched."""
+
+    seeds: list[Annotated[int, Field(ge=0)]] = Field(
+        min_length=1,
+        max_length=20,
+        description="Held-out seeds (none of the search's seeds budget.seed .. budget.seed + "
+        "seeds_per_trial - 1); each verified trial trains once per seed.",
+    )
+    top_trials: int = Field(
+        3, ge=1, le=20, description="How many of the best searched trials are verified."
+    )
+    episodes: int | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description="Evaluation episodes of each held-out run (default: evaluation.episodes).",
+    )
+
+    @model_validator(mode="after")
+    def _distinct(self) -> VerifySpec:
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError(f"held-out seeds repeat: {self.seeds}")
+        return self
+
+
 class TuneSpec(StrictModel):
     """An Optuna study over the spec: each trial is a full, validated spec."""
 
@@ -130,4 +156,9 @@ class TuneSpec(StrictModel):
     pruner: PrunerSpec = Field(default_factory=PrunerSpec)
     space: dict[DottedPath, Distribution] = Field(
         default_factory=dict, description="Dotted spec path -> distribution to sample."
+    )
+    verify: VerifySpec | None = Field(
+        None,
+        description="Re-run the top trials on held-out seeds after the search; best_spec.yaml "
+        "is then the best by held-out score (absent: the best searched trial).",
     )

@@ -62,6 +62,14 @@ class SeedCurve:
         return float(np.mean(list(self.by_step.values())))
 
 
+def seed_value(tune: TuneSpec, result: RunResult, curve: SeedCurve) -> float:
+    """One seed's score under the study's metric (also the held-out runs' score)."""
+    if tune.metric == "eval_auc":
+        return curve.auc()
+    assert result.final_eval_mean is not None
+    return result.final_eval_mean
+
+
 class PruningReporter:
     """`on_progress` callback of one seed's run: reports evaluations, cancels when pruned."""
 
@@ -203,10 +211,7 @@ class TrialObjective:
         return value
 
     def _seed_value(self, result: RunResult, curve: SeedCurve) -> float:
-        if self.tune.metric == "eval_auc":
-            return curve.auc()
-        assert result.final_eval_mean is not None
-        return result.final_eval_mean
+        return seed_value(self.tune, result, curve)
 
     def _curve(self, curves: list[SeedCurve]) -> list[tuple[int, float]]:
         """Aggregate eval return per evaluation, at the first seed's env steps."""

@@ -21,6 +21,12 @@ from ppo_platform.tracking import tags as tag
 from ppo_platform.tuning.errors import TuningError
 from ppo_platform.tuning.events import failure_reason
 from ppo_platform.tuning.space import base_data, build_trial_spec, decode
+from ppo_platform.tuning.verify_report import (
+    held_out_best,
+    study_totals,
+    totals_line,
+    verification_markdown,
+)
 
 PLOT_FILES = ("optimization_history.png", "param_importances.png")
 
@@ -99,6 +105,7 @@ def summary_markdown(
     storage_label: str,
     rows: list[dict[str, Any]],
     best: optuna.trial.FrozenTrial,
+    verified: list[dict[str, Any]] | None = None,
 ) -> str:
     assert spec.tune is not None
     tune = spec.tune
@@ -118,10 +125,12 @@ def summary_markdown(
         f"- sampler: {tune.sampler.type} (seed {tune.sampler.seed}, "
         f"{tune.sampler.n_startup_trials} startup trials); pruner: {tune.pruner.type}",
         "- trials: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items())),
+        totals_line(rows, verified or []),
         "",
+        *_verified_lines(spec, verified, best.number),
         f"## Best trial: {best.number}",
         "",
-        f"value **{best.value:.4g}**; per seed: "
+        f"searched value **{best.value:.4g}**; per seed: "
         + ", ".join(f"seed {s}: {v:.4g}" for s, v in zip(seeds, values, strict=False)),
         "",
         "| parameter | value |",
@@ -148,6 +157,16 @@ def summary_markdown(
             f"{params} | {note.replace('|', '/')} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _verified_lines(
+    spec: ExperimentSpec, verified: list[dict[str, Any]] | None, best: int
+) -> list[str]:
+    if verified is None:
+        return []
+    assert spec.tune is not None and spec.tune.verify is not None
+    chosen = best if any(v["held_out_value"] is not None for v in verified) else None
+    return verification_markdown(verified, list(spec.tune.verify.seeds), chosen)
 
 
 OUTPUT_FILES = ("best_spec.yaml", "summary.md", "summary.json", *PLOT_FILES)
@@ -229,14 +248,11 @@ def check_writable(folder: Path) -> None:
                 break
 
 
-def write_outputs(
-    spec: ExperimentSpec,
-    study: optuna.Study,
-    folder: Path,
-    storage_label: str,
-    tracker: Any | None = None,
-) -> StudyOutputs:
-    """Write best_spec.yaml, summary.md/.json and plots to `folder` (and to the parent run)."""
+def _chosen(
+    spec: ExperimentSpec, study: optuna.Study, verified: list[dict[str, Any]] | None
+) -> tuple[optuna.trial.FrozenTrial, float, str]:
+    """The best trial, its value and how it was chosen: by held-out score when verified."""
+    assert spec.tune is not None
     try:
         best = study.best_trial
     except ValueError:
@@ -244,14 +260,39 @@ def write_outputs(
             f"study {study.study_name!r} has no completed trial: nothing to "
             "report. See the failed/pruned reasons above."
         ) from None
-    assert spec.tune is not None and best.value is not None
-    value = float(best.value)
+    assert best.value is not None
+    held_out = held_out_best(verified or [], spec.tune.direction)
+    if held_out is None:
+        how = (
+            f"{spec.tune.metric} {best.value:.4g} ({spec.tune.aggregate} over seeds "
+            f"{best.user_attrs.get('seeds')}: {best.user_attrs.get('seed_values')})"
+        )
+        return best, float(best.value), how
+    trial = next(t for t in study.get_trials(deepcopy=False) if t.number == held_out["number"])
+    how = (
+        f"held-out {spec.tune.metric} {held_out['held_out_value']:.4g} ({spec.tune.aggregate} "
+        f"over held-out seeds {held_out['seeds']}: {held_out['seed_values']}; "
+        f"searched {trial.value:.4g})"
+    )
+    return trial, float(held_out["held_out_value"]), how
+
+
+def write_outputs(
+    spec: ExperimentSpec,
+    study: optuna.Study,
+    folder: Path,
+    storage_label: str,
+    tracker: Any | None = None,
+    verified: list[dict[str, Any]] | None = None,
+) -> StudyOutputs:
+    """Write best_spec.yaml, summary.md/.json and plots to `folder` (and to the parent run).
+    With `verified` (held-out results), the best is the best by held-out score."""
+    best, value, how = _chosen(spec, study, verified)
+    assert spec.tune is not None
     make_folder(folder)
     tuned = best_spec(spec, best)
     header = (
-        f"# Best trial {best.number} of study '{study.study_name}': {spec.tune.metric} "
-        f"{value:.4g} ({spec.tune.aggregate} over seeds "
-        f"{best.user_attrs.get('seeds')}: {best.user_attrs.get('seed_values')}).\n"
+        f"# Best trial {best.number} of study '{study.study_name}': {how}.\n"
         "# Tuned: " + ", ".join(f"{k}" for k in best.params) + "\n"
     )
     # A resolved dump says `tune: null`; the best spec has no tune section at all.
@@ -261,29 +302,52 @@ def write_outputs(
     spec_path.write_text(text)
     rows = trial_rows(study)
     summary_path = folder / "summary.md"
-    summary_path.write_text(summary_markdown(spec, study, storage_label, rows, best))
+    summary_path.write_text(summary_markdown(spec, study, storage_label, rows, best, verified))
     json_path = folder / "summary.json"
-    json_path.write_text(
-        json.dumps(
-            {
-                "study": study.study_name,
-                "storage": storage_label,
-                "best_trial": best.number,
-                "best_value": best.value,
-                "best_params": best.params,
-                "best_seed_values": best.user_attrs.get("seed_values"),
-                "trials": rows,
-            },
-            indent=2,
-            default=str,
-        )
-    )
+    summary = {
+        "study": study.study_name,
+        "storage": storage_label,
+        "best_trial": best.number,
+        "best_value": value,
+        "best_chosen_by": "held_out"
+        if held_out_best(verified or [], spec.tune.direction)
+        else "searched",
+        "best_searched_value": best.value,
+        "best_params": best.params,
+        "best_seed_values": best.user_attrs.get("seed_values"),
+        **study_totals(rows, verified or []),
+        "verification": verified,
+        "trials": rows,
+    }
+    json_path.write_text(json.dumps(summary, indent=2, default=str))
     plots = save_plots(study, folder)
     if tracker is not None:
-        for path in (spec_path, summary_path, json_path):
-            tracker.log_artifact(path, "tuning")
-        for path in plots:
-            tracker.log_artifact(path, "plots")
-        tracker.log_metrics({"tune/best_value": value}, 0)
-        tracker.set_tags({tag.BEST_TRIAL: str(best.number)})
+        _track(tracker, [spec_path, summary_path, json_path], plots, best.number, value)
+        _track_verified(tracker, verified or [])
     return StudyOutputs(folder, spec_path, summary_path, json_path, plots, best.number, value)
+
+
+def _track(tracker: Any, files: list[Path], plots: list[Path], best: int, value: float) -> None:
+    for path in files:
+        tracker.log_artifact(path, "tuning")
+    for path in plots:
+        tracker.log_artifact(path, "plots")
+    tracker.log_metrics({"tune/best_value": value}, 0)
+    tracker.set_tags({tag.BEST_TRIAL: str(best)})
+
+
+def _track_verified(tracker: Any, verified: list[dict[str, Any]]) -> None:
+    """The held-out results on the study run: searched vs held-out score per verified trial
+    (metrics stepped by trial number) and the spread over held-out seeds."""
+    for v in verified:
+        if v["held_out_value"] is None:
+            continue
+        metrics = {
+            "verify/searched_value": float(v["searched_value"]),
+            "verify/held_out_value": float(v["held_out_value"]),
+            "verify/held_out_min": v["min"],
+            "verify/held_out_max": v["max"],
+        }
+        if v["ci95"]:
+            metrics |= {"verify/ci95_low": v["ci95"][0], "verify/ci95_high": v["ci95"][1]}
+        tracker.log_metrics(metrics, v["number"])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from ppo_platform.execution import worker_count
 from ppo_platform.settings import Settings, get_settings
@@ -29,6 +30,9 @@ from ppo_platform.tuning.study import (
     study_budget,
 )
 from ppo_platform.tuning.workers import WorkerConfig, quiet_logs, run_workers
+
+if TYPE_CHECKING:
+    import optuna
 
 logger = logging.getLogger(__name__)
 
@@ -106,8 +110,44 @@ def run_study(
             on_event(StudyStarted(study_name, parent_run_id, config.n_trials))
         board = StudyBoard(study, config.n_trials, stream=progress, live=live, on_event=on_event)
         _run_with_board(config, workers, board)
-        outputs = write_outputs(spec, study, folder, label, tracker)
+        verified = _verify(spec, study, study_name, parent_run_id, settings, workers, progress)
+        outputs = write_outputs(spec, study, folder, label, tracker, verified)
     return TuneResult(study_name, label, parent_run_id, outputs)
+
+
+def _verify(
+    spec: ExperimentSpec,
+    study: optuna.Study,
+    study_name: str,
+    parent_run_id: str,
+    settings: Settings,
+    workers: int,
+    progress: TextIO | None,
+) -> list[dict[str, Any]] | None:
+    """With `tune.verify`: the top trials re-run on the held-out seeds (verify.py)."""
+    assert spec.tune is not None
+    verify = spec.tune.verify
+    if verify is None:
+        return None
+    from ppo_platform.tuning.verify import VerifyConfig, verify_top_trials
+
+    stream = progress or sys.stderr
+    print(
+        f"verifying the top {verify.top_trials} trial(s) on held-out seeds {verify.seeds}",
+        file=stream,
+        flush=True,
+    )
+    config = VerifyConfig(spec, study_name, parent_run_id, settings)
+    n_workers, _ = worker_count(workers, verify.top_trials)
+    verified = verify_top_trials(config, study, n_workers)
+    for v in verified:
+        held_out = "failed" if v["held_out_value"] is None else f"{v['held_out_value']:.4g}"
+        print(
+            f"trial {v['number']}: searched {v['searched_value']:.4g}, held-out {held_out}",
+            file=stream,
+            flush=True,
+        )
+    return verified
 
 
 def _worker_config(

@@ -1,0 +1,197 @@
+"""Held-out verification: after the search, the top trials re-run on seeds never searched.
+
+Searched scores are noisy (a few seeds, a few evaluation episodes) and the sampler learns to
+exploit that noise, so the winner of a search often does not hold on fresh seeds. With
+`tune.verify`, the `top_trials` best completed trials (by searched score) train again on each of
+`verify.seeds`, through the same `run_spec` path and the same worker pool a search uses, each as
+an MLflow run (kind `verify`, a child of the study run, with one training run per seed). A
+verified trial's held-out score is the same aggregate (mean or quantile) the search uses; the
+study's best is then the best by held-out score.
+
+The spread is stated per verified trial: the min and max over held-out seeds and a 95%
+confidence interval of the mean over seeds (Student's t, n - 1 degrees of freedom; none with a
+single seed).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ppo_platform.errors import TrainingError
+from ppo_platform.execution import Task, run_tasks
+from ppo_platform.execution.choose import pool_executor
+from ppo_platform.settings import Settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.remote import RemoteRun
+
+if TYPE_CHECKING:
+    import optuna
+
+# Two-sided 95% Student's t quantiles (0.975) by degrees of freedom; 1.96 beyond the table.
+T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306}
+T_975 |= {9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 19: 2.093, 20: 2.086, 30: 2.042}
+
+
+@dataclass(frozen=True)
+class VerifyConfig:
+    """What a verification task needs (picklable)."""
+
+    spec: ExperimentSpec
+    study_name: str
+    parent_run_id: str
+    settings: Settings
+
+
+def t_quantile(df: int) -> float:
+    """The 0.975 quantile of Student's t with `df` degrees of freedom (from above if between)."""
+    smaller_or_equal = [d for d in T_975 if d <= df]
+    return T_975[max(smaller_or_equal)] if df <= 30 else 1.96
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """Min, max, mean and the 95% confidence interval of the mean over seeds."""
+    mean = float(np.mean(values))
+    ci: list[float] | None = None
+    if len(values) > 1:
+        half = t_quantile(len(values) - 1) * float(np.std(values, ddof=1)) / math.sqrt(len(values))
+        ci = [mean - half, mean + half]
+    return {"min": float(min(values)), "max": float(max(values)), "mean": mean, "ci95": ci}
+
+
+def top_trials(study: optuna.Study, spec: ExperimentSpec) -> list[optuna.trial.FrozenTrial]:
+    """The `verify.top_trials` best completed trials by searched score, best first."""
+    assert spec.tune is not None and spec.tune.verify is not None
+    complete = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
+    ranked = sorted(
+        complete, key=lambda t: float(t.value or 0.0), reverse=spec.tune.direction == "maximize"
+    )
+    return ranked[: spec.tune.verify.top_trials]
+
+
+def held_out_spec(spec: ExperimentSpec, trial_spec: ExperimentSpec, seed: int) -> ExperimentSpec:
+    """The trial's spec on one held-out seed, with the verification's evaluation episodes."""
+    assert spec.tune is not None and spec.tune.verify is not None
+    episodes = spec.tune.verify.episodes or trial_spec.evaluation.episodes
+    return trial_spec.model_copy(
+        update={
+            "budget": trial_spec.budget.model_copy(update={"seed": seed}),
+            "evaluation": trial_spec.evaluation.model_copy(update={"episodes": episodes}),
+        }
+    )
+
+
+def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
+    """Train one trial's spec on every held-out seed; its held-out score and spread."""
+    from ppo_platform.training.runner import run_spec
+    from ppo_platform.tuning.objective import SeedCurve, aggregate, seed_value
+    from ppo_platform.tuning.outputs import best_spec
+    from ppo_platform.tuning.runs import TrialRun
+
+    spec = config.spec
+    assert spec.tune is not None and spec.tune.verify is not None
+    trial_spec = best_spec(spec, trial)
+    run = TrialRun(_open_verify_run(config, trial, trial_spec))
+    values: list[float] = []
+    timesteps = alerts = 0
+    with run.tracker:
+        for index, seed in enumerate(spec.tune.verify.seeds):
+            curve = SeedCurve()
+            result = run_spec(
+                held_out_spec(spec, trial_spec, seed),
+                on_progress=_curve_collector(curve),
+                cancel=threading.Event(),
+                settings=config.settings,
+                parent_run_id=run.run_id,
+                tags=_seed_tags(config.study_name, trial.number, seed),
+            )
+            timesteps, alerts = timesteps + result.timesteps, alerts + result.alerts
+            if result.outcome != "completed" or result.final_eval_mean is None:
+                run.finish("FAIL", None, timesteps, alerts, f"seed {seed}: {result.outcome}")
+                raise RuntimeError(f"held-out seed {seed}: {result.outcome} {result.message}")
+            values.append(seed_value(spec.tune, result, curve))
+            run.log_seed(index, values[-1], result.timesteps, result.alerts)
+        score = aggregate(values, spec.tune)
+        run.finish("COMPLETE", score, timesteps, alerts)
+    return {
+        "number": trial.number,
+        "searched_value": trial.value,
+        "held_out_value": score,
+        "seeds": list(spec.tune.verify.seeds),
+        "seed_values": values,
+        "timesteps": timesteps,
+        "run_id": run.run_id,
+        **spread(values),
+    }
+
+
+def _curve_collector(curve: Any) -> Any:
+    def collect(event: Any) -> None:
+        if event.kind == "eval":
+            curve.by_step[event.timesteps] = event.eval_mean
+
+    return collect
+
+
+def _open_verify_run(
+    config: VerifyConfig, trial: optuna.trial.FrozenTrial, trial_spec: ExperimentSpec
+) -> RemoteRun:
+    from ppo_platform.spec.experiment import flatten
+
+    tags = {
+        tag.RUN_NAME: f"verify-trial-{trial.number}",
+        tag.PARENT_RUN_ID: config.parent_run_id,
+        tag.KIND: "verify",
+        tag.STUDY: config.study_name,
+        tag.TRIAL_NUMBER: str(trial.number),
+        tag.SPEC_HASH: trial_spec.spec_hash(),
+    }
+    params = flatten(trial_spec.resolved())
+    return RemoteRun.open_kind("verify", tags, params=params, settings=config.settings)
+
+
+def _seed_tags(study_name: str, number: int, seed: int) -> dict[str, str]:
+    return {
+        tag.RUN_NAME: f"verify-trial-{number}-seed-{seed}",
+        tag.KIND: "seed",
+        tag.STUDY: study_name,
+        tag.TRIAL_NUMBER: str(number),
+        tag.SEED: str(seed),
+    }
+
+
+def verify_top_trials(
+    config: VerifyConfig, study: optuna.Study, workers: int
+) -> list[dict[str, Any]]:
+    """Verify the top trials (in worker processes when `workers` > 1); one entry per trial,
+    best searched first. A trial whose verification failed carries `error` and no score."""
+    trials = top_trials(study, config.spec)
+    tasks = [Task(f"verify-trial-{t.number}", verify_trial, (config, t)) for t in trials]
+    if workers <= 1 or len(tasks) <= 1:
+        results = []
+        for task in tasks:
+            try:
+                results.append(task.fn(*task.args))
+            except (RuntimeError, TrainingError) as error:
+                results.append(_failed(task.args[1], str(error)))
+        return results
+    executor = pool_executor(config.settings, min(workers, len(tasks)))
+    done = run_tasks(tasks, executor=executor, max_attempts=config.settings.max_attempts)
+    return [
+        r.value if r.ok else _failed(t, r.error or "lost")
+        for r, t in zip(done, trials, strict=True)
+    ]
+
+
+def _failed(trial: optuna.trial.FrozenTrial, error: str) -> dict[str, Any]:
+    return {
+        "number": trial.number,
+        "searched_value": trial.value,
+        "held_out_value": None,
+        "error": error,
+    }
