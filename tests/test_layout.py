@@ -82,3 +82,14 @@ def test_ppo_platform_never_imports_api():
 def test_import_scan_sees_the_package_files(folder):
     # Guards the two tests above against passing vacuously on an empty or moved folder.
     assert any((REPO_ROOT / folder).rglob("*.py"))
+
+
+def test_no_test_module_imports_a_conftest_by_its_bare_name():
+    # In a full run `conftest` is whichever conftest pytest imported first: import helpers by
+    # their package path (`from tests.api_tests.conftest import ...`).
+    offenders = [
+        str(path.relative_to(REPO_ROOT))
+        for path in sorted((REPO_ROOT / "tests").rglob("*.py"))
+        if "conftest" in imported_top_level_names(path)
+    ]
+    assert offenders == []

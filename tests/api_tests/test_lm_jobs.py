@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import Server, start_server, submit, wait_for
 
 from ppo_platform.settings import Settings
 from ppo_platform.training.lm_demo import init_demo
+from tests.api_tests.conftest import Server, start_server, submit, wait_for
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 SPEC = Path(__file__).resolve().parents[2] / "specs" / "lm_arithmetic.yaml"

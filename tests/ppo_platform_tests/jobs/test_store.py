@@ -14,6 +14,7 @@ from ppo_platform.jobs.keys import authenticate, create_key, list_keys, revoke_k
 
 TINY_RUN = """name: tiny
 env: {id: ppo_platform/GridWorld-v0, n_envs: 1}
+rollout: {n_steps: 64}
 budget: {total_timesteps: %d}
 """
 
