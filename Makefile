@@ -8,8 +8,9 @@ TORCH_PIN ?= torch==2.13.0
 SPEC ?= specs/cartpole.yaml
 # Extras installed into .venv; `ray` brings the Ray executor and its cluster tests, `docs` the
 # MkDocs site the tests build (`mkdocs build --strict`), `atari` and `mujoco` the ALE games and
-# MuJoCo envs that tests/ppo_platform_tests/envs trains.
-EXTRAS ?= dev,ray,docs,atari,mujoco
+# MuJoCo envs that tests/ppo_platform_tests/envs trains, `video` and `export` the trained agent's
+# video recording and ONNX export (their tests need them).
+EXTRAS ?= dev,ray,docs,atari,mujoco,video,export
 
 .PHONY: run test lint setup docs bench bench-zoo-venv bench-full
 

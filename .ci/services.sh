@@ -75,7 +75,9 @@ start_ray() {
         --include-dashboard=false "${common[@]}" >"$DIR/ray-head.log" 2>&1 &
     echo $! >"$DIR/ray-head.pid"
     wait_for 90 "the Ray head" grep -q "will now block forever" "$DIR/ray-head.log"
-    setsid "$BIN/ray" start --address="127.0.0.1:$RAY_PORT" "${common[@]}" \
+    # One logical GPU on the second node: the tests see a task that needs one placed there
+    # (Ray reserves it; nothing uses CUDA).
+    setsid "$BIN/ray" start --address="127.0.0.1:$RAY_PORT" "${common[@]}" --num-gpus=1 \
         >"$DIR/ray-node.log" 2>&1 &
     echo $! >"$DIR/ray-node.pid"
     wait_for 90 "the second Ray node" grep -q "will now block forever" "$DIR/ray-node.log"

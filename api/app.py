@@ -13,12 +13,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 
 from api.dashboard import install_dashboard
 from api.errors import install_error_handlers
 from api.key_limits import KeyRateLimiter, StreamSlots
 from api.limits import BodyLimitMiddleware
-from api.routes import artifacts, envs, events, experiments, health, specs
+from api.routes import artifacts, envs, events, experiments, health, specs, trained_model
 from api.security_headers import SecurityHeadersMiddleware
 from api.services import ServiceOpener
 from ppo_platform.envs.packages import import_env_packages
@@ -27,6 +28,13 @@ from ppo_platform.jobs.keys import KeyCache
 from ppo_platform.settings import Settings, get_settings
 
 VERSION = "1"
+
+
+def operation_id(route: APIRoute) -> str:
+    """The OpenAPI operation id: the route function's name in camelCase (`submitExperiment`),
+    so generated clients get readable method names."""
+    first, *rest = route.name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
 
 
 def create_app(settings: Settings | None = None, service: ServiceSettings | None = None) -> FastAPI:
@@ -55,6 +63,9 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
         description="Validate, plan, submit and follow PPO experiments. Every route but the "
         "health checks needs an API key (`Authorization: Bearer <key>`).",
         lifespan=lifespan,
+        generate_unique_id_function=operation_id,
+        # One schema per model for requests and responses: `ExperimentSpec`, not `-Input`.
+        separate_input_output_schemas=False,
     )
     app.state.settings, app.state.service = settings, service
     app.state.key_cache = KeyCache(service.key_cache_seconds)
@@ -69,7 +80,7 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
         body_timeout=service.body_timeout_seconds,
     )
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: every response, 413s too
-    for module in (health, specs, experiments, events, artifacts, envs):
+    for module in (health, specs, experiments, events, artifacts, envs, trained_model):
         app.include_router(module.router)
     install_dashboard(app)  # the web pages at /
     return app

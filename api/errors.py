@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -20,6 +22,7 @@ from ppo_platform.errors import IssueError, LimitError, PlatformError, http_stat
 
 log = logging.getLogger("api")
 HTTP_TYPES = {
+    400: "BadRequest",
     401: "Unauthorized",
     404: "NotFound",
     405: "MethodNotAllowed",
@@ -28,22 +31,27 @@ HTTP_TYPES = {
     415: "UnsupportedMediaType",
 }
 
-# Documented on every route (schemathesis checks responses against them).
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorPublic, "description": text}
-    for status, text in {
-        401: "Missing or unknown API key.",
-        404: "No such experiment (or it belongs to another key).",
-        408: "The request body stalled (PPO_PLATFORM_BODY_TIMEOUT_SECONDS).",
-        409: "Conflicts with the current state (e.g. cancel a finished experiment).",
-        413: "Request body too large.",
-        415: "Unsupported content type.",
-        422: "Invalid input: every issue listed.",
-        429: "Over a per-key limit.",
-        500: "Internal error.",
-        503: "A store does not answer.",
-    }.items()
+ERROR_TEXTS = {
+    400: "The body is not JSON.",
+    401: "Missing or unknown API key.",
+    404: "No such experiment (or it belongs to another key), or no such item of it.",
+    408: "The request body stalled (PPO_PLATFORM_BODY_TIMEOUT_SECONDS).",
+    409: "Conflicts with the current state (e.g. cancel a finished experiment).",
+    413: "Request body too large.",
+    415: "Unsupported content type.",
+    422: "Invalid input: every issue listed.",
+    429: "Over a per-key limit (`Retry-After` says when to try again, when known).",
+    503: "A store does not answer, or the job service is not open.",
 }
+
+
+def error_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The OpenAPI `responses` of the error statuses a route can answer (all `ErrorPublic`)."""
+    return {s: {"model": ErrorPublic, "description": ERROR_TEXTS[s]} for s in statuses}
+
+
+# Every route that needs an API key: no key (401), and the job service not open (503).
+ERROR_RESPONSES = error_responses(401, 503)
 
 
 class AsciiJSONResponse(JSONResponse):
@@ -55,10 +63,16 @@ class AsciiJSONResponse(JSONResponse):
 
 
 def error_response(
-    status: int, kind: str, message: str, issues: list[dict[str, Any]] | None = None
+    status: int,
+    kind: str,
+    message: str,
+    issues: list[dict[str, Any]] | None = None,
+    headers: Mapping[str, str] | None = None,
 ) -> JSONResponse:
     body = ErrorPublic(type=kind, message=message, issues=[IssuePublic(**i) for i in issues or []])
-    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    headers = dict(headers or {})
+    if status == 401:
+        headers.setdefault("WWW-Authenticate", "Bearer")
     return AsciiJSONResponse(body.model_dump(mode="json"), status_code=status, headers=headers)
 
 
@@ -74,10 +88,29 @@ async def _platform_error(_request: Request, error: Exception) -> JSONResponse:
     return response
 
 
-async def _http_error(_request: Request, error: Exception) -> JSONResponse:
+def allowed_methods(request: Request) -> str | None:
+    """The methods the OpenAPI document lists for the request's path (None for a path it does
+    not describe). Starlette's own 405 names only the first route's: GET and POST on
+    /v1/experiments are two routes."""
+    table: list[tuple[re.Pattern[str], str]] | None = getattr(request.app.state, "allow", None)
+    if table is None:
+        table = [
+            (re.compile(re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(path))), methods)
+            for path, item in request.app.openapi()["paths"].items()
+            for methods in [", ".join(sorted(method.upper() for method in item))]
+        ]
+        request.app.state.allow = table
+    path = request.url.path
+    return next((methods for pattern, methods in table if pattern.fullmatch(path)), None)
+
+
+async def _http_error(request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, HTTPException)
     kind = HTTP_TYPES.get(error.status_code, "HTTPError")
-    return error_response(error.status_code, kind, str(error.detail))
+    headers = dict(error.headers or {})
+    if error.status_code == 405:  # RFC 9110: a 405 names the methods the resource has
+        headers["Allow"] = allowed_methods(request) or headers.get("Allow", "")
+    return error_response(error.status_code, kind, str(error.detail), headers=headers)
 
 
 async def _request_error(_request: Request, error: Exception) -> JSONResponse:

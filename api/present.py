@@ -1,10 +1,34 @@
-"""Rows of the job store -> public bodies."""
+"""Rows of the job store -> public bodies (the typed models of `ppo_platform.public`)."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from api.schemas import EventPublic, ExperimentLinks, ExperimentPublic
 from ppo_platform.jobs import Event, Experiment
 from ppo_platform.jobs.intake_pool import submit_spec
+from ppo_platform.public import (
+    Diagnostics,
+    Result,
+    RunResult,
+    SweepResult,
+    TuneResult,
+    as_utc,
+    event_from,
+    progress_of,
+)
+
+RESULTS: dict[str, type[RunResult | SweepResult | TuneResult]] = {
+    "run": RunResult,
+    "sweep": SweepResult,
+    "tune": TuneResult,
+}
+
+
+def result_of(kind: str, data: dict[str, Any] | None) -> Result | None:
+    """The typed result of a finished experiment (None before it ends, or if it ended
+    without one: e.g. it failed before training started)."""
+    return RESULTS[kind].model_validate(data) if data else None
 
 
 def experiment_public(job: Experiment) -> ExperimentPublic:
@@ -16,15 +40,15 @@ def experiment_public(job: Experiment) -> ExperimentPublic:
         name=job.name,
         spec_hash=job.spec_hash,
         total_timesteps=job.total_timesteps,
-        created_at=job.created_at,
-        started_at=job.started_at,
-        finished_at=job.finished_at,
-        progress=job.progress or {},
-        diagnostics=job.diagnostics or {},
+        created_at=as_utc(job.created_at),
+        started_at=job.started_at and as_utc(job.started_at),
+        finished_at=job.finished_at and as_utc(job.finished_at),
+        progress=progress_of(job.progress),
+        diagnostics=Diagnostics.model_validate(job.diagnostics or {}),
         alerts=job.alerts,
         mlflow_run_id=job.mlflow_run_id,
         mlflow_run_ids=list(job.mlflow_run_ids or []),
-        result=job.result or {},
+        result=result_of(job.kind, job.result),
         error=job.error,
         cancel_requested=job.cancel_requested,
         attempts=job.attempts,
@@ -33,6 +57,7 @@ def experiment_public(job: Experiment) -> ExperimentPublic:
             events=f"{base}/events",
             alerts=f"{base}/alerts",
             artifacts=f"{base}/artifacts",
+            metrics=f"{base}/metrics",
             cancel=f"{base}/cancel",
         ),
     )
@@ -60,4 +85,4 @@ def submit_rendered(
 
 
 def event_public(event: Event) -> EventPublic:
-    return EventPublic(id=event.id, kind=event.kind, data=event.data, created_at=event.created_at)
+    return event_from(event.id, event.kind, event.data, as_utc(event.created_at))

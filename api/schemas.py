@@ -1,31 +1,63 @@
-"""Request and response bodies: `XCreate` comes in, `XPublic` goes out; one error shape."""
+"""Request and response bodies: `XCreate` comes in, `XPublic` goes out; one error shape.
+
+The bodies a client reads back (experiments, events, metrics, errors) live in
+`ppo_platform.public`, shared with the CLI's client; the API's own are here.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from fastapi import Path
+from pydantic import BaseModel, ConfigDict, Field
+
+from ppo_platform.public import (
+    ErrorPublic,
+    EventList,
+    EventPublic,
+    ExperimentKind,
+    ExperimentLinks,
+    ExperimentList,
+    ExperimentPublic,
+    ExperimentStatus,
+    IssuePublic,
+    MetricHistory,
+    MetricList,
+    MetricPoint,
+    ValidationPublic,
+)
+from ppo_platform.spec.experiment import ENV_ID_PATTERN
+
+__all__ = [
+    "ArtifactList",
+    "ArtifactPublic",
+    "ErrorPublic",
+    "EventList",
+    "EventPublic",
+    "ExperimentId",
+    "ExperimentKind",
+    "ExperimentLinks",
+    "ExperimentList",
+    "ExperimentPublic",
+    "ExperimentStatus",
+    "HealthPublic",
+    "IssuePublic",
+    "MetricHistory",
+    "MetricList",
+    "MetricPoint",
+    "PlanCreate",
+    "PlanPublic",
+    "ReadyPublic",
+    "UseCaseName",
+    "ValidationPublic",
+]
 
 
-class IssuePublic(BaseModel):
-    """One thing wrong with an input: where, what it held, and what to do instead."""
-
-    path: str
-    message: str
-    value: Any = None
-    line: int | None = None
-    column: int | None = None
-    fix: str | None = None
-    rule: str | None = Field(None, description="The refusal rule, for unsafe settings.")
-
-
-class ErrorPublic(BaseModel):
-    """Every error response: its kind, a sentence, and for bad input every issue."""
-
-    type: str = Field(description="The error's kind, e.g. SpecError, NotFoundError.")
-    message: str
-    issues: list[IssuePublic] = Field(default_factory=list)
+# Experiment ids are uuid4 hex: a malformed one is a 422, an unknown one a 404.
+ExperimentId = Annotated[
+    str, Path(pattern=r"^[0-9a-f]{32}$", description="The experiment's id (32 hex digits).")
+]
+UseCaseName = Literal["auto", "classic-control", "continuous-control", "atari", "rlhf"]
 
 
 class HealthPublic(BaseModel):
@@ -44,20 +76,27 @@ class ReadyPublic(BaseModel):
     )
 
 
-class ValidationPublic(BaseModel):
-    """A valid spec: its kind and every field with its default filled in."""
-
-    kind: Literal["run", "sweep", "tune"]
-    name: str
-    spec_hash: str
-    spec: dict[str, Any]
-
-
 class PlanCreate(BaseModel):
-    env_id: str = Field(min_length=1, max_length=200, description="A registered gymnasium id.")
+    """An env and a budget to plan a run for (strict: `"100"` is not a budget)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+    env_id: str = Field(
+        min_length=1,
+        max_length=128,
+        pattern=ENV_ID_PATTERN,
+        description="A registered gymnasium id, e.g. CartPole-v1.",
+        examples=["CartPole-v1"],
+    )
     budget: int = Field(gt=0, le=10**10, description="Training budget in env steps.")
-    use_case: str = Field("auto", max_length=40)
-    overrides: list[str] = Field(default_factory=list, max_length=50)
+    use_case: UseCaseName = Field("auto", description="`auto` picks one from the env.")
+    overrides: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*=", max_length=500)]] = (
+        Field(
+            default_factory=list,
+            max_length=50,
+            description="`path=value` assignments applied after planning, as `--set`.",
+        )
+    )
 
 
 class PlanPublic(BaseModel):
@@ -66,69 +105,6 @@ class PlanPublic(BaseModel):
     summary: str
     warnings: list[str]
     plan_only: bool
-
-
-class ExperimentLinks(BaseModel):
-    experiment: str
-    events: str
-    alerts: str
-    artifacts: str
-    cancel: str
-
-
-class ExperimentPublic(BaseModel):
-    """An experiment: status, progress, diagnostics, MLflow ids, result or error."""
-
-    id: str
-    kind: Literal["run", "sweep", "tune"]
-    status: Literal["queued", "running", "succeeded", "failed", "cancelled"]
-    name: str
-    spec_hash: str
-    total_timesteps: int
-    created_at: dt.datetime
-    started_at: dt.datetime | None
-    finished_at: dt.datetime | None
-    progress: dict[str, Any] = Field(
-        description="A run: timesteps, total_timesteps. A sweep: runs_done, runs_total. A "
-        "study: trials_done, trials_total, trials_running, best_value, best_trial (the best "
-        "so far while it runs; null before a trial completes)."
-    )
-    diagnostics: dict[str, Any]
-    alerts: int
-    mlflow_run_id: str | None
-    mlflow_run_ids: list[str]
-    result: dict[str, Any]
-    error: str | None
-    cancel_requested: bool
-    attempts: int
-    links: ExperimentLinks
-
-
-class ExperimentList(BaseModel):
-    items: list[ExperimentPublic]
-    next_cursor: str | None = Field(None, description="Pass as `cursor` for the next page.")
-
-
-class EventPublic(BaseModel):
-    id: int
-    kind: str
-    data: dict[str, Any]
-    created_at: dt.datetime
-
-
-class EventList(BaseModel):
-    items: list[EventPublic]
-
-
-class MetricPoint(BaseModel):
-    step: int
-    value: float | None
-
-
-class MetricHistory(BaseModel):
-    key: str
-    run_id: str | None
-    points: list[MetricPoint]
 
 
 class ArtifactPublic(BaseModel):

@@ -121,7 +121,8 @@ def _node_env() -> dict[str, str]:
 
 @contextmanager
 def ray_cluster(nodes: int = 2) -> Iterator[str]:
-    """A Ray cluster of `nodes` one-CPU nodes on this machine; its address host:port."""
+    """A Ray cluster of `nodes` one-CPU nodes on this machine (the others than the head with one
+    logical GPU); its address host:port."""
     root = Path(tempfile.mkdtemp(prefix="ppo-ray-"))
     port = free_port()
     common = ["--block", "--num-cpus=1", "--disable-usage-stats"]
@@ -133,7 +134,14 @@ def ray_cluster(nodes: int = 2) -> Iterator[str]:
                 command = (
                     head
                     if index == 0
-                    else [_bin("ray"), "start", f"--address=127.0.0.1:{port}", *common]
+                    # One logical GPU (as .ci/services.sh): a task needing one goes there.
+                    else [
+                        _bin("ray"),
+                        "start",
+                        f"--address=127.0.0.1:{port}",
+                        *common,
+                        "--num-gpus=1",
+                    ]
                 )
                 log = root / f"node{index}.log"
                 stack.enter_context(_group(command, log, _node_env()))

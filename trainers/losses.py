@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 import torch
 from torch import Tensor
@@ -236,6 +236,15 @@ class AdaptiveKLController:
     def beta(self) -> float:
         """Current penalty coefficient."""
         return self._beta
+
+    def state(self) -> dict[str, Any]:
+        """Plain data to save with a model (loads without this package); see `from_state`."""
+        return {"beta": self._beta, "target": self.target, "rule": self.rule}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> AdaptiveKLController:
+        """The controller `state()` described, validated like a new one."""
+        return cls(float(state["beta"]), float(state["target"]), state["rule"])
 
     def update(self, observed_kl: float) -> float:
         """Adapt beta to the KL measured over the last update and return the new beta."""

@@ -32,6 +32,20 @@ class KLPenaltyPPO(ClipPPO):
         self.kl_controller = AdaptiveKLController(kl_beta_init, kl_target, kl_rule)
         super().__init__(*args, **kwargs)
 
+    def _excluded_save_params(self) -> list[str]:
+        # Saved as plain data (`kl_state`) instead: a model.zip loads in stock SB3.
+        return [*super()._excluded_save_params(), "kl_controller"]
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        self.kl_state = self.kl_controller.state()
+        super().save(*args, **kwargs)
+
+    def _setup_model(self) -> None:
+        super()._setup_model()
+        state = self.__dict__.pop("kl_state", None)  # set by `load` from the saved data
+        if state is not None:
+            self.kl_controller = AdaptiveKLController.from_state(state)
+
     def _policy_objective(
         self, log_prob: Tensor, old_log_prob: Tensor, advantages: Tensor, clip_epsilon: float
     ) -> PolicyLossOutput:

@@ -10,7 +10,7 @@ from fastapi.responses import RedirectResponse, Response, StreamingResponse
 
 from api.dashboard.auth import SecretDep, UiViewer, check_csrf, read_form
 from api.deps import IntakeDep, ServiceDep, SettingsDep, StoreDep
-from api.routes import artifacts, events, experiments, specs
+from api.routes import artifacts, events, experiments, specs, trained_model
 from ppo_platform.errors import IssueError
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -65,12 +65,30 @@ def stream(
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     """As GET /v1/experiments/{id}/events (EventSource sends the cookie, not a bearer key)."""
-    return events.stream_events(experiment_id, request, viewer.owner, store, last_event_id)
+    return events.stream_events(experiment_id, request, viewer.owner, store, last_event_id or "")
 
 
 @router.get("/experiments/{experiment_id}/artifacts/{name}")
 def download(
-    experiment_id: str, name: str, viewer: UiViewer, store: StoreDep, settings: SettingsDep
+    experiment_id: str,
+    name: str,
+    viewer: UiViewer,
+    store: StoreDep,
+    settings: SettingsDep,
+    service: ServiceDep,
 ) -> Response:
     """As GET /v1/experiments/{id}/artifacts/{name}: one listed file."""
-    return artifacts.download_artifact(experiment_id, name, viewer.owner, store, settings)
+    return artifacts.download_artifact(experiment_id, name, viewer.owner, store, settings, service)
+
+
+@router.get("/experiments/{experiment_id}/model/{file}")
+def download_model(
+    experiment_id: str,
+    file: trained_model.ModelFile,
+    viewer: UiViewer,
+    store: StoreDep,
+    settings: SettingsDep,
+    service: ServiceDep,
+) -> Response:
+    """As GET /v1/experiments/{id}/model/{file}: the trained model or its statistics."""
+    return trained_model.download_model(experiment_id, file, viewer.owner, store, settings, service)

@@ -8,6 +8,7 @@ from typing import Any
 from api.dashboard.markdown import render
 from api.dashboard.view import row, split_alert
 from api.routes.artifacts import RESOLVED_SPEC, _files
+from api.routes.trained_model import model_files
 from ppo_platform.errors import IssueError, PlatformError
 from ppo_platform.jobs import TERMINAL, Experiment
 from ppo_platform.settings import Settings, masked_url
@@ -69,6 +70,14 @@ def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
         "mlflow_link": mlflow_link(settings, job.mlflow_run_id),
         "tracking_uri": masked_url(settings.tracking_uri),
         "artifacts": [(name, f"{UI}/{job.id}/artifacts/{name}") for name in artifacts],
+        "model_files": [
+            (name, f"{UI}/{job.id}/model/{name}") for name in model_files(job, settings)
+        ],
+        "videos": [
+            (name, f"{UI}/{job.id}/artifacts/{name}")
+            for name, path in files.items()
+            if path.suffix == ".mp4"
+        ],
         "report": _sweep_report(job, files) if job.kind == "sweep" else None,
         "trials": _trials(files) if job.kind == "tune" else None,
         "has_best_spec": "best_spec.yaml" in files,

@@ -1,4 +1,5 @@
-"""An experiment's files: the resolved spec, plots, reports, best_spec.yaml.
+"""An experiment's files: the resolved spec, plots, reports, best_spec.yaml, evaluation videos;
+the listing also names the trained model's files (served by `trained_model.py`).
 
 Files are found by listing folders the platform made for the experiment; a download names one
 of the listed files, so nothing from the request becomes a path.
@@ -6,15 +7,15 @@ of the listed files, so nothing from the request becomes a path.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, PlainTextResponse, Response
 
-from api.deps import OwnerDep, SettingsDep, StoreDep
-from api.errors import ERROR_RESPONSES
-from api.schemas import ArtifactList, ArtifactPublic
+from api.deps import OwnerDep, ServiceDep, SettingsDep, StoreDep
+from api.errors import ERROR_RESPONSES, error_responses
+from api.routes.trained_model import RUN_ID, check_download_size, model_files
+from api.schemas import ArtifactList, ArtifactPublic, ErrorPublic, ExperimentId
 from ppo_platform.errors import NotFoundError
 from ppo_platform.jobs import Experiment
 from ppo_platform.jobs.worker import job_folder
@@ -22,16 +23,32 @@ from ppo_platform.settings import Settings
 from ppo_platform.spec.loader import dump_spec, validate_data
 
 router = APIRouter(prefix="/v1/experiments", tags=["artifacts"], responses=ERROR_RESPONSES)
-RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 RESOLVED_SPEC = "resolved_spec.yaml"
-SUFFIXES = {".yaml", ".yml", ".json", ".md", ".png", ".csv", ".txt"}
+VIDEOS = "videos"  # a run's evaluation videos (`evaluation.video`)
+# What each listed file goes out as (the resolved spec is YAML too).
+MEDIA_TYPES = {
+    ".yaml": "application/yaml",
+    ".yml": "application/yaml",
+    ".json": "application/json",
+    ".md": "text/markdown",
+    ".png": "image/png",
+    ".csv": "text/csv",
+    ".txt": "text/plain",
+    ".mp4": "video/mp4",
+}
+SUFFIXES = set(MEDIA_TYPES)
+# Structured files are any value once parsed; the others are text or bytes.
+FILE_CONTENT = {
+    media: {"schema": {} if media.startswith("application/") else {"type": "string"}}
+    for media in sorted(set(MEDIA_TYPES.values()))
+}
 
 
 def _folders(job: Experiment, settings: Settings) -> list[Path]:
     folders = [job_folder(settings, job.id)]
     if job.mlflow_run_id and RUN_ID.fullmatch(job.mlflow_run_id):
         run_dir = settings.runs_dir / job.mlflow_run_id
-        folders += [run_dir, run_dir / "report"]
+        folders += [run_dir, run_dir / "report", run_dir / VIDEOS]
     return folders
 
 
@@ -41,22 +58,28 @@ def _files(job: Experiment, settings: Settings) -> dict[str, Path]:
     for folder in _folders(job, settings):
         if folder.is_dir():
             for path in sorted(folder.iterdir()):
-                if path.is_file() and path.suffix in SUFFIXES:
+                if path.is_file() and not path.is_symlink() and path.suffix in SUFFIXES:
                     found.setdefault(path.name, path)
     return found
 
 
-@router.get("/{experiment_id}/artifacts", response_model=ArtifactList)
+@router.get(
+    "/{experiment_id}/artifacts", response_model=ArtifactList, responses=error_responses(404, 422)
+)
 def list_artifacts(
-    experiment_id: str, owner: OwnerDep, store: StoreDep, settings: SettingsDep
+    experiment_id: ExperimentId, owner: OwnerDep, store: StoreDep, settings: SettingsDep
 ) -> ArtifactList:
     """The files you can download, with their sizes."""
     job = store.get(experiment_id, owner)
-    base = f"/v1/experiments/{job.id}/artifacts"
+    base, model = f"/v1/experiments/{job.id}/artifacts", f"/v1/experiments/{job.id}/model"
     items = [ArtifactPublic(name=RESOLVED_SPEC, size=-1, url=f"{base}/{RESOLVED_SPEC}")]
     items += [
         ArtifactPublic(name=name, size=path.stat().st_size, url=f"{base}/{name}")
         for name, path in _files(job, settings).items()
+    ]
+    items += [
+        ArtifactPublic(name=name, size=path.stat().st_size, url=f"{model}/{name}")
+        for name, path in model_files(job, settings).items()
     ]
     return ArtifactList(items=items)
 
@@ -64,10 +87,19 @@ def list_artifacts(
 @router.get(
     "/{experiment_id}/artifacts/{name}",
     response_class=Response,
-    responses={200: {"content": {"application/octet-stream": {"schema": {"type": "string"}}}}},
+    responses={
+        200: {"description": "The file, as its suffix says.", "content": FILE_CONTENT},
+        **error_responses(404, 422),
+        413: {"model": ErrorPublic, "description": "The file is over max_download_bytes."},
+    },
 )
 def download_artifact(
-    experiment_id: str, name: str, owner: OwnerDep, store: StoreDep, settings: SettingsDep
+    experiment_id: ExperimentId,
+    name: str,
+    owner: OwnerDep,
+    store: StoreDep,
+    settings: SettingsDep,
+    service: ServiceDep,
 ) -> Response:
     """One listed file."""
     job = store.get(experiment_id, owner)
@@ -77,4 +109,5 @@ def download_artifact(
     path = _files(job, settings).get(name)
     if path is None:
         raise NotFoundError(f"experiment {experiment_id} has no artifact {name!r}.")
-    return FileResponse(path, filename=name)
+    check_download_size(path, name, service.max_download_bytes)
+    return FileResponse(path, filename=name, media_type=MEDIA_TYPES[path.suffix])

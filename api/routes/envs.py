@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from api.deps import OwnerDep
-from api.errors import ERROR_RESPONSES
+from api.errors import ERROR_RESPONSES, error_responses
 from api.schemas import EnvList
 from ppo_platform.envs.packages import imported_env_packages
 from ppo_platform.spec.env_ids import matching_env_ids
@@ -15,7 +15,7 @@ from ppo_platform.spec.env_ids import matching_env_ids
 router = APIRouter(prefix="/v1", tags=["envs"], responses=ERROR_RESPONSES)
 
 
-@router.get("/envs", response_model=EnvList)
+@router.get("/envs", response_model=EnvList, responses=error_responses(422))
 def list_envs(
     _owner: OwnerDep,
     contains: Annotated[

@@ -13,13 +13,36 @@ from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import OwnerDep, SettingsDep, StoreDep
-from api.errors import ERROR_RESPONSES
+from api.errors import ERROR_RESPONSES, error_responses
 from api.present import event_public
-from api.schemas import EventList, MetricHistory, MetricPoint
-from ppo_platform.errors import BadInputError, SpecIssue
+from api.schemas import EventList, ExperimentId, MetricHistory, MetricList, MetricPoint
+from ppo_platform.errors import BadInputError, NotFoundError, SpecIssue
 from ppo_platform.jobs import TERMINAL, JobStore
+from ppo_platform.jobs.models import EVENT_KINDS
+from ppo_platform.public.events import EVENT_ADAPTER
 
 router = APIRouter(prefix="/v1/experiments", tags=["events"], responses=ERROR_RESPONSES)
+# One SSE frame, as OpenAPI 3.1 describes the events of a stream: `data` holds an event as
+# JSON (one of the event schemas, by `kind`).
+SSE_FRAME = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "description": "The event id: resume after it (Last-Event-ID)."},
+        "event": {"type": "string", "enum": list(EVENT_KINDS)},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {
+                key: value
+                for key, value in EVENT_ADAPTER.json_schema(
+                    ref_template="#/components/schemas/{model}"
+                ).items()
+                if key != "$defs"
+            },
+        },
+    },
+    "required": ["id", "event", "data"],
+}
 POLL_SECONDS = 0.5
 KEEPALIVE_SECONDS = 15.0
 METRIC_KEY = r"^[A-Za-z0-9_./ -]{1,250}$"
@@ -70,17 +93,29 @@ async def _stream(request: Request, store: JobStore, job_id: str, last: int) -> 
 @router.get(
     "/{experiment_id}/events",
     response_class=StreamingResponse,
-    responses={200: {"content": {"text/event-stream": {"schema": {"type": "string"}}}}},
+    responses={
+        200: {
+            "description": "One SSE frame per event: `id:` the event id, `event:` its kind, "
+            "`data:` the event as JSON (an `Event`).",
+            "content": {"text/event-stream": {"schema": SSE_FRAME}},
+        },
+        **error_responses(404, 422, 429),
+    },
 )
 def stream_events(
-    experiment_id: str,
+    experiment_id: ExperimentId,
     request: Request,
     owner: OwnerDep,
     store: StoreDep,
     last_event_id: Annotated[
-        str | None,
-        Header(alias="Last-Event-ID", description="Resume after this event id (reconnects)."),
-    ] = None,
+        str,
+        Header(
+            alias="Last-Event-ID",
+            description="Resume after this event id (reconnects); empty: from the start.",
+            # Documented here, checked by event_id_after (its 422 names the header).
+            json_schema_extra={"pattern": f"^(|{EVENT_ID.pattern})$"},
+        ),
+    ] = "",
 ) -> StreamingResponse:
     """Server-Sent Events: progress, evals, alerts and status changes; `id:` is the event id."""
     last = event_id_after(last_event_id)
@@ -94,29 +129,54 @@ def stream_events(
     )
 
 
-@router.get("/{experiment_id}/alerts", response_model=EventList)
-def list_alerts(experiment_id: str, owner: OwnerDep, store: StoreDep) -> EventList:
+@router.get(
+    "/{experiment_id}/alerts", response_model=EventList, responses=error_responses(404, 422)
+)
+def list_alerts(experiment_id: ExperimentId, owner: OwnerDep, store: StoreDep) -> EventList:
     """The diagnostics alerts raised so far, oldest first."""
     store.get(experiment_id, owner)
     events = store.events_after(experiment_id, kinds=["alert"], limit=10_000)
     return EventList(items=[event_public(e) for e in events])
 
 
-@router.get("/{experiment_id}/metrics", response_model=MetricHistory)
-def metric_history(
-    experiment_id: str,
+@router.get(
+    "/{experiment_id}/metrics", response_model=MetricList, responses=error_responses(404, 422)
+)
+def list_metrics(
+    experiment_id: ExperimentId, owner: OwnerDep, store: StoreDep, settings: SettingsDep
+) -> MetricList:
+    """The metric keys the experiment's MLflow run has logged (none before it has a run)."""
+    run_id = store.get(experiment_id, owner).mlflow_run_id
+    if not run_id:
+        return MetricList(run_id=None, keys=[])
+    from ppo_platform.tracking.reads import stored_metric_keys  # MLflow: on first use only
+
+    return MetricList(run_id=run_id, keys=stored_metric_keys(settings.tracking_uri, run_id))
+
+
+@router.get(
+    "/{experiment_id}/metrics/history",
+    response_model=MetricHistory,
+    responses=error_responses(404, 422),
+)
+def get_metric_history(
+    experiment_id: ExperimentId,
     owner: OwnerDep,
     store: StoreDep,
     settings: SettingsDep,
     key: Annotated[str, Query(pattern=METRIC_KEY, description="e.g. eval/mean_reward")],
 ) -> MetricHistory:
-    """A metric's history from the experiment's MLflow run (empty before it has one)."""
-    job = store.get(experiment_id, owner)
-    run_id = job.mlflow_run_id
+    """A metric's history from the experiment's MLflow run; 404 for a key it has not logged."""
+    run_id = store.get(experiment_id, owner).mlflow_run_id
     if not run_id:
-        return MetricHistory(key=key, run_id=None, points=[])
-    from ppo_platform.tracking.reads import stored_history  # MLflow: on first use only
+        raise NotFoundError(f"experiment {experiment_id} has no MLflow run yet, so no {key!r}.")
+    from ppo_platform.tracking.reads import stored_history, stored_metric_keys  # MLflow: now
 
+    if key not in stored_metric_keys(settings.tracking_uri, run_id):
+        raise NotFoundError(
+            f"experiment {experiment_id} has no metric {key!r} (yet); GET "
+            f"/v1/experiments/{experiment_id}/metrics lists its keys."
+        )
     history = stored_history(settings.tracking_uri, run_id, key)
     points = [MetricPoint(step=s, value=v if v == v else None) for s, v in history]
     return MetricHistory(key=key, run_id=run_id, points=points)

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
 from api.deps import IntakeDep, OwnerDep, ServiceDep, SnapshotsDep, StoreDep
-from api.errors import ERROR_RESPONSES
+from api.errors import ERROR_RESPONSES, error_responses
 from api.present import experiment_public, submit_rendered
-from api.schemas import ExperimentList, ExperimentPublic
+from api.schemas import ExperimentId, ExperimentKind, ExperimentList, ExperimentPublic
+from api.schemas import ExperimentStatus as Status
 from api.spec_body import SPEC_BODY, read_spec_text
 
 router = APIRouter(prefix="/v1/experiments", tags=["experiments"], responses=ERROR_RESPONSES)
@@ -31,7 +32,11 @@ IdempotencyKey = Annotated[
     status_code=202,
     response_model=ExperimentPublic,
     openapi_extra=SPEC_BODY,
-    responses={200: {"model": ExperimentPublic, "description": "Known Idempotency-Key."}},
+    responses={
+        200: {"model": ExperimentPublic, "description": "Known Idempotency-Key."},
+        202: {"description": "Queued; `Location` names the experiment."},
+        **error_responses(408, 413, 415, 422, 429),
+    },
 )
 async def submit_experiment(
     request: Request,
@@ -60,20 +65,20 @@ async def submit_experiment(
     )
 
 
-@router.get("", response_model=ExperimentList)
+@router.get("", response_model=ExperimentList, responses=error_responses(422))
 def list_experiments(
     owner: OwnerDep,
     store: StoreDep,
-    status: Literal["queued", "running", "succeeded", "failed", "cancelled"] | None = None,
-    kind: Literal["run", "sweep", "tune"] | None = None,
+    status: Status | None = None,
+    kind: ExperimentKind | None = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
     cursor: Annotated[str | None, Query(pattern=r"^[0-9]{1,12}$")] = None,
 ) -> ExperimentList:
     """Your experiments, newest first; `next_cursor` pages on."""
     rows, following = store.page(
         owner,
-        status=status,
-        kind=kind,
+        status=status and status.value,
+        kind=kind and kind.value,
         limit=limit,
         cursor=int(cursor) if cursor else None,
     )
@@ -83,8 +88,12 @@ def list_experiments(
     )
 
 
-@router.get("/{experiment_id}", response_model=ExperimentPublic)
-async def get_experiment(experiment_id: str, owner: OwnerDep, snapshots: SnapshotsDep) -> Any:
+@router.get(
+    "/{experiment_id}", response_model=ExperimentPublic, responses=error_responses(404, 422)
+)
+async def get_experiment(
+    experiment_id: ExperimentId, owner: OwnerDep, snapshots: SnapshotsDep
+) -> Any:
     """Status, progress, diagnostics, alert count, MLflow ids, and the result or error."""
     # The hot path of clients that poll: from memory on the event loop while the row is
     # unchanged (StatusSnapshots checks that against the store), else one thread trip.
@@ -94,7 +103,14 @@ async def get_experiment(experiment_id: str, owner: OwnerDep, snapshots: Snapsho
     return Response(body, media_type="application/json")
 
 
-@router.post("/{experiment_id}/cancel", response_model=ExperimentPublic, status_code=202)
-def cancel_experiment(experiment_id: str, owner: OwnerDep, store: StoreDep) -> ExperimentPublic:
+@router.post(
+    "/{experiment_id}/cancel",
+    response_model=ExperimentPublic,
+    status_code=202,
+    responses=error_responses(404, 409, 422, 429),
+)
+def cancel_experiment(
+    experiment_id: ExperimentId, owner: OwnerDep, store: StoreDep
+) -> ExperimentPublic:
     """Cancel: a queued experiment never starts; a running one stops within seconds."""
     return experiment_public(store.cancel(experiment_id, owner))

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
 from api.deps import IntakeDep, OwnerDep
-from api.errors import ERROR_RESPONSES
+from api.errors import ERROR_RESPONSES, error_responses
 from api.schemas import PlanCreate, PlanPublic, ValidationPublic
 from api.spec_body import SPEC_BODY, read_spec_text
 from ppo_platform.jobs.intake import plan_for_service
@@ -18,7 +18,12 @@ from ppo_platform.jobs.intake_pool import validation_summary
 router = APIRouter(prefix="/v1", tags=["specs"], responses=ERROR_RESPONSES)
 
 
-@router.post("/specs/validate", response_model=ValidationPublic, openapi_extra=SPEC_BODY)
+@router.post(
+    "/specs/validate",
+    response_model=ValidationPublic,
+    openapi_extra=SPEC_BODY,
+    responses=error_responses(408, 413, 415, 422, 429),
+)
 async def validate_spec(request: Request, _owner: OwnerDep, intake: IntakeDep) -> Any:
     """Validate a spec (YAML or JSON): 200 with the resolved spec, or 422 with every issue."""
     text = await read_spec_text(request)
@@ -29,7 +34,10 @@ async def validate_spec(request: Request, _owner: OwnerDep, intake: IntakeDep) -
 @router.post(
     "/plans",
     response_model=PlanPublic,
-    responses={200: {"content": {"text/markdown": {"schema": {"type": "string"}}}}},
+    responses={
+        200: {"content": {"text/markdown": {"schema": {"type": "string"}}}},
+        **error_responses(400, 408, 413, 422, 429),
+    },
 )
 def create_plan(body: PlanCreate, _owner: OwnerDep, accept: str | None = Header(None)) -> Any:
     """Plan a run for an env and budget: spec.yaml and skill-ppo-trainer.md (or just the

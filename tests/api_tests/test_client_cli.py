@@ -1,4 +1,5 @@
-"""`ppo-platform submit | status | cancel` through ppo_platform.client, against the server."""
+"""`ppo-platform submit | status | cancel` through the CLI's typed HTTP client, against the
+server."""
 
 from __future__ import annotations
 
@@ -39,11 +40,25 @@ def test_submit_follows_to_the_end_and_status_cancel_work(server, tiny, tmp_path
     assert any(line.startswith("eval: ") for line in lines)
 
     spec.write_text(tiny(400_000, name="via-cli-long"))
-    detached = _cli(server, keys["bob"], "submit", str(spec), "--detach")
+    detached = _cli(
+        server,
+        keys["bob"],
+        "submit",
+        str(spec),
+        "--detach",
+        "--set",
+        "name=via-cli-set",
+        "--set",
+        "update.epochs=3",
+    )
     job_id = detached.stdout.strip()
-    assert detached.returncode == 0 and len(job_id) == 32
+    assert detached.returncode == 0 and len(job_id) == 32, detached.stderr
     status = _cli(server, keys["bob"], "status", job_id)
-    assert json.loads(status.stdout)["name"] == "via-cli-long"
+    shown = json.loads(status.stdout)
+    assert shown["name"] == "via-cli-set" and shown["created_at"].endswith("+00:00")
+    refused = _cli(server, keys["bob"], "submit", str(spec), "--set", "update.epochs=31")
+    assert refused.returncode == 2 and "update.epochs" in refused.stderr
+    assert "K = 31 epochs" in refused.stderr
     cancelled = _cli(server, keys["bob"], "cancel", job_id)
     assert cancelled.returncode == 0 and "cancel" in cancelled.stdout
     other = _cli(server, keys["alice"], "status", job_id)

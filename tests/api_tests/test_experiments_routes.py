@@ -25,6 +25,24 @@ def test_submit_is_202_with_links_and_idempotent(alice, post_spec, tiny) -> None
     assert again.status_code == 200 and again.json()["id"] == body["id"]
     listed = alice.get("/v1/experiments", params={"limit": 100}).json()["items"]
     assert [j["name"] for j in listed].count("idem") == 1
+    # POST, GET and the list answer the same moment, in UTC with its offset.
+    read = alice.get(f"/v1/experiments/{body['id']}").json()
+    from_list = next(j for j in listed if j["id"] == body["id"])
+    assert body["created_at"] == read["created_at"] == from_list["created_at"]
+    assert body["created_at"].endswith("+00:00")
+
+
+def test_a_json_spec_is_read_like_yaml_and_malformed_ids_are_422(alice) -> None:
+    spec = {"name": "as-json", "env": {"id": "CartPole-v1"}, "update": {"epochs": 31}}
+    refused = alice.post("/v1/specs/validate", json=spec)
+    assert refused.status_code == 422 and refused.json()["issues"][0]["path"] == "update.epochs"
+    spec["update"]["epochs"] = 4
+    valid = alice.post("/v1/specs/validate", json=spec)
+    assert valid.status_code == 200, valid.text
+    assert valid.json()["spec"]["update"]["epochs"] == 4
+    assert valid.json()["spec"]["evaluation"]["async"] is False  # written as the spec is
+    malformed = alice.get("/v1/experiments/not-an-id")
+    assert malformed.status_code == 422 and malformed.json()["issues"][0]["path"].endswith("id")
 
 
 def test_invalid_specs_are_refused_before_queueing(alice, post_spec) -> None:
@@ -52,9 +70,15 @@ def test_a_finished_run_reports_result_alerts_metrics_artifacts(alice, post_spec
     assert job["progress"]["timesteps"] == 1024 and job["diagnostics"]["approx_kl"] is not None
     alerts = alice.get(f"/v1/experiments/{job_id}/alerts").json()["items"]
     assert len(alerts) == job["alerts"] and all(a["kind"] == "alert" for a in alerts)
-    metrics = alice.get(f"/v1/experiments/{job_id}/metrics", params={"key": "eval/mean_reward"})
+    keys = alice.get(f"/v1/experiments/{job_id}/metrics").json()
+    assert keys["run_id"] == job["mlflow_run_id"]
+    assert {"eval/mean_reward", "train/approx_kl"} <= set(keys["keys"])
+    history = f"/v1/experiments/{job_id}/metrics/history"
+    metrics = alice.get(history, params={"key": "eval/mean_reward"})
     assert metrics.status_code == 200, metrics.text
     assert [p["step"] for p in metrics.json()["points"]][-1] == 1024
+    unknown = alice.get(history, params={"key": "eval/no_such_metric"})
+    assert unknown.status_code == 404 and "eval/no_such_metric" in unknown.json()["message"]
     names = {a["name"] for a in alice.get(f"/v1/experiments/{job_id}/artifacts").json()["items"]}
     assert {"resolved_spec.yaml", "spec.yaml", "training_curves.png", "alerts.json"} <= names
     spec = alice.get(f"/v1/experiments/{job_id}/artifacts/resolved_spec.yaml")

@@ -14,6 +14,17 @@ import httpx
 from ppo_platform.jobs import JobStore
 
 
+def test_a_method_a_path_does_not_have_is_405_naming_the_ones_it_has(server, alice) -> None:
+    with server.client(None) as anonymous:
+        trace = anonymous.request("TRACE", "/healthz")
+    assert trace.status_code == 405 and trace.headers["Allow"] == "GET"
+    both = alice.request("OPTIONS", "/v1/experiments")
+    assert both.status_code == 405 and both.headers["Allow"] == "GET, POST"
+    assert both.json()["type"] == "MethodNotAllowed"
+    cancel = alice.delete(f"/v1/experiments/{'0' * 32}/cancel")
+    assert cancel.status_code == 405 and cancel.headers["Allow"] == "POST"
+
+
 def test_health_checks_need_no_key(server) -> None:
     with server.client(None) as anonymous:
         assert anonymous.get("/healthz").json() == {"status": "ok"}
@@ -51,7 +62,8 @@ def test_another_keys_experiment_is_not_found_for_every_route(alice, bob, tiny, 
         ("GET", "/alerts"),
         ("GET", "/artifacts"),
         ("GET", "/artifacts/resolved_spec.yaml"),
-        ("GET", "/metrics?key=eval/mean_reward"),
+        ("GET", "/metrics"),
+        ("GET", "/metrics/history?key=eval/mean_reward"),
         ("POST", "/cancel"),
     ]:
         response = bob.request(method, f"/v1/experiments/{job_id}{path}")

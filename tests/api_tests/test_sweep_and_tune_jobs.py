@@ -27,6 +27,8 @@ def test_a_sweep_job_trains_every_member_under_one_parent_run(alice, post_spec, 
     assert job["mlflow_run_id"] == result["parent_run_id"]
     assert sorted(job["mlflow_run_ids"]) == sorted(r["run_id"] for r in result["runs"])
     assert job["progress"] == {"runs_done": 2, "runs_total": 2}
+    events = alice.get(f"/v1/experiments/{job['id']}/events").text
+    assert events.count("event: member\n") == 2, events[:500]
     logs = alice.get(f"/v1/experiments/{job['id']}/artifacts").json()["items"]
     assert any(a["name"].endswith(".md") for a in logs)
 
@@ -61,6 +63,7 @@ def test_a_tune_job_reports_the_best_value_and_spec(alice, post_spec, wait) -> N
     assert progress["best_value"] == result["best_value"]
     events = alice.get(f"/v1/experiments/{job['id']}/events")
     assert "trials_done" in events.text, events.text[:500]
+    assert events.text.count("event: trial\n") == 2, events.text[:500]
     names = {a["name"] for a in alice.get(f"/v1/experiments/{job['id']}/artifacts").json()["items"]}
     assert "best_spec.yaml" in names
     assert (

@@ -151,3 +151,20 @@ def test_an_optuna_storage_that_does_not_answer_names_its_setting_without_the_pa
         message
     )
     assert "secret" not in message
+
+
+def test_a_task_of_a_cuda_run_is_given_a_gpu_and_others_none(ray_address: str) -> None:
+    import ray
+
+    from ppo_platform.spec.machine import task_gpus
+
+    if not connect(ray_address).cluster_resources().get("GPU"):
+        pytest.fail("the test cluster declares no GPU (.ci/services.sh gives its second node one)")
+    tasks = [
+        Task("cuda", ray.get_gpu_ids, num_gpus=task_gpus("cuda")),
+        Task("auto", ray.get_gpu_ids, num_gpus=task_gpus("auto")),
+    ]
+    with RayExecutor(ray_address) as executor:
+        results = {r.key: r for r in executor.map_tasks(tasks)}
+    assert results["cuda"].ok and len(results["cuda"].value) == 1
+    assert results["auto"].ok and results["auto"].value == []

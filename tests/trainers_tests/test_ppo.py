@@ -12,13 +12,13 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
+from stable_baselines3.common.utils import LinearSchedule
 from trainer_rollouts import train_seeded, with_rollout
 
 from trainers.errors import NonFiniteError
 from trainers.losses import LossError
 from trainers.ppo import MonitoredPPO, epoch_kl_name
 from trainers.ppo_kl import KLPenaltyPPO, MonitoredKLPPO
-from trainers.schedules import LinearSchedule
 
 SEED = 3
 # 2 envs x 64 steps = 128 transitions, 4 minibatches of 32 per epoch: shuffling matters.
@@ -26,8 +26,8 @@ BASE: dict[str, Any] = {
     "n_steps": 64,
     "batch_size": 32,
     "n_epochs": 4,
-    "learning_rate": LinearSchedule(3e-3),
-    "clip_range": LinearSchedule(0.2),
+    "learning_rate": LinearSchedule(3e-3, 0.0, end_fraction=1.0),
+    "clip_range": LinearSchedule(0.2, 0.0, end_fraction=1.0),
 }
 CASES: dict[str, tuple[str, dict[str, Any], float]] = {
     # name: (env id, extra PPO kwargs, progress_remaining at the update)

@@ -14,8 +14,10 @@ from typing import Annotated, NoReturn
 import typer
 
 from ppo_platform import tracing
+from ppo_platform.cli.agent_commands import register as register_agent_commands
 from ppo_platform.cli.env_commands import EnvPackages, register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
+from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.cli.service_commands import register as register_service_commands
 from ppo_platform.errors import (
@@ -48,12 +50,6 @@ app = typer.Typer(
 
 SpecPath = Annotated[
     Path, typer.Argument(help="Path to a YAML experiment spec.", show_default=False)
-]
-Overrides = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--set", help="Override a field: dotted.path=value (repeatable); validated as usual."
-    ),
 ]
 
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files in --out.")]
@@ -382,6 +378,7 @@ def tune(
 register_service_commands(app)  # serve, keys, submit, status, cancel (cli_service.py)
 register_interop_commands(app)  # import-zoo (cli_interop.py)
 register_env_commands(app)  # envs (env_commands.py)
+register_agent_commands(app)  # enjoy, export (agent_commands.py)
 
 
 _run_closed = False  # set by `run` once its run is closed and everything is durable

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from ppo_platform.cli.env_commands import EnvPackages
+from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import fail
 from ppo_platform.errors import EXIT_BAD_INPUT, EXIT_FAILED, PlatformError
+from ppo_platform.public import ExperimentStatus
 from ppo_platform.spec.loader import read_spec_text
+
+if TYPE_CHECKING:
+    from ppo_platform.cli.http_client import ApiClient
 
 keys_app = typer.Typer(help="API keys of the REST service (stored only as hashes).")
 Server = Annotated[
@@ -101,7 +106,7 @@ def keys_revoke(name: Annotated[str, typer.Argument(help="The key's owner name."
     typer.echo(f"revoked {name}")
 
 
-def _client(server: str | None):  # type: ignore[no-untyped-def]
+def _client(server: str | None) -> ApiClient:
     from ppo_platform.cli.http_client import API_KEY_ENV, DEFAULT_SERVER, SERVER_ENV, ApiClient
 
     key = os.environ.get(API_KEY_ENV)
@@ -111,25 +116,42 @@ def _client(server: str | None):  # type: ignore[no-untyped-def]
     return ApiClient(server or os.environ.get(SERVER_ENV, DEFAULT_SERVER), key)
 
 
+def _spec_body(spec: Path, overrides: list[str]) -> str | dict[str, Any]:
+    """The spec as written (the server's issues then name its lines), or with `--set`
+    applied as data (sent as JSON; the server validates it as usual)."""
+    text = read_spec_text(spec)
+    if not overrides:
+        return text
+    from ppo_platform.spec.overrides import apply_overrides
+    from ppo_platform.spec.yaml_source import parse_yaml
+
+    data, _ = parse_yaml(text, str(spec))
+    if not isinstance(data, dict):
+        return text  # not a mapping: the server says what is wrong with it
+    return apply_overrides(data, overrides)
+
+
 def submit(
     spec: Annotated[Path, typer.Argument(help="Path to a YAML experiment spec.")],
+    overrides: Overrides = None,
     server: Server = None,
     detach: Annotated[bool, typer.Option(help="Print the id and return at once.")] = False,
 ) -> None:
     """Submit a spec to the server; print its id, then follow it to the end unless --detach."""
     client = _client(server)
     try:
-        job = client.submit(read_spec_text(spec))
-        typer.echo(job["id"])
+        job = client.submit(_spec_body(spec, overrides or []))
+        typer.echo(job.id)
         if detach:
             return
-        for event in client.events(job["id"]):
-            typer.echo(f"{event['kind']}: {event['data']}")
-        job = client.get(job["id"])
+        for event in client.events(job.id):
+            typer.echo(f"{event.kind}: {event.data.model_dump(mode='json', exclude_none=True)}")
+        job = client.get(job.id)
     except PlatformError as error:
         fail(error)
-    typer.echo(f"{job['status']}: run {job['mlflow_run_id']}, result {job['result']}")
-    if job["status"] != "succeeded":
+    result = job.result.model_dump(mode="json") if job.result else None
+    typer.echo(f"{job.status.value}: run {job.mlflow_run_id}, result {result}")
+    if job.status != ExperimentStatus.SUCCEEDED:
         raise typer.Exit(EXIT_FAILED)
 
 
@@ -137,13 +159,11 @@ def status(
     experiment_id: Annotated[str, typer.Argument(help="Experiment id.")], server: Server = None
 ) -> None:
     """Print an experiment's status, progress and result as JSON."""
-    import json
-
     try:
         job = _client(server).get(experiment_id)
     except PlatformError as error:
         fail(error)
-    typer.echo(json.dumps(job, indent=2))
+    typer.echo(job.model_dump_json(indent=2))
 
 
 def cancel(
@@ -154,7 +174,7 @@ def cancel(
         job = _client(server).cancel(experiment_id)
     except PlatformError as error:
         fail(error)
-    typer.echo(f"{experiment_id}: {job['status']} (cancel requested)")
+    typer.echo(f"{experiment_id}: {job.status.value} (cancel requested)")
 
 
 def register(app: typer.Typer) -> None:

@@ -20,12 +20,17 @@ CANCELLED = "Cancelled: the task was cancelled before it started"
 
 @dataclass(frozen=True)
 class Task:
-    """One job: `fn(*args, **kwargs)` in a worker process; `key` names it in results."""
+    """One job: `fn(*args, **kwargs)` in a worker process; `key` names it in results.
+
+    `num_gpus`: GPUs the task needs (a run with `policy.device: cuda`); a cluster executor
+    reserves them, a local one has the machine's.
+    """
 
     key: str
     fn: Callable[..., Any]
     args: tuple[Any, ...] = ()
     kwargs: dict[str, Any] = field(default_factory=dict)
+    num_gpus: float = 0.0
 
 
 @dataclass(frozen=True)

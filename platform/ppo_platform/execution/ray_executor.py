@@ -141,6 +141,15 @@ def call_task(
     return TaskResult(task.key, value=value, pid=os.getpid(), started=started, ended=time.time())
 
 
+def task_options(task: Task, num_gpus: float) -> dict[str, Any]:
+    """Ray options of one task: the settings it must see, and the GPUs it needs beyond the
+    executor's `num_gpus` (a run on `cuda`: the cluster places it on a node with a GPU)."""
+    options: dict[str, Any] = {"runtime_env": {"env_vars": forwarded_env()}}
+    if task.num_gpus > num_gpus:
+        options["num_gpus"] = task.num_gpus
+    return options
+
+
 class RayExecutor(QueuedExecutor):
     """Submits each task as a Ray task; a thread collects them as they finish.
 
@@ -167,6 +176,7 @@ class RayExecutor(QueuedExecutor):
         if fresh_process:
             options["max_calls"] = 1
         self._remote = self._ray.remote(**options)(call_task)
+        self.num_gpus = num_gpus
         self.torch_threads = torch_threads
         self._own_group = fresh_process
         self.executor_id = uuid.uuid4().hex  # names this executor's cancel flags
@@ -179,13 +189,13 @@ class RayExecutor(QueuedExecutor):
         self._collector.start()
 
     def submit(self, task: Task) -> None:
-        runtime_env = {"env_vars": forwarded_env()}
+        options = task_options(task, self.num_gpus)
         with self._lock:
             if self._closed:
                 raise RuntimeError("the executor is shut down")
             self._claim(task.key)
             try:
-                ref = self._remote.options(runtime_env=runtime_env).remote(
+                ref = self._remote.options(**options).remote(
                     task,
                     self.torch_threads,
                     self._own_group,

@@ -61,6 +61,11 @@ class ServiceSettings(BaseSettings):
         "process stops working within this time (0: look every key up).",
     )
     max_body_bytes: int = Field(1_000_000, ge=1024, description="Largest request body accepted.")
+    max_download_bytes: int = Field(
+        1 << 30,
+        ge=1,
+        description="Largest file the API serves (a run's model.zip, vecnormalize.pkl, videos).",
+    )
     login_attempts: int = Field(
         10, ge=1, description="Failed dashboard logins allowed per client address per window."
     )

@@ -28,6 +28,7 @@ from ppo_platform.jobs.config import ServiceSettings
 from ppo_platform.jobs.store import JobStore, age_seconds
 from ppo_platform.jobs.worker import ORPHANED, run_job
 from ppo_platform.settings import get_settings
+from ppo_platform.spec.machine import task_gpus
 
 log = logging.getLogger(__name__)
 TICK_SECONDS = 0.25
@@ -191,6 +192,13 @@ class Dispatcher:
                 self._retried(partial(self.store.requeue, job_id, LEASE_REASON))
                 self.leased.discard(job_id)
 
+    def _gpus(self, job_id: str) -> float:
+        """GPUs the job's process needs: a run on `cuda` (a sweep's or study's runs reserve
+        their own, as tasks of their own)."""
+        job = self._retried(lambda: self.store.get(job_id))
+        policy = job.spec.get("policy") if job.kind == "run" else None
+        return task_gpus(policy.get("device") if isinstance(policy, dict) else None)
+
     def _retried(self, call: Callable[[], T]) -> T:
         """A store write, tried again with backoff (0.1 s doubling) on a transient database
         error; the last error is raised (the step is retried, its state kept)."""
@@ -284,6 +292,11 @@ class Dispatcher:
             self.running[job_id] = owner
             self.memory[job_id] = needed
             counts[owner] += 1
-            task = Task(job_id, run_job, (job_id, self.store.url, self.service.job_nice))
+            task = Task(
+                job_id,
+                run_job,
+                (job_id, self.store.url, self.service.job_nice),
+                num_gpus=self._gpus(job_id),
+            )
             self.executor.submit(task)
             free -= 1

@@ -35,6 +35,7 @@ SafeName = Annotated[
     ),
 ]
 Scalar = str | int | float | bool | None
+MAX_VIDEO_EPISODES = 10
 
 
 class Schedule(StrictModel):
@@ -171,6 +172,12 @@ class PolicySpec(StrictModel):
     sde_sample_freq: int = Field(
         -1, ge=-1, description="With use_sde: resample the noise every n steps (-1: per rollout)."
     )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto",
+        description="Where the networks train: `auto` (a CUDA GPU for CNN policies when torch "
+        "sees one, else the CPU: small MLPs are faster there), `cpu`, or `cuda` (refused at "
+        "validation when torch sees no GPU; a Ray task then asks for one).",
+    )
 
 
 class BudgetSpec(StrictModel):
@@ -258,6 +265,14 @@ class EvaluationSpec(StrictModel):
         "training goes on; results are logged at the snapshot's env step and equal the "
         "in-process evaluation's (same snapshot, same seed).",
     )
+    video: int = Field(
+        0,
+        ge=0,
+        le=MAX_VIDEO_EPISODES,
+        description="Record this many episodes of the final policy as MP4 videos, kept with "
+        "the run (MLflow artifacts under videos/, shown on the dashboard); 0: off. Needs the "
+        "`video` extra and an env that renders `rgb_array` frames.",
+    )
 
 
 class CheckpointSpec(StrictModel):
@@ -332,9 +347,13 @@ class ExperimentSpec(StrictModel):
         """Stable hash of the resolved spec: identical hyperparameters, identical hash."""
         # The search sections describe other runs, not this one's hyperparameters.
         training = {k: v for k, v in self.resolved().items() if k not in ("sweep", "tune")}
-        # Where the evaluation runs does not change its results (nor earlier specs' hashes).
+        # Where the evaluation runs, whether it is filmed and on which device the networks
+        # train change no hyperparameter: left out at their defaults (earlier specs' hashes).
         training["evaluation"] = {
-            k: v for k, v in training["evaluation"].items() if k != "async" or v
+            k: v for k, v in training["evaluation"].items() if k not in ("async", "video") or v
+        }
+        training["policy"] = {
+            k: v for k, v in training["policy"].items() if k != "device" or v != "auto"
         }
         # Specs without wrappers (and with the default clip-fraction rule) keep the hashes
         # they had before those fields existed.

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from ppo_platform.envs.vocabulary import BUILTIN_WRAPPERS, PACKAGE, PackageWrapperSpec
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
+from ppo_platform.spec.machine import machine_refusals
 from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dotted
 from ppo_platform.spec.resources import resource_refusals
 from ppo_platform.spec.rules import inconsistencies, refusals
@@ -182,7 +183,7 @@ def validate_data(
         issues = [_issue_from_pydantic(error, positions) for error in exc.errors()]
         raise SpecError(_capped(issues), source) from None
     problems = [*inconsistencies(spec), *refusals(spec)]
-    problems = problems or resource_refusals(spec)
+    problems = problems or [*resource_refusals(spec), *machine_refusals(spec)]
     if problems:
         located = []
         for issue in problems:

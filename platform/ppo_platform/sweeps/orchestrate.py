@@ -18,6 +18,7 @@ from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_env_usable
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.machine import task_gpus
 from ppo_platform.sweeps.events import (
     MemberFinished,
     MemberOutcome,
@@ -110,10 +111,7 @@ def run_sweep(
             trained = sum(not o.skipped for o in outcomes.values())
             tell(MemberFinished(outcome, trained, len(todo), earlier))
 
-        tasks = [
-            Task(m.key, run_member, (m.spec, parent_run_id, {**m.tags, **lineage}, settings))
-            for m in todo
-        ]
+        tasks = [_member_task(m, parent_run_id, {**m.tags, **lineage}, settings) for m in todo]
         _train(tasks, n_workers, settings, collect, tell)
         ordered = [outcomes[m.key] for m in members]
         result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
@@ -134,6 +132,14 @@ def _started(
     return SweepStarted(spec.name, parent_run_id, members, points, seeds, earlier, workers, resumed)
 
 
+def _member_task(
+    member: SweepMember, parent_run_id: str, tags: dict[str, str], settings: Settings
+) -> Task:
+    """A member's run as a task, with the GPU its run trains on (`policy.device: cuda`)."""
+    args = (member.spec, parent_run_id, tags, settings)
+    return Task(member.key, run_member, args, num_gpus=task_gpus(member.spec.policy.device))
+
+
 def _train(
     tasks: list[Task],
     n_workers: int,
@@ -145,7 +151,8 @@ def _train(
 
     def again(task: Task, lost: TaskResult) -> Task:
         tell(MemberRestarted(task.args[0].name, lost.error or "lost"))
-        return Task(task.key, resume_member, task.args)  # from its last checkpoint
+        # From its last checkpoint, on the resources it had.
+        return Task(task.key, resume_member, task.args, num_gpus=task.num_gpus)
 
     run_tasks(
         tasks,

@@ -50,3 +50,8 @@ def metric_history(
         )
         for key in keys
     }
+
+
+def metric_keys(client: MlflowClient, run_id: str) -> list[str]:
+    """The keys of every metric the run has logged, sorted."""
+    return sorted(retry(partial(client.get_run, run_id)).data.metrics)

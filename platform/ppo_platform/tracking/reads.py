@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ppo_platform.errors import RunNotFoundError
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
-from ppo_platform.tracking.queries import child_runs, metric_history
+from ppo_platform.tracking.queries import child_runs, metric_history, metric_keys
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -39,6 +39,11 @@ def histories(client: MlflowClient, run_id: str, keys: Iterable[str]) -> dict[st
 def stored_history(tracking_uri: str, run_id: str, key: str) -> Points:
     """One metric's stored history of a run (the API's metrics route)."""
     return histories(tracking_client(tracking_uri), run_id, [key])[key]
+
+
+def stored_metric_keys(tracking_uri: str, run_id: str) -> list[str]:
+    """The keys of every metric a run has logged, sorted (the API's metrics list)."""
+    return metric_keys(tracking_client(tracking_uri), run_id)
 
 
 def sweep_runs(client: MlflowClient, parent_run_id: str, keys: Iterable[str]) -> dict[str, Any]:

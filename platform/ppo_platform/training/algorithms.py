@@ -16,6 +16,7 @@ from gymnasium import spaces
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.logger import Logger
 from stable_baselines3.common.preprocessing import is_image_space
+from stable_baselines3.common.utils import ConstantSchedule, LinearSchedule
 from stable_baselines3.common.vec_env import VecEnv
 
 from ppo_platform.errors import SpecError, SpecIssue
@@ -23,7 +24,6 @@ from ppo_platform.spec.experiment import ExperimentSpec, Schedule
 from trainers.a2c import MonitoredA2C
 from trainers.ppo import MonitoredPPO
 from trainers.ppo_kl import MonitoredKLPPO
-from trainers.schedules import ConstantSchedule, LinearSchedule
 
 ACTIVATIONS: dict[str, type[torch.nn.Module]] = {
     "tanh": torch.nn.Tanh,
@@ -34,8 +34,9 @@ ACTIVATIONS: dict[str, type[torch.nn.Module]] = {
 
 
 def to_schedule(schedule: Schedule) -> ConstantSchedule | LinearSchedule:
+    """SB3's own schedule classes: a saved model.zip pickles them, and stock SB3 loads it."""
     if schedule.schedule == "linear":
-        return LinearSchedule(schedule.start, schedule.end)
+        return LinearSchedule(schedule.start, schedule.end, end_fraction=1.0)
     return ConstantSchedule(schedule.start)
 
 
@@ -45,6 +46,15 @@ def policy_name(observation_space: spaces.Space) -> str:
     if is_image_space(observation_space, check_channels=False):
         return "CnnPolicy"
     return "MlpPolicy"
+
+
+def training_device(spec: ExperimentSpec, observation_space: spaces.Space) -> str:
+    """The torch device the spec's networks train on: `auto` picks CUDA for a CNN policy when
+    torch sees a GPU (an MLP of a few thousand weights is faster on the CPU), else the CPU."""
+    if spec.policy.device != "auto":
+        return spec.policy.device
+    cnn = policy_name(observation_space) == "CnnPolicy"
+    return "cuda" if cnn and torch.cuda.is_available() else "cpu"
 
 
 def _policy_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
@@ -143,10 +153,11 @@ def model_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
 
 
 def build_model(spec: ExperimentSpec, env: VecEnv) -> BaseAlgorithm:
-    """A fresh, seeded model of the spec's algorithm on `env` (CPU)."""
+    """A fresh, seeded model of the spec's algorithm on `env`, on its `training_device`."""
     cls = model_class(spec)
+    device = training_device(spec, env.observation_space)
     model = cls(
-        policy_name(env.observation_space), env, device="cpu", verbose=0, **model_kwargs(spec)
+        policy_name(env.observation_space), env, device=device, verbose=0, **model_kwargs(spec)
     )
     return _quiet(model)
 
@@ -164,4 +175,5 @@ def load_model(spec: ExperimentSpec, path: str, env: VecEnv) -> BaseAlgorithm:
     `force_reset`: `env` is freshly built, so the first rollout starts from its reset, not
     from the observation stored in the checkpoint.
     """
-    return _quiet(model_class(spec).load(path, env=env, device="cpu", force_reset=True))
+    device = training_device(spec, env.observation_space)
+    return _quiet(model_class(spec).load(path, env=env, device=device, force_reset=True))

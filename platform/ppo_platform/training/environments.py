@@ -45,10 +45,19 @@ def env_factory(spec: ExperimentSpec, make_env: EnvMaker | None = None) -> EnvFa
 
 
 def _vec_env(
-    spec: ExperimentSpec, n_envs: int, seed: int, subproc: bool, make_env: EnvMaker | None
+    spec: ExperimentSpec,
+    n_envs: int,
+    seed: int,
+    subproc: bool,
+    make_env: EnvMaker | None,
+    render_mode: str | None = None,
 ) -> VecEnv:
     wants_subproc = subproc and spec.env.vectorization == "subproc" and n_envs > 1
     factory = env_factory(spec, make_env)
+    if render_mode is not None:  # training and evaluation render nothing
+        factory = dataclasses.replace(
+            factory, kwargs={**factory.kwargs, "render_mode": render_mode}
+        )
     if wants_subproc and make_env is not None:
         check_shippable(make_env, "env.vectorization: subproc")
     factories = [dataclasses.replace(factory, action_seed=seed + i) for i in range(n_envs)]
@@ -124,6 +133,21 @@ def build_eval_env(spec: ExperimentSpec, make_env: EnvMaker | None = None) -> Ve
             gamma=spec.advantage.gamma,
         )
     return env
+
+
+def build_play_env(
+    spec: ExperimentSpec, seed: int, normalize_stats: Path | None, render_mode: str | None = None
+) -> VecEnv:
+    """One in-process env built as evaluation builds it, for watching, filming or exporting a
+    trained policy: observations normalized with the run's statistics (`normalize_stats`, a
+    file of the run's own folder), frozen; rewards left raw."""
+    check_spec_env(spec)
+    env = _vec_env(spec, 1, seed, False, None, render_mode)
+    if normalize_stats is None:
+        return env
+    stats = VecNormalize.load(str(normalize_stats), env)
+    stats.training, stats.norm_reward = False, False
+    return stats
 
 
 def vec_normalize_of(env: Any) -> VecNormalize | None:

@@ -46,16 +46,18 @@ def recorded_folder(process: TrackingProcess, settings: Settings) -> RecordedFol
     return ask
 
 
-def resumable(settings: Settings, run_id: str, recorded: RecordedFolder | None = None) -> Resumable:
-    """The run's folder, stored spec and last checkpoint; RunNotFoundError if any is missing
-    or not the platform's own (`recorded` reads the folder the MLflow run records; default:
+def owned_run(
+    settings: Settings, run_id: str, recorded: RecordedFolder | None = None
+) -> tuple[Path, ExperimentSpec]:
+    """The run's folder and stored spec; RunNotFoundError if either is missing or the folder
+    is not the platform's own (`recorded` reads the folder the MLflow run records; default:
     asked of this process's tracking process)."""
     recorded = recorded or recorded_folder(shared_tracking_process(), settings)
     run_dir = run_folder(settings, run_id)
     if not (run_dir / "spec.yaml").is_file():
         raise RunNotFoundError(
             f"no run folder for run {run_id!r} under {settings.runs_dir}: "
-            "resume works on the machine (PPO_PLATFORM_HOME) that started it."
+            "a run is found on the machine (PPO_PLATFORM_HOME) that started it."
         )
     if recorded(run_id) != str(run_dir):
         raise RunNotFoundError(
@@ -68,15 +70,26 @@ def resumable(settings: Settings, run_id: str, recorded: RecordedFolder | None =
         raise RunNotFoundError(
             f"the stored spec of run {run_id} no longer validates:\n{error}"
         ) from error
+    return run_dir, spec
+
+
+def check_own_files(run_id: str, run_dir: Path, files: list[Path]) -> None:
+    """Files about to be unpickled or unzipped lie inside the run's folder (no links out)."""
+    if not all(is_inside(run_dir, path) and not path.is_symlink() for path in files):
+        raise RunNotFoundError(
+            f"run {run_id}'s file {files[0].name} is a link out of its folder; "
+            "nothing is loaded from it."
+        )
+
+
+def resumable(settings: Settings, run_id: str, recorded: RecordedFolder | None = None) -> Resumable:
+    """The run's folder, stored spec and last checkpoint; RunNotFoundError if any is missing
+    or not the platform's own."""
+    run_dir, spec = owned_run(settings, run_id, recorded)
     last = ckpt.latest_checkpoint(run_dir / "checkpoints")
     if last is None:
         raise RunNotFoundError(f"run {run_id} has no checkpoint to resume from.")
-    files = [last.model] + ([last.normalize] if last.normalize else [])
-    if not all(is_inside(run_dir, path) and not path.is_symlink() for path in files):
-        raise RunNotFoundError(
-            f"run {run_id}'s checkpoint {last.model.name} is a link out of its folder; "
-            "nothing is loaded from it."
-        )
+    check_own_files(run_id, run_dir, [last.model] + ([last.normalize] if last.normalize else []))
     if last.timesteps >= spec.budget.total_timesteps:
         raise RunNotFoundError(
             f"run {run_id} already trained {last.timesteps} of "

@@ -282,7 +282,7 @@ class TrainingSession:
         tracing.mark("finish: final evaluation done")
         self.save_checkpoint(model.num_timesteps)
         tracing.mark("finish: checkpoint saved")
-        log_final_artifacts(self.tracker, self.spec, self.monitor, model.num_timesteps)
+        log_final_artifacts(self.tracker, self.spec, self.monitor, model)
         tracing.mark("finish: final model saved, artifacts + plot handed over")
         mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
         tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}

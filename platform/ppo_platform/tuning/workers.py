@@ -22,6 +22,7 @@ from ppo_platform.execution import Task, run_tasks
 from ppo_platform.execution.choose import pool_executor
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.machine import task_gpus
 from ppo_platform.tuning.errors import TrialFailed, TuningError
 from ppo_platform.tuning.storage_lock import storage_lock
 from ppo_platform.tuning.study import load_study, may_start_trial, open_storage
@@ -143,7 +144,10 @@ def run_workers(config: WorkerConfig, workers: int) -> None:
         run_worker(config, 0, threading.Lock())
         return
     lock = multiprocessing.get_context("spawn").Lock()
-    tasks = [Task(f"tune-worker-{i}", _worker_task, (config, i)) for i in range(workers)]
+    gpus = task_gpus(config.spec.policy.device)
+    tasks = [
+        Task(f"tune-worker-{i}", _worker_task, (config, i), num_gpus=gpus) for i in range(workers)
+    ]
     executor = pool_executor(config.settings, workers, initializer=_share_lock, initargs=(lock,))
     # On Ctrl-C or SIGTERM, the workers get time to close their runs cleanly.
     results = run_tasks(

@@ -72,12 +72,13 @@ def test_a_key_may_hold_only_so_many_event_streams(server_factory, tmp_path, tin
             second = alice.stream("GET", route).__enter__()
             assert (first.status_code, second.status_code) == (200, 200)
             third = alice.get(route)
-            assert third.status_code == 429 and third.headers["Retry-After"] == "5"
+            assert third.status_code == 429, (third.status_code, third.text[:300])
+            assert third.headers["Retry-After"] == "5"
             bob_job = bob.post("/v1/experiments", content=tiny(steps=64), headers=YAML).json()
             with bob.stream("GET", f"/v1/experiments/{bob_job['id']}/events") as bobs:
                 assert bobs.status_code == 200  # another key's streams are its own
             first.close()
-            deadline = time.monotonic() + 15
+            deadline = time.monotonic() + 60  # a loaded machine notices the disconnect late
             while True:  # the slot frees once the server sees the stream gone
                 with alice.stream("GET", route) as again:
                     if again.status_code == 200:
@@ -141,18 +142,17 @@ def test_jobs_start_only_while_their_memory_fits_beside_the_running_ones(
                 ).json()["id"]
                 for n in ("m1", "m2")
             )
-            deadline = time.monotonic() + 120
-            while _status(alice, first) == "queued":
-                assert time.monotonic() < deadline
-                time.sleep(0.25)
-            seen = set()
-            while _status(alice, first) == "running":  # two slots free, memory for one job
-                seen.add(_status(alice, second))
-                assert time.monotonic() < deadline
-                time.sleep(0.25)
-            assert seen == {"queued"}, seen
-            while _status(alice, second) == "queued":  # and it starts once the first ended
-                assert time.monotonic() < deadline
-                time.sleep(0.25)
+            deadline = time.monotonic() + 300
+            pairs = set()  # (first's status, second's status) as polled
+            while True:
+                pair = (_status(alice, first), _status(alice, second))
+                pairs.add(pair)
+                if pair[1] in ("succeeded", "failed"):
+                    break
+                assert time.monotonic() < deadline, pairs
+                time.sleep(0.2)
+            assert ("running", "running") not in pairs, pairs  # never both at once
+            assert ("running", "queued") in pairs, pairs  # the second waited for memory
+            assert _status(alice, second) == "succeeded"  # and ran once the first ended
     finally:
         server.kill()

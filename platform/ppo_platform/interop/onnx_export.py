@@ -1,0 +1,214 @@
+"""`ppo-platform export RUN_ID --onnx OUT.onnx`: a run's policy as an ONNX graph, checked.
+
+The graph maps a batch of raw observations (input `observation`, float32, shape [batch, *the
+model's observation shape]; images channel-first, as SB3 feeds them to the network) to the
+deterministic action (output `action`: int64 indices for a Discrete action space, float32
+clipped to the bounds for a Box), exactly what `model.predict(..., deterministic=True)` gives.
+When the run normalized observations, the normalization is folded into the graph (in float64,
+as VecNormalize computes it), so the graph takes the env's observations as they come. Box
+observations only (images included: the graph scales them as SB3 does); Discrete,
+MultiDiscrete and Dict observations are refused.
+
+Before it is kept, onnxruntime runs the graph on observations of the run's own env and its
+actions must equal the torch policy's (exactly for Discrete actions, to float32 rounding for
+Box ones); else nothing is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from stable_baselines3.common.base_class import BaseAlgorithm
+from stable_baselines3.common.preprocessing import maybe_transpose
+from stable_baselines3.common.vec_env import VecEnv, VecNormalize
+
+from ppo_platform.errors import BadInputError, SpecIssue
+from ppo_platform.training.play import TrainedRun, load_policy
+
+CHECK_STEPS = 256  # observations of the run's env the export is checked on
+BOX_TOLERANCE = 1e-5
+EXPORT_FIX = "install the export extra: pip install 'ppo-platform[export]'."
+
+
+@dataclass(frozen=True)
+class ExportResult:
+    path: Path
+    input_shape: tuple[int, ...]  # one observation, as the graph takes it
+    checked: int  # observations whose actions onnxruntime and torch agreed on
+    max_difference: float  # largest |onnx - torch| action difference (0 for Discrete)
+    normalized: bool  # the run's observation normalization is folded in
+
+
+class DeterministicPolicy(torch.nn.Module):
+    """Raw observation -> deterministic action, as `predict` computes it."""
+
+    policy: Any  # SB3's ActorCriticPolicy
+    mean: torch.Tensor
+    scale: torch.Tensor
+    low: torch.Tensor
+    high: torch.Tensor
+
+    def __init__(self, model: BaseAlgorithm, stats: VecNormalize | None) -> None:
+        super().__init__()
+        self.policy = model.policy
+        self.discrete = isinstance(model.action_space, spaces.Discrete)
+        self.stats = stats is not None and stats.norm_obs
+        if stats is not None and stats.norm_obs:
+            rms: Any = stats.obs_rms  # one RunningMeanStd for a Box observation space
+            self.register_buffer("mean", torch.as_tensor(rms.mean, dtype=torch.float64))
+            scale = np.sqrt(rms.var + stats.epsilon)
+            self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float64))
+            self.clip = float(stats.clip_obs)
+        if isinstance(model.action_space, spaces.Box):
+            low, high = model.action_space.low, model.action_space.high
+            self.register_buffer("low", torch.as_tensor(low, dtype=torch.float32))
+            self.register_buffer("high", torch.as_tensor(high, dtype=torch.float32))
+
+    def forward(self, observation: torch.Tensor) -> torch.Tensor:
+        if self.stats:  # VecNormalize.normalize_obs, in float64 like numpy
+            normalized = (observation.to(torch.float64) - self.mean) / self.scale
+            observation = torch.clamp(normalized, -self.clip, self.clip).to(torch.float32)
+        features = self.policy.extract_features(observation, self.policy.pi_features_extractor)
+        latent = self.policy.mlp_extractor.forward_actor(features)
+        out = self.policy.action_net(latent)
+        if self.discrete:
+            return torch.argmax(out, dim=1)
+        if getattr(self.policy, "squash_output", False):  # gSDE's tanh: already in [-1, 1]
+            out = torch.tanh(out)
+            return self.low + 0.5 * (out + 1.0) * (self.high - self.low)
+        return torch.maximum(torch.minimum(out, self.high), self.low)
+
+
+def _refuse(path: str, message: str, value: Any, fix: str) -> BadInputError:
+    return BadInputError([SpecIssue(path, message, value, fix=fix)])
+
+
+def check_exportable(model: BaseAlgorithm) -> None:
+    observation, action = model.observation_space, model.action_space
+    if not isinstance(observation, spaces.Box):
+        raise _refuse(
+            "observation_space",
+            "only Box observations export to ONNX here.",
+            type(observation).__name__,
+            "load model.zip in stable-baselines3 instead (docs/guides/your-trained-agent.md).",
+        )
+    if not isinstance(action, (spaces.Discrete, spaces.Box)):
+        raise _refuse(
+            "action_space",
+            "only Discrete and Box actions export to ONNX here.",
+            type(action).__name__,
+            "load model.zip in stable-baselines3 instead.",
+        )
+
+
+def _onnx_modules() -> Any:
+    try:
+        for name in ("onnx", "onnxscript"):
+            importlib.import_module(name)
+        return importlib.import_module("onnxruntime")
+    except ImportError as error:
+        raise _refuse("--onnx", f"{error.name} is not installed.", None, EXPORT_FIX) from error
+
+
+def env_observations(model: BaseAlgorithm, env: VecEnv, steps: int = CHECK_STEPS) -> np.ndarray:
+    """Raw observations the trained policy meets on its env (plus the env's own samples)."""
+    seen = []
+    observation = env.reset()
+    for _ in range(steps):
+        raw = env.get_original_obs() if isinstance(env, VecNormalize) else observation
+        # Images as the model sees them: channel-first (SB3 transposes HxWxC frames).
+        seen.append(maybe_transpose(np.asarray(raw), model.observation_space)[0])
+        action, _ = model.predict(observation, deterministic=True)  # type: ignore[arg-type]
+        observation, *_ = env.step(action)
+    samples = [model.observation_space.sample() for _ in range(steps // 4)]
+    return np.stack([*seen, *samples]).astype(np.float32)
+
+
+def torch_actions(model: BaseAlgorithm, stats: VecNormalize | None, obs: np.ndarray) -> Any:
+    """The platform's own answer: `predict` on what VecNormalize makes of `obs`."""
+    normalized = stats.normalize_obs(obs) if stats is not None else obs
+    actions, _ = model.predict(normalized, deterministic=True)  # type: ignore[arg-type]
+    return actions
+
+
+def export_onnx(run: TrainedRun, out: Path) -> ExportResult:
+    """Write the run's policy to `out` once onnxruntime agrees with torch on its actions."""
+    runtime = _onnx_modules()
+    model, env = load_policy(run)
+    try:
+        check_exportable(model)
+        stats = env if isinstance(env, VecNormalize) else None
+        module = DeterministicPolicy(model, stats).eval()
+        observations = env_observations(model, env)
+    finally:
+        env.close()
+    partial = out.with_name(f".{out.name}.partial")
+    example = torch.as_tensor(observations[:2])
+    batch = torch.export.Dim("batch", min=1)
+    with torch.no_grad(), _exporter_quiet():
+        torch.onnx.export(
+            module,
+            (example,),
+            str(partial),
+            input_names=["observation"],
+            output_names=["action"],
+            dynamic_shapes={"observation": {0: batch}},
+            dynamo=True,
+            verbose=False,
+        )
+    try:
+        difference = _check(runtime, partial, model, stats, observations)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    os.replace(partial, out)
+    shape = tuple(int(n) for n in observations.shape[1:])
+    return ExportResult(out, shape, len(observations), difference, stats is not None)
+
+
+@contextlib.contextmanager
+def _exporter_quiet() -> Iterator[None]:
+    """The exporter's notes (no torchvision, deprecations) are not the user's business."""
+    exporter = logging.getLogger("torch.onnx")
+    level = exporter.level
+    exporter.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        exporter.setLevel(level)
+
+
+def _check(
+    runtime: Any, path: Path, model: BaseAlgorithm, stats: VecNormalize | None, obs: np.ndarray
+) -> float:
+    session = runtime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    exported = session.run(["action"], {"observation": obs})[0]
+    expected = torch_actions(model, stats, obs)
+    if isinstance(model.action_space, spaces.Discrete):
+        agree = np.array_equal(exported.reshape(-1), np.asarray(expected).reshape(-1))
+        difference = 0.0 if agree else float("inf")
+    else:
+        difference = float(np.max(np.abs(exported - expected)))
+        agree = difference <= BOX_TOLERANCE
+    if not agree:
+        raise _refuse(
+            "--onnx",
+            f"the exported graph's actions differ from the torch policy's (max difference "
+            f"{difference}); nothing was written.",
+            str(path.name),
+            "report it with the run's spec: this policy does not export faithfully.",
+        )
+    return difference

@@ -1,0 +1,157 @@
+"""What happens to an experiment, as the REST API serves it: one schema per event kind (the
+`kind` field tells them apart), and an experiment's metrics."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from ppo_platform.public.experiments import (
+    Diagnostics,
+    ExperimentStatus,
+    RunProgress,
+    SweepProgress,
+    TuneProgress,
+    UtcDateTime,
+)
+
+
+class TrainingUpdate(Diagnostics):
+    """A run's progress after a PPO update, with the update's health signals."""
+
+    timesteps: int = Field(ge=0)
+    total_timesteps: int = Field(ge=0)
+
+
+class EvaluationData(RunProgress):
+    eval_mean: float | None = Field(description="Mean evaluation return (null if not finite).")
+
+
+class AlertData(RunProgress):
+    message: str = Field(description="What the diagnostics monitor saw, and what to do.")
+
+
+class StatusData(BaseModel):
+    status: ExperimentStatus
+    error: str | None = Field(None, description="Why it failed.")
+    reason: str | None = Field(None, description="Why it was queued again.")
+
+
+class LogData(BaseModel):
+    message: str
+    parent_run_id: str | None = Field(
+        None, description="A sweep's or study's MLflow parent run, when it starts."
+    )
+
+
+class SweepMember(BaseModel):
+    name: str
+    key: str = Field(description="The member's grid point and seed (stable across restarts).")
+    status: str = Field(description="How it ended, e.g. completed or failed.")
+    run_id: str | None
+    final_eval_mean: float | None
+    error: str | None
+
+
+class MemberData(SweepProgress):
+    member: SweepMember
+    message: str
+
+
+class TrialData(BaseModel):
+    number: int
+    state: str = Field(description="COMPLETE, PRUNED or FAIL.")
+    value: float | None = Field(description="The trial's score (COMPLETE only).")
+    run_id: str | None = Field(description="The trial's MLflow run.")
+    reason: str = Field(description="Why it was pruned or failed (empty when complete).")
+    message: str
+
+
+class _EventBase(BaseModel):
+    id: int = Field(description="The SSE event id (pass as Last-Event-ID to resume after it).")
+    created_at: UtcDateTime
+
+
+class ProgressEvent(_EventBase):
+    """A run's PPO update (at most one a second) or a study's new trial count."""
+
+    kind: Literal["progress"]
+    data: TrainingUpdate | TuneProgress
+
+
+class EvaluationEvent(_EventBase):
+    kind: Literal["eval"]
+    data: EvaluationData
+
+
+class AlertEvent(_EventBase):
+    kind: Literal["alert"]
+    data: AlertData
+
+
+class StatusEvent(_EventBase):
+    kind: Literal["status"]
+    data: StatusData
+
+
+class LogEvent(_EventBase):
+    """A line for people: a sweep or study starting, a warning, a resume starting over."""
+
+    kind: Literal["log"]
+    data: LogData
+
+
+class MemberEvent(_EventBase):
+    """A sweep member finished."""
+
+    kind: Literal["member"]
+    data: MemberData
+
+
+class TrialEvent(_EventBase):
+    """A study's trial finished."""
+
+    kind: Literal["trial"]
+    data: TrialData
+
+
+EventPublic = Annotated[
+    ProgressEvent
+    | EvaluationEvent
+    | AlertEvent
+    | StatusEvent
+    | LogEvent
+    | MemberEvent
+    | TrialEvent,
+    Field(discriminator="kind"),
+]
+EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(EventPublic)
+
+
+def event_from(event_id: int, kind: str, data: dict[str, Any], created_at: Any) -> EventPublic:
+    """The typed event of a stored one."""
+    body = {"id": event_id, "kind": kind, "data": data, "created_at": created_at}
+    return EVENT_ADAPTER.validate_python(body)  # type: ignore[no-any-return]
+
+
+class EventList(BaseModel):
+    items: list[EventPublic]
+
+
+class MetricPoint(BaseModel):
+    step: int = Field(description="Env steps trained when it was logged.")
+    value: float | None = Field(description="Null if not finite.")
+
+
+class MetricHistory(BaseModel):
+    key: str
+    run_id: str
+    points: list[MetricPoint]
+
+
+class MetricList(BaseModel):
+    """The metric keys of the experiment's MLflow run (none before it has one)."""
+
+    run_id: str | None
+    keys: list[str]
