@@ -142,19 +142,23 @@ def frequency_refusals(spec: ExperimentSpec) -> list[SpecIssue]:
                     rule=FREQUENCY_RULE,
                 )
             )
-    every, episodes = spec.evaluation.every_timesteps, spec.evaluation.episodes
+    every = spec.evaluation.every_timesteps
     evaluations = spec.budget.total_timesteps // every + 1 if every else 1
-    if evaluations * episodes > max(spec.budget.total_timesteps, 100):
-        issues.append(
-            SpecIssue(
-                "evaluation.episodes",
-                f"refused: {evaluations} evaluations x {episodes} episodes would play more "
-                f"episodes than the run trains env steps ({spec.budget.total_timesteps}).",
-                episodes,
-                fix="evaluate less often (evaluation.every_timesteps) or with fewer episodes.",
-                rule=FREQUENCY_RULE,
+    counts = {"evaluation.episodes": spec.evaluation.episodes}
+    if spec.tune is not None and spec.tune.verify is not None and spec.tune.verify.episodes:
+        counts["tune.verify.episodes"] = spec.tune.verify.episodes  # the held-out runs'
+    for path, episodes in counts.items():
+        if evaluations * episodes > max(spec.budget.total_timesteps, 100):
+            issues.append(
+                SpecIssue(
+                    path,
+                    f"refused: {evaluations} evaluations x {episodes} episodes would play more "
+                    f"episodes than the run trains env steps ({spec.budget.total_timesteps}).",
+                    episodes,
+                    fix="evaluate less often (evaluation.every_timesteps) or with fewer episodes.",
+                    rule=FREQUENCY_RULE,
+                )
             )
-        )
     return issues
 
 

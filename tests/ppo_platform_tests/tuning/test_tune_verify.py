@@ -48,6 +48,17 @@ def test_held_out_seeds_the_search_uses_are_refused_with_exit_2(tmp_path: Path) 
     assert "[4]" in result.output and "3 .. 4" in result.output
 
 
+def test_held_out_episodes_that_would_crawl_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    text = VERIFIED.replace("seeds: [7, 4]", "seeds: [7, 8]").replace(
+        "top_trials: 2", "episodes: 500"
+    )
+    path.write_text(text)  # 3 evaluations x 500 episodes > 512 env steps
+    result = CliRunner().invoke(app, ["tune", str(path)])
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert "tune.verify.episodes" in result.output and "500" in result.output
+
+
 def test_spread_states_min_max_and_a_t_interval_of_the_mean() -> None:
     found = spread([400.0, 500.0])
     assert (found["min"], found["max"], found["mean"]) == (400.0, 500.0, 450.0)
