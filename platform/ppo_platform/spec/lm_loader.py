@@ -14,12 +14,9 @@ from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
 from ppo_platform.spec.lm_inputs import lm_input_issues
 from ppo_platform.spec.loader import (
-    apply_overrides,
     capped,
-    check_spec_size,
-    forget_overridden,
     issue_from_pydantic,
-    parse_yaml,
+    parse_spec_text,
     raise_located,
     read_spec_text,
     validate_data,
@@ -77,12 +74,7 @@ def stored_spec(data: Any) -> AnySpec:
 def load_any_spec_text(
     text: str, source: str | None = None, overrides: Iterable[str] = (), from_outside: bool = False
 ) -> AnySpec:
-    check_spec_size(len(text.encode("utf-8", "surrogatepass")), source)
-    data, positions = parse_yaml(text, source)
-    overrides = list(overrides)
-    if overrides:
-        data = apply_overrides(data, overrides)
-        positions = forget_overridden(positions, overrides)
+    data, positions = parse_spec_text(text, source, overrides)
     return validate_any(data, positions, source, from_outside=from_outside)
 
 

@@ -218,16 +218,24 @@ def raise_located(
         raise SpecError(located, source)
 
 
-def load_spec_text(
-    text: str, source: str | None = None, overrides: Iterable[str] = ()
-) -> ExperimentSpec:
-    """Parse, validate and refusal-check spec text (`load_spec` reads a file)."""
+def parse_spec_text(
+    text: str, source: str | None, overrides: Iterable[str] = ()
+) -> tuple[dict[str, Any], dict[PathKey, Position]]:
+    """Size-checked, parsed spec text with `--set` overrides applied (not yet validated)."""
     check_spec_size(len(text.encode("utf-8", "surrogatepass")), source)
     data, positions = parse_yaml(text, source)
     overrides = list(overrides)
     if overrides:
         data = apply_overrides(data, overrides)
         positions = forget_overridden(positions, overrides)
+    return data, positions
+
+
+def load_spec_text(
+    text: str, source: str | None = None, overrides: Iterable[str] = ()
+) -> ExperimentSpec:
+    """Parse, validate and refusal-check spec text (`load_spec` reads a file)."""
+    data, positions = parse_spec_text(text, source, overrides)
     return validate_data(data, positions, source)
 
 
