@@ -17,7 +17,7 @@ EXTRAS ?= dev,ray,docs,atari,mujoco,video,export,lm
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml Makefile  # a new extra in EXTRAS reinstalls too
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)"
