@@ -52,7 +52,7 @@ def test_an_lm_spec_runs_as_a_job(lm_server):
         assert job["status"] == "succeeded", job["error"]
         assert job["result"]["timesteps"] == 3 and len(job["mlflow_run_id"]) == 32
         points = alice.get(
-            f"/v1/experiments/{job['id']}/metrics", params={"key": "lm/reward_mean"}
+            f"/v1/experiments/{job['id']}/metrics/history", params={"key": "lm/reward_mean"}
         ).json()["points"]
         assert [p["step"] for p in points] == [1, 2, 3]
         spec = alice.get(f"/v1/experiments/{job['id']}/artifacts/resolved_spec.yaml")

@@ -10,14 +10,18 @@ from collections.abc import Iterable
 from typing import Any
 
 from ppo_platform.execution.local import default_workers
-from ppo_platform.settings import Settings
+from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
+from ppo_platform.spec.lm_inputs import lm_run_memory
 from ppo_platform.spec.resources import budgets, estimate, known_observation_size
 
 
-def job_memory(spec_data: dict[str, Any], kind: str) -> int:
+def job_memory(spec_data: dict[str, Any], kind: str, settings: Settings | None = None) -> int:
     """Estimated bytes a queued job needs while it runs (observations of unknown size count
     as one float: validation checked each run against the budget with the real size)."""
+    if is_lm_data(spec_data):
+        return lm_run_memory(LMExperimentSpec.model_validate(spec_data), settings or get_settings())
     spec = ExperimentSpec.model_validate(spec_data)
     per_run = estimate(spec, known_observation_size(spec) or 1).memory
     if kind == "sweep" and spec.sweep is not None:

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, Any, TypeVar
 
 from sqlalchemy.exc import OperationalError
 
@@ -195,6 +195,16 @@ class Dispatcher:
                 self._retried(partial(self.store.requeue, job_id, LEASE_REASON))
                 self.leased.discard(job_id)
 
+    def _memory_of(self, job: Any) -> int:
+        """The job's memory estimate for admission. One that cannot be estimated (its inputs
+        gone since it was accepted) counts as nothing: it was held to the budget when accepted,
+        and it then fails with its own error instead of stopping every other job's dispatch."""
+        try:
+            return job_memory(job.spec, job.kind)
+        except Exception:
+            log.warning("no memory estimate for job %s", job.id, exc_info=True)
+            return 0
+
     def _gpus(self, job_id: str) -> float:
         """GPUs the job's process needs: a run on `cuda` (a sweep's or study's runs reserve
         their own, as tasks of their own)."""
@@ -287,7 +297,7 @@ class Dispatcher:
             # Fewest running first; among equals, the oldest submission (the list's order).
             job_id, owner = min(candidates, key=lambda candidate: counts[candidate[1]])
             job = self._retried(partial(self.store.get, job_id))
-            needed = job_memory(job.spec, job.kind)
+            needed = self._memory_of(job)
             if not self.admission.fits(self.memory.values(), needed):
                 return  # it starts when running jobs have freed enough memory
             if not self._retried(partial(self.store.mark_running, job_id)):

@@ -227,6 +227,25 @@ def estimate_memory(spec: LMExperimentSpec, policy: ModelFacts, others: int) -> 
     }
 
 
+def lm_run_memory(spec: LMExperimentSpec, settings: Settings) -> int:
+    """Estimated bytes of an accepted LM run (its inputs were checked when it was accepted;
+    the job service's memory admission adds it to the running jobs')."""
+    root = settings.lm_folder
+    policy = check_model_folder(spec.lm.model.policy, "lm.model.policy", root, False)
+    others = 0
+    reference = spec.lm.model.reference
+    if reference == "initial":
+        others += policy.weight_bytes
+    elif reference != "none":
+        others += check_model_folder(reference, "lm.model.reference", root, False).weight_bytes
+    if spec.lm.model.reward_model is not None:
+        reward_model = spec.lm.model.reward_model
+        others += check_model_folder(
+            reward_model, "lm.model.reward_model", root, False
+        ).weight_bytes
+    return sum(estimate_memory(spec, policy, others).values())
+
+
 def lm_input_issues(
     spec: LMExperimentSpec, settings: Settings | None = None, from_outside: bool = False
 ) -> list[SpecIssue]:
