@@ -60,7 +60,7 @@ OPERATIONS = {
     ),
     ("get", "/v1/experiments/{experiment_id}/artifacts/{name}"): (
         "downloadArtifact",
-        {"200", "401", "404", "422", "503"},
+        {"200", "401", "404", "413", "422", "503"},
     ),
 }
 
