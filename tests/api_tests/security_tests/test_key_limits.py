@@ -66,10 +66,17 @@ def test_a_key_may_hold_only_so_many_event_streams(server_factory, tmp_path, tin
             # Streams on a job that cannot end during the test: queued behind alice's running
             # one (one running job per key on test servers), both cancelled at the end.
             runner = alice.post("/v1/experiments", content=tiny(steps=100_000), headers=YAML)
+            assert runner.status_code == 202, runner.text
+            deadline = time.monotonic() + 60
+            while _status(alice, runner.json()["id"]) != "running":
+                assert time.monotonic() < deadline, _status(alice, runner.json()["id"])
+                time.sleep(0.2)
             job = alice.post("/v1/experiments", content=tiny(steps=64), headers=YAML).json()
+            assert _status(alice, job["id"]) == "queued"
             route = f"/v1/experiments/{job['id']}/events"
-            first = alice.stream("GET", route).__enter__()
-            second = alice.stream("GET", route).__enter__()
+            # Keep the context managers: a discarded one is collected and closes its stream.
+            first_cm, second_cm = alice.stream("GET", route), alice.stream("GET", route)
+            first, second = first_cm.__enter__(), second_cm.__enter__()
             assert (first.status_code, second.status_code) == (200, 200)
             third = alice.get(route)
             assert third.status_code == 429, (third.status_code, third.text[:300])
@@ -77,7 +84,7 @@ def test_a_key_may_hold_only_so_many_event_streams(server_factory, tmp_path, tin
             bob_job = bob.post("/v1/experiments", content=tiny(steps=64), headers=YAML).json()
             with bob.stream("GET", f"/v1/experiments/{bob_job['id']}/events") as bobs:
                 assert bobs.status_code == 200  # another key's streams are its own
-            first.close()
+            first_cm.__exit__(None, None, None)
             deadline = time.monotonic() + 60  # a loaded machine notices the disconnect late
             while True:  # the slot frees once the server sees the stream gone
                 with alice.stream("GET", route) as again:
@@ -85,7 +92,7 @@ def test_a_key_may_hold_only_so_many_event_streams(server_factory, tmp_path, tin
                         break
                 assert time.monotonic() < deadline, "a closed stream kept its slot"
                 time.sleep(0.5)
-            second.close()
+            second_cm.__exit__(None, None, None)
             for queued in (job["id"], runner.json()["id"]):
                 alice.post(f"/v1/experiments/{queued}/cancel")
     finally:
