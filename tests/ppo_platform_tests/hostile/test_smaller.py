@@ -98,7 +98,7 @@ def test_set_on_a_missing_mapping_does_not_blame_line_1(write_spec, assignment: 
     assert ":1:1:" not in result.output
 
 
-@pytest.mark.parametrize("env_id", ["NoSuchEnv-v0", "cartpole-v1", "ALE/Pong-v5"])
+@pytest.mark.parametrize("env_id", ["NoSuchEnv-v0", "cartpole-v1", "ALE/NoSuchGame-v5"])
 def test_validate_refuses_what_run_refuses(tmp_path: Path, env_id: str) -> None:
     path = tmp_path / "spec.yaml"
     path.write_text(f"name: t\nenv: {{id: '{env_id}'}}\n")
