@@ -133,4 +133,22 @@ def spec_page() -> str:
             if defs[name].get("description"):
                 parts.append(cell(defs[name]["description"]) + "\n")
             parts.append(table(HEADERS, list(field_rows(defs, defs[name], "", seen))))
+    parts.append(lm_spec_section())
     return "\n".join(parts)
+
+
+def lm_spec_section() -> str:
+    """The fields of a language-model spec (`algorithm: ppo_lm`), one table: it shares the
+    update, surrogate, advantage, diagnostics, tracking and tune sections above and adds `lm`."""
+    from ppo_platform.spec.lm import LMExperimentSpec
+
+    schema = LMExperimentSpec.model_json_schema()
+    rows = field_rows(schema.get("$defs", {}), schema, "", set())
+    return "\n".join(
+        [
+            "## Language-model specs (`algorithm: ppo_lm`)\n",
+            "A spec with `algorithm: ppo_lm` trains a local causal language model "
+            "([language models](../guides/language-models.md)). Its fields:\n",
+            table(HEADERS, list(rows)),
+        ]
+    )
