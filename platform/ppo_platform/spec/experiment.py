@@ -21,11 +21,12 @@ from ppo_platform.spec.search import SweepSpec, TuneSpec
 # gymnasium imports the module named before a ':', and nothing in a spec is imported by name.
 ENV_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$"
 # What every refusal of an env id says about bringing one's own environment.
-OWN_ENV_HINT = (
-    "a spec never names code ('module:Id' is refused): register your environment with "
-    "gymnasium.register in a module, and have the operator name that module with "
-    "--env-package MODULE or PPO_PLATFORM_ENV_PACKAGES (see docs/guides/your-own-environment.md)"
+OWN_ENV_WAY_IN = (
+    "register your environment with gymnasium.register in a module, and have the operator name "
+    "that module with --env-package MODULE or PPO_PLATFORM_ENV_PACKAGES "
+    "(see docs/guides/your-own-environment.md)"
 )
+OWN_ENV_HINT = f"a spec never names code ('module:Id' is refused): {OWN_ENV_WAY_IN}"
 
 SafeName = Annotated[
     str,

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from ppo_platform.envs.vocabulary import BUILTIN_WRAPPERS, PACKAGE, PackageWrapperSpec
 from ppo_platform.errors import SpecError, SpecIssue
-from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
+from ppo_platform.spec.experiment import OWN_ENV_WAY_IN, ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
 from ppo_platform.spec.machine import machine_refusals
 from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dotted
@@ -163,7 +163,7 @@ def issue_from_pydantic(
         fix = "use a finite number (NaN and infinity are not allowed)."
     elif kind == "string_pattern_mismatch" and loc == ("env", "id") and ":" in str(value):
         message = "names code to import ('module:Id'): a spec never imports anything."
-        fix = f"use the registered id alone (the part after ':'); {OWN_ENV_HINT}."
+        fix = f"use the registered id alone (the part after ':'); to bring your own env, {OWN_ENV_WAY_IN}."
     elif kind == "string_pattern_mismatch":
         message = "is not allowed here."
         fix = _field_description(loc, wrapper, root)
