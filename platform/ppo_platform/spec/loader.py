@@ -163,7 +163,10 @@ def issue_from_pydantic(
         fix = "use a finite number (NaN and infinity are not allowed)."
     elif kind == "string_pattern_mismatch" and loc == ("env", "id") and ":" in str(value):
         message = "names code to import ('module:Id'): a spec never imports anything."
-        fix = f"use the registered id alone (the part after ':'); to bring your own env, {OWN_ENV_WAY_IN}."
+        fix = (
+            "use the registered id alone (the part after ':'); "
+            f"to bring your own env, {OWN_ENV_WAY_IN}."
+        )
     elif kind == "string_pattern_mismatch":
         message = "is not allowed here."
         fix = _field_description(loc, wrapper, root)
