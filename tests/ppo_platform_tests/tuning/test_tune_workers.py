@@ -65,10 +65,12 @@ def test_restarted_study_runs_only_the_missing_trials(
 
 
 def wait_for_running_trial(storage_url: str, name: str, timeout: float = 240) -> None:
+    """Wait until a trial is RUNNING with its parameters sampled (a retry repeats those)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         try:
-            if load(storage_url, name).get_trials(states=(TrialState.RUNNING,)):
+            running = load(storage_url, name).get_trials(states=(TrialState.RUNNING,))
+            if any(t.params for t in running):
                 return
         except KeyError:
             pass  # the study is not created yet
