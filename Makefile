@@ -13,7 +13,7 @@ SPEC ?= specs/cartpole.yaml
 # (transformers, tokenizers) and its tests.
 EXTRAS ?= dev,ray,docs,atari,mujoco,video,export,lm
 
-.PHONY: run test lint setup docs bench bench-zoo-venv bench-full
+.PHONY: run test lint setup docs bench bench-zoo-venv bench-cleanrl-venv bench-cleanrl bench-full
 
 setup: $(VENV)/.installed
 
@@ -50,6 +50,13 @@ ZOO_VENV ?= benchmarks/.venv-zoo
 bench: setup
 	-$(MAKE) bench-zoo-venv
 	$(BIN)/python benchmarks/whole_process.py --steps 256 20000 --pairs 3 --out whole_process_quick
+	-$(MAKE) bench-cleanrl
+
+# ppo-platform vs CleanRL's single-file PPO scripts, whole processes, alternating pairs, into
+# benchmarks/results/cleanrl_ab.* (the full set: `$(BIN)/python benchmarks/cleanrl_ab.py`).
+# `make bench` runs the quick set: CartPole 100k and the throughput row, 3 pairs.
+bench-cleanrl: setup bench-cleanrl-venv
+	$(BIN)/python benchmarks/cleanrl_ab.py --rows cartpole throughput --pairs 3 --out cleanrl_ab_quick
 
 # Sample efficiency: planner vs rl-baselines3-zoo hyperparameters, 6 envs x 3 seeds (hours on 2
 # loaded cores). LunarLander needs the box2d extra; without it that env is skipped and says so.
@@ -58,6 +65,21 @@ bench-full: setup
 	PYTHONPATH=platform:. $(BIN)/python benchmarks/sample_efficiency.py
 
 bench-zoo-venv: $(ZOO_VENV)/.installed
+
+# CleanRL lives only in its own venv with its scripts copied (not committed) into
+# benchmarks/.cleanrl/ from a CleanRL checkout (CLEANRL_REPO: a clone or a bare git dir);
+# benchmarks/cleanrl_ab.py patches them for gymnasium 1.x when it copies them.
+CLEANRL_VENV ?= benchmarks/.venv-cleanrl
+CLEANRL_REPO ?= /work/.mirror/vwxyzjn+cleanrl/repo
+CLEANRL_REF ?= fe8d8a03
+bench-cleanrl-venv: $(CLEANRL_VENV)/.installed
+	$(BIN)/python benchmarks/cleanrl_ab.py --copy-scripts "$(CLEANRL_REPO)" --ref $(CLEANRL_REF)
+
+$(CLEANRL_VENV)/.installed:
+	test -x $(CLEANRL_VENV)/bin/python || $(PYTHON) -m venv $(CLEANRL_VENV)
+	timeout 900 $(CLEANRL_VENV)/bin/python -m pip install --quiet "$(TORCH_PIN)" \
+		"gymnasium[mujoco]>=1.1,<2" tyro tensorboard numpy
+	touch $@
 
 $(ZOO_VENV)/.installed:
 	test -x $(ZOO_VENV)/bin/python || $(PYTHON) -m venv $(ZOO_VENV)

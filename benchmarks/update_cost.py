@@ -1,0 +1,88 @@
+"""CPU time of the PPO update alone, in one process: our `ClipPPO.train()` vs stock SB3 `PPO`.
+
+specs/cartpole.yaml's shapes (8 envs x 32 steps, K 20, one minibatch of 256): one rollout is
+collected, then `train()` runs `--updates` times on it; CPU time (process user + sys, one torch
+thread) per Adam step. CPU time, not wall, so that a loaded machine still compares fairly.
+
+    python benchmarks/update_cost.py --updates 100 [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import resource
+import sys
+from pathlib import Path
+
+import torch
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+from stable_baselines3.common.utils import LinearSchedule
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from trainers.ppo import MonitoredPPO  # noqa: E402
+
+KWARGS = {
+    "n_steps": 32,
+    "batch_size": 256,
+    "n_epochs": 20,
+    "gamma": 0.98,
+    "gae_lambda": 0.8,
+    "learning_rate": LinearSchedule(1e-3, 0.0, end_fraction=1.0),
+    "clip_range": LinearSchedule(0.2, 0.0, end_fraction=1.0),
+    "policy_kwargs": {"net_arch": [64, 64]},
+}
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def model_with_rollout(cls: type[PPO]) -> PPO:
+    model = cls("MlpPolicy", make_vec_env("CartPole-v1", n_envs=8, seed=0), seed=0, device="cpu")
+    for key, value in KWARGS.items():
+        if key != "policy_kwargs":
+            setattr(model, key, value)
+    model.lr_schedule = KWARGS["learning_rate"]  # type: ignore[assignment]
+    model.rollout_buffer = model.rollout_buffer.__class__(
+        32, model.observation_space, model.action_space, device="cpu", n_envs=8,
+        gamma=0.98, gae_lambda=0.8,
+    )  # fmt: skip
+    model._setup_learn(total_timesteps=100_000, callback=None)
+    model.collect_rollouts(model.env, model._init_callback(None), model.rollout_buffer, 32)  # type: ignore[arg-type]
+    model._current_progress_remaining = 0.5
+    return model
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--updates", type=int, default=100)
+    parser.add_argument("--profile", action="store_true", help="cProfile ours, top 25")
+    parser.add_argument("--only", choices=["ours", "stock"], default=None)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    for name, cls in (("stock", PPO), ("ours", MonitoredPPO)):
+        if args.only not in (None, name):
+            continue
+        model = model_with_rollout(cls)
+        model.train()  # warm-up
+        profiler = cProfile.Profile() if args.profile and name == "ours" else None
+        started = cpu_seconds()
+        if profiler:
+            profiler.enable()
+        for _ in range(args.updates):
+            model.train()
+        if profiler:
+            profiler.disable()
+        spent = cpu_seconds() - started
+        steps = args.updates * model.n_epochs
+        print(f"{name:6} {spent:6.2f} s CPU, {1e6 * spent / steps:7.1f} us per Adam step")
+        if profiler:
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
+
+
+if __name__ == "__main__":
+    main()
