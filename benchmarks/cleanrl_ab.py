@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from whole_process import machine, package_versions  # noqa: E402
+from whole_process import machine, package_versions
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -50,7 +50,10 @@ _FINAL_INFO_NEW = """            if "_episode" in infos.get("final_info", {}):
                 ]:
 """
 _SYNC_OLD = "    envs = gym.vector.SyncVectorEnv(\n"
-_SYNC_NEW = "    envs = gym.vector.SyncVectorEnv(autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, env_fns=\n"
+_SYNC_NEW = (
+    "    envs = gym.vector.SyncVectorEnv(autoreset_mode=gym.vector.AutoresetMode.SAME_STEP, "
+    "env_fns=\n"
+)
 # (script, old text, new text, why): the whole patch, applied at copy time.
 PATCHES = (
     *(
@@ -71,7 +74,7 @@ PATCHES = (
 
 
 def copy_scripts(repo: str, ref: str) -> None:
-    """CleanRL's scripts at `ref` from `repo` (a clone or a bare git dir), patched, into .cleanrl."""
+    """CleanRL's scripts at `ref` from `repo` (a clone or bare git dir), patched, to .cleanrl."""
     CLEANRL_DIR.mkdir(parents=True, exist_ok=True)
     git_dir = repo if (Path(repo) / "HEAD").exists() else str(Path(repo) / ".git")
     for script in SCRIPTS:
@@ -104,37 +107,54 @@ class Row:
     differences: str = ""
 
 
-CARTPOLE_FLAGS = (
-    "--env-id CartPole-v1 --num-envs 8 --num-steps 32 --update-epochs 20 --num-minibatches 1 "
-    "--learning-rate 1e-3 --anneal-lr --gamma 0.98 --gae-lambda 0.8 --no-clip-vloss "
-    "--clip-coef 0.2 --ent-coef 0.0 --vf-coef 0.5 --max-grad-norm 0.5"
-).split()
+CARTPOLE_FLAGS = [
+    *("--env-id", "CartPole-v1", "--num-envs", "8", "--num-steps", "32"),
+    *("--update-epochs", "20", "--num-minibatches", "1", "--learning-rate", "1e-3"),
+    *("--anneal-lr", "--gamma", "0.98", "--gae-lambda", "0.8", "--no-clip-vloss"),
+    *("--clip-coef", "0.2", "--ent-coef", "0.0", "--vf-coef", "0.5", "--max-grad-norm", "0.5"),
+]
 THROUGHPUT_SETS = ["env.n_envs=64", "update.epochs=4", "update.minibatch_size=512"]
-THROUGHPUT_FLAGS = [*CARTPOLE_FLAGS[:2], "--num-envs", "64", "--update-epochs", "4"]
-THROUGHPUT_FLAGS += ["--num-minibatches", "4", *CARTPOLE_FLAGS[10:]]
-CLIP_SCHEDULE = "the platform's clip range decays linearly (specs/cartpole.yaml), CleanRL's is fixed"
+THROUGHPUT_FLAGS = [*CARTPOLE_FLAGS[:2], "--num-envs", "64", *CARTPOLE_FLAGS[4:6]]
+THROUGHPUT_FLAGS += ["--update-epochs", "4", "--num-minibatches", "4", *CARTPOLE_FLAGS[10:]]
+CLIP_SCHEDULE = (
+    "the platform's clip range decays linearly (specs/cartpole.yaml), CleanRL's is fixed"
+)
 VALUE_LOSS = "CleanRL's value loss is 0.5 x MSE (SB3's: MSE, so c_v weighs it twice as much)"
 
 
 def rows(steps: int | None) -> dict[str, Row]:
     return {
         "cartpole": Row(
-            "cartpole", "CartPole-v1, specs/cartpole.yaml's hyperparameters, evaluation off",
-            "specs/cartpole.yaml", EVAL_OFF, "ppo.py", CARTPOLE_FLAGS, steps or 100_000,
+            "cartpole",
+            "CartPole-v1, specs/cartpole.yaml's hyperparameters, evaluation off",
+            "specs/cartpole.yaml",
+            EVAL_OFF,
+            "ppo.py",
+            CARTPOLE_FLAGS,
+            steps or 100_000,
             f"{CLIP_SCHEDULE}; {VALUE_LOSS}",
-        ),  # fmt: skip
+        ),
         "throughput": Row(
-            "throughput", "CartPole-v1, 64 envs x 32 steps, K 4, 4 minibatches",
-            "specs/cartpole.yaml", EVAL_OFF + THROUGHPUT_SETS, "ppo.py", THROUGHPUT_FLAGS,
-            steps or 1_000_000, f"{CLIP_SCHEDULE}; {VALUE_LOSS}",
-        ),  # fmt: skip
+            "throughput",
+            "CartPole-v1, 64 envs x 32 steps, K 4, 4 minibatches",
+            "specs/cartpole.yaml",
+            EVAL_OFF + THROUGHPUT_SETS,
+            "ppo.py",
+            THROUGHPUT_FLAGS,
+            steps or 1_000_000,
+            f"{CLIP_SCHEDULE}; {VALUE_LOSS}",
+        ),
         "halfcheetah": Row(
-            "halfcheetah", "HalfCheetah-v5, ppo_continuous_action.py's defaults",
-            "specs/halfcheetah_cleanrl.yaml", [], "ppo_continuous_action.py",
-            ["--env-id", "HalfCheetah-v5"], steps or 100_000,
+            "halfcheetah",
+            "HalfCheetah-v5, ppo_continuous_action.py's defaults",
+            "specs/halfcheetah_cleanrl.yaml",
+            [],
+            "ppo_continuous_action.py",
+            ["--env-id", "HalfCheetah-v5"],
+            steps or 100_000,
             "value clipping: CleanRL takes max(clipped, unclipped) loss, SB3 the clipped "
             f"value's; {VALUE_LOSS}; SB3's VecNormalize vs gymnasium's normalize wrappers",
-        ),  # fmt: skip
+        ),
     }
 
 
@@ -249,7 +269,8 @@ def markdown(report: dict) -> str:
         f"Versions: {', '.join(f'{k} {v}' for k, v in report['versions'].items())}.",
         f"Load: before `{m['uptime_before']}`; after `{report['uptime_after']}`.",
         f"CleanRL: commit {report['cleanrl_commit']}, patched for gymnasium 1.x at copy time: "
-        + "; ".join(report["patches"]) + ".",
+        + "; ".join(report["patches"])
+        + ".",
         "",
         "Medians (min-max) of whole processes, alternating pairs (A B, B A, ...), one thread "
         "each; wall and CPU (user + sys) in seconds; ratio = ppo-platform / CleanRL.",
@@ -321,7 +342,9 @@ def main() -> None:
         )
     for name in args.rows:
         if name in table:
-            report["rows"].append(bench_row(table[name], args.pairs, args.seeds, not args.no_warmup))
+            report["rows"].append(
+                bench_row(table[name], args.pairs, args.seeds, not args.no_warmup)
+            )
     report["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout
     report["uptime_after"] = report["uptime_after"].strip()
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from torch import Tensor
 from torch.nn import functional as F
 
+from .lean import MinibatchStep, evaluate_actions
 from .losses import (
     PolicyLossOutput,
     clipped_policy_loss,
@@ -270,7 +271,7 @@ class ClipPPO(LeanUpdateMixin, PPO):
         record = _UpdateRecord()
         rollout = _RolloutTensors(self.rollout_buffer)
         # Looked up once: policy.parameters() walks every submodule on each call.
-        parameters = list(self.policy.parameters())
+        step = MinibatchStep(self.policy.optimizer, list(self.policy.parameters()))
         early_stop_epoch = None
         post_kl: Tensor | None = None
 
@@ -278,8 +279,8 @@ class ClipPPO(LeanUpdateMixin, PPO):
             record.start_epoch()
             for batch in rollout.minibatches(self.batch_size):
                 actions = batch.actions.long().flatten() if discrete else batch.actions
-                values, log_prob, entropy = self.policy.evaluate_actions(
-                    batch.observations, actions
+                values, log_prob, entropy = evaluate_actions(
+                    self.policy, batch.observations, actions
                 )
                 values = values.flatten()
                 advantages = batch.advantages
@@ -305,13 +306,8 @@ class ClipPPO(LeanUpdateMixin, PPO):
                 ):
                     early_stop_epoch = epoch
                     break
-                self.policy.optimizer.zero_grad()
-                loss.backward()
                 # Returns the norm before clipping: the diagnostic we want.
-                record.grad_norms.append(
-                    torch.nn.utils.clip_grad_norm_(parameters, self.max_grad_norm)
-                )
-                self.policy.optimizer.step()
+                record.grad_norms.append(step(loss, self.max_grad_norm))
             self._n_updates += 1
             if self.target_kl is not None and self.kl_source == "post_update":
                 post_kl = self._post_update_kl(rollout, discrete)  # where this epoch ended

@@ -1,0 +1,79 @@
+"""The lean update's pieces against the SB3 and torch calls they replace."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from gymnasium import spaces
+from stable_baselines3 import PPO
+from stable_baselines3.common.env_util import make_vec_env
+from trainer_rollouts import with_rollout
+
+from trainers.lean import MinibatchStep, evaluate_actions
+from trainers.ppo import MonitoredPPO
+
+MAX_NORM = 0.01  # below the gradient norms here: the clip acts
+ENVS = {"categorical": "CartPole-v1", "gaussian": "Pendulum-v1"}
+
+
+def batch(model: PPO) -> tuple[torch.Tensor, torch.Tensor]:
+    sample = next(iter(model.rollout_buffer.get(64)))
+    actions = sample.actions
+    if isinstance(model.action_space, spaces.Discrete):
+        actions = actions.long().flatten()
+    return sample.observations, actions
+
+
+@pytest.mark.parametrize("kind", list(ENVS))
+def test_evaluate_actions_is_sb3s_bit_for_bit_values_and_gradients(kind: str) -> None:
+    model = with_rollout(PPO, ENVS[kind], seed=1, n_steps=64)
+    observations, actions = batch(model)
+    results = []
+    ours = lambda o, a: evaluate_actions(model.policy, o, a)  # noqa: E731
+    for evaluate in (model.policy.evaluate_actions, ours):
+        model.policy.zero_grad(set_to_none=True)
+        values, log_prob, entropy = evaluate(observations, actions)
+        assert entropy is not None
+        (values.sum() + log_prob.sum() + entropy.sum()).backward()
+        grads = [p.grad.clone() for p in model.policy.parameters()]  # type: ignore[union-attr]
+        results.append((values.detach(), log_prob.detach(), entropy.detach(), grads))
+    (v1, l1, e1, g1), (v2, l2, e2, g2) = results
+    assert torch.equal(v1, v2) and torch.equal(l1, l2) and torch.equal(e1, e2)
+    assert all(torch.equal(a, b) for a, b in zip(g1, g2, strict=True))
+
+
+def loss_of(model: PPO, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    values, log_prob, entropy = model.policy.evaluate_actions(observations, actions)
+    assert entropy is not None
+    return values.square().mean() - log_prob.mean() - 0.01 * entropy.mean()
+
+
+def test_minibatch_step_takes_torchs_clipped_adam_step_within_float_tolerance() -> None:
+    model = with_rollout(PPO, "CartPole-v1", seed=2, n_steps=64)
+    observations, actions = batch(model)
+    twin = copy.deepcopy(model)
+    ours = MinibatchStep(model.policy.optimizer, list(model.policy.parameters()))
+    assert ours.fused  # SB3's default Adam on CPU takes the fused path
+    parameters = list(twin.policy.parameters())
+    for _ in range(5):  # the first step builds torch's Adam state, the next ones are fused
+        norm = ours(loss_of(model, observations, actions), MAX_NORM)
+        twin.policy.optimizer.zero_grad()
+        loss_of(twin, observations, actions).backward()
+        expected = torch.nn.utils.clip_grad_norm_(parameters, MAX_NORM)
+        twin.policy.optimizer.step()
+        torch.testing.assert_close(norm, expected, rtol=1e-6, atol=1e-7)
+    assert expected.item() > MAX_NORM  # the clip did act
+    for mine, theirs in zip(model.policy.parameters(), parameters, strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=1e-6, atol=1e-7)
+    # The optimizer state stays torch's: the twin's optimizer loads it and continues.
+    twin.policy.optimizer.load_state_dict(model.policy.optimizer.state_dict())
+    assert float(twin.policy.optimizer.state[parameters[0]]["step"]) == 5.0
+
+
+def test_a_custom_optimizer_takes_torchs_own_step() -> None:
+    env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
+    kwargs = {"optimizer_class": torch.optim.SGD}
+    model = MonitoredPPO("MlpPolicy", env, seed=0, device="cpu", policy_kwargs=kwargs)
+    assert not MinibatchStep(model.policy.optimizer, list(model.policy.parameters())).fused
