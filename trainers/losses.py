@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, ClassVar, Literal
 
 import torch
@@ -29,13 +30,30 @@ class LossError(TrainerError, ValueError):
 
 @dataclass(frozen=True)
 class PolicyLossOutput:
-    """Loss to backpropagate plus detached diagnostics over the valid (masked-in) entries."""
+    """Loss to backpropagate plus detached diagnostics over the valid (masked-in) entries.
+
+    The diagnostics are computed on first read (then kept): a hot loop that reads them once
+    per update, batched over its minibatches (`minibatch_diagnostics`), pays no kernel per step.
+    """
 
     loss: Tensor
-    approx_kl: Tensor  # k3 = mean((r - 1) - log r)
-    clip_fraction: Tensor  # mean(|r - 1| > clip_epsilon)
+    _log_ratio: Tensor = field(repr=False)
     _all_ratios: Tensor = field(repr=False)
     _valid: Tensor | None = field(repr=False)
+    clip_epsilon: float
+
+    @cached_property
+    def approx_kl(self) -> Tensor:
+        """k3 = mean((r - 1) - log r), a token mean whatever the loss's reduction."""
+        with torch.no_grad():
+            return _reduce((self._all_ratios - 1) - self._log_ratio, self._valid, "token_mean")
+
+    @cached_property
+    def clip_fraction(self) -> Tensor:
+        """mean(|r - 1| > clip_epsilon) over the valid entries."""
+        with torch.no_grad():
+            clipped = ((self._all_ratios - 1).abs() > self.clip_epsilon).to(self._all_ratios.dtype)
+            return _reduce(clipped, self._valid, "token_mean")
 
     @property
     def ratio(self) -> Tensor:
@@ -47,6 +65,29 @@ class PolicyLossOutput:
         if self._valid is None:
             return self._all_ratios.reshape(-1)
         return self._all_ratios[self._valid]
+
+
+def minibatch_diagnostics(outputs: list[PolicyLossOutput]) -> tuple[Tensor, Tensor]:
+    """approx_kl and clip_fraction of each output, as two 1-D tensors, in a few kernels when
+    the outputs are unmasked, equally sized and share clip_epsilon (one update's minibatches)."""
+    first = outputs[0]
+    batchable = all(
+        out._valid is None
+        and out._all_ratios.shape == first._all_ratios.shape
+        and out.clip_epsilon == first.clip_epsilon
+        and "approx_kl" not in out.__dict__  # already computed (e.g. read by target_kl)
+        for out in outputs
+    )
+    if not batchable:
+        return (
+            torch.stack([out.approx_kl for out in outputs]),
+            torch.stack([out.clip_fraction for out in outputs]),
+        )
+    ratios = torch.stack([out._all_ratios.reshape(-1) for out in outputs])
+    log_ratios = torch.stack([out._log_ratio.detach().reshape(-1) for out in outputs])
+    approx_kl = ((ratios - 1) - log_ratios).mean(dim=1)
+    clip_fraction = ((ratios - 1).abs() > first.clip_epsilon).to(ratios.dtype).mean(dim=1)
+    return approx_kl, clip_fraction
 
 
 def _check_open_unit(name: str, value: float) -> None:
@@ -151,12 +192,8 @@ def _reduce(values: Tensor, valid: Tensor | None, reduction: str) -> Tensor:
 def _output(
     loss: Tensor, log_ratio: Tensor, ratio: Tensor, valid: Tensor | None, clip_epsilon: float
 ) -> PolicyLossOutput:
-    with torch.no_grad():
-        # Diagnostics are always token means: they describe actions, whatever the loss weights.
-        approx_kl = _reduce((ratio - 1) - log_ratio, valid, "token_mean")
-        clipped = ((ratio - 1).abs() > clip_epsilon).to(ratio.dtype)
-        clip_fraction = _reduce(clipped, valid, "token_mean")
-    return PolicyLossOutput(loss, approx_kl, clip_fraction, ratio.detach(), valid)
+    # Diagnostics are always token means: they describe actions, whatever the loss weights.
+    return PolicyLossOutput(loss, log_ratio.detach(), ratio.detach(), valid, clip_epsilon)
 
 
 def clipped_policy_loss(

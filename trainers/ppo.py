@@ -27,6 +27,7 @@ from .losses import (
     clipped_policy_loss,
     explained_variance,
     k3_kl,
+    minibatch_diagnostics,
     ratio_quantiles,
     return_spread,
 )
@@ -160,14 +161,13 @@ class _UpdateRecord:
         self.policy_losses: list[Tensor] = []
         self.value_losses: list[Tensor] = []
         self.entropy_losses: list[Tensor] = []
-        self.clip_fractions: list[Tensor] = []
         self.grad_norms: list[Tensor] = []
-        self.epoch_kls: list[list[Tensor]] = []
+        self.epochs: list[list[PolicyLossOutput]] = []  # diagnostics are read once, batched
         self.last_epoch_ratios: list[Tensor] = []
         self.last_loss: Tensor | None = None
 
     def start_epoch(self) -> None:
-        self.epoch_kls.append([])
+        self.epochs.append([])
         self.last_epoch_ratios = []  # quantiles describe the last epoch: the policy as it ends
 
     def add(
@@ -176,19 +176,21 @@ class _UpdateRecord:
         self.policy_losses.append(out.loss.detach())
         self.value_losses.append(value_loss.detach())
         self.entropy_losses.append(entropy_loss.detach())
-        self.clip_fractions.append(out.clip_fraction)
-        self.epoch_kls[-1].append(out.approx_kl)
+        self.epochs[-1].append(out)
         self.last_epoch_ratios.append(out.ratio)
         self.last_loss = loss.detach()
 
     def read(self, extra: dict[str, Tensor]) -> dict[str, float]:
         """All statistics (and `extra` 0-d tensors) as floats, in one device-to-host transfer."""
-        epoch_means = [torch.stack(kls).mean() for kls in self.epoch_kls]
+        outputs = [out for epoch in self.epochs for out in epoch]
+        kls, clip_fractions = minibatch_diagnostics(outputs)
+        sizes = [len(epoch) for epoch in self.epochs if epoch]
+        epoch_means = [kl.mean() for kl in kls.split(sizes)]
         named: dict[str, Tensor] = {
             "train/policy_gradient_loss": torch.stack(self.policy_losses).mean(),
             "train/value_loss": torch.stack(self.value_losses).mean(),
             "train/entropy_loss": torch.stack(self.entropy_losses).mean(),
-            "train/clip_fraction": torch.stack(self.clip_fractions).mean(),
+            "train/clip_fraction": clip_fractions.mean(),
             # SB3's definition: the KL over the last epoch run, i.e. where the update ended.
             "train/approx_kl": epoch_means[-1],
             "train/loss": self.last_loss,  # type: ignore[dict-item]  # SB3: last minibatch
