@@ -4,15 +4,17 @@ specs/cartpole.yaml's shapes (8 envs x 32 steps, K 20, one minibatch of 256): on
 collected, then `train()` runs `--updates` times on it; CPU time (process user + sys, one torch
 thread) per Adam step. CPU time, not wall, so that a loaded machine still compares fairly.
 
-    python benchmarks/update_cost.py --updates 100 [--profile]
+    python benchmarks/update_cost.py --updates 50 --rounds 3 [--profile]
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import os
 import pstats
 import resource
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -60,29 +62,34 @@ def model_with_rollout(cls: type[PPO]) -> PPO:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--updates", type=int, default=100)
-    parser.add_argument("--profile", action="store_true", help="cProfile ours, top 25")
-    parser.add_argument("--only", choices=["ours", "stock"], default=None)
+    parser.add_argument("--updates", type=int, default=50, help="train() calls per round")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds, medians")
+    parser.add_argument("--profile", action="store_true", help="cProfile ours (CPU time)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    for name, cls in (("stock", PPO), ("ours", MonitoredPPO)):
-        if args.only not in (None, name):
-            continue
-        model = model_with_rollout(cls)
+    models = {"stock SB3 PPO": model_with_rollout(PPO), "ours": model_with_rollout(MonitoredPPO)}
+    if args.profile:
+        profiler = cProfile.Profile(time.thread_time)
+        profiler.runcall(lambda: [models["ours"].train() for _ in range(args.updates)])
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
+        return
+    per_step: dict[str, list[float]] = {name: [] for name in models}
+    for model in models.values():
         model.train()  # warm-up
-        profiler = cProfile.Profile(time.thread_time) if args.profile and name == "ours" else None
-        started = cpu_seconds()
-        if profiler:
-            profiler.enable()
-        for _ in range(args.updates):
-            model.train()
-        if profiler:
-            profiler.disable()
-        spent = cpu_seconds() - started
-        steps = args.updates * model.n_epochs
-        print(f"{name:6} {spent:6.2f} s CPU, {1e6 * spent / steps:7.1f} us per Adam step")
-        if profiler:
-            pstats.Stats(profiler).sort_stats("cumulative").print_stats(45)
+    for round_ in range(args.rounds):
+        for name in models if round_ % 2 == 0 else reversed(list(models)):
+            started = cpu_seconds()
+            for _ in range(args.updates):
+                models[name].train()
+            steps = args.updates * models[name].n_epochs
+            per_step[name].append(1e6 * (cpu_seconds() - started) / steps)
+    for name, values in per_step.items():
+        print(
+            f"{name:14} {statistics.median(values):7.1f} us CPU per Adam step "
+            f"({min(values):.1f}-{max(values):.1f}, {args.rounds} rounds)"
+        )
+    ratio = statistics.median(per_step["ours"]) / statistics.median(per_step["stock SB3 PPO"])
+    print(f"ours / stock: {ratio:.2f}x; 1-min load {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ and evaluation children get the same code), a fresh platform home per tree, one 
 warm-up each. Medians with min and max, and the load at each start.
 
     python benchmarks/whole_process_ab.py before=/path/to/tree-a after=. --pairs 5 --steps 256 20000
+    # evaluation off:
+    ... --set evaluation.every_timesteps=0 --set evaluation.episodes=1
 """
 
 import argparse
@@ -23,6 +25,9 @@ parser.add_argument("trees", nargs=2, help="NAME=PATH of the two source trees")
 parser.add_argument("--pairs", type=int, default=3)
 parser.add_argument("--steps", type=int, nargs="+", default=[256, 20000])
 parser.add_argument("--out", type=Path, default=None, help="write the medians as JSON here")
+parser.add_argument(
+    "--set", action="append", default=[], help="a spec override for both trees (repeatable)"
+)
 arguments = parser.parse_args()
 PY = sys.executable
 TREES = dict(tree.split("=", 1) for tree in arguments.trees)
@@ -36,6 +41,7 @@ for steps in steps_list:
             **os.environ,
             "PPO_PLATFORM_HOME": home,
             "PYTHONPATH": f"{tree}/platform:{tree}",
+            "OMP_NUM_THREADS": "1",
         }
         cmds[name] = [
             PY,
@@ -45,6 +51,7 @@ for steps in steps_list:
             f"{tree}/specs/cartpole.yaml",
             "--set",
             f"budget.total_timesteps={steps}",
+            *(arg for override in arguments.set for arg in ("--set", override)),
             "--quiet",
         ]
     for name in TREES:  # warm-up
