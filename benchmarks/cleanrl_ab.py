@@ -17,7 +17,6 @@ scripts written for gymnasium 0.29 run on gymnasium 1.x as they did there.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shlex
@@ -30,7 +29,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from whole_process import machine, package_versions
+from whole_process import (
+    cell,
+    header,
+    machine,
+    package_versions,
+    summary,
+    write_results,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -199,10 +205,6 @@ def final_return(stdout: str) -> float | None:
     return statistics.mean(episodes[-10:]) if episodes else None
 
 
-def summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def bench_row(row: Row, pairs: int, seeds: list[int], warmup: bool) -> dict:
     home = Path(tempfile.mkdtemp(prefix="cleanrl_ab_"))
     env = {
@@ -253,20 +255,10 @@ def bench_row(row: Row, pairs: int, seeds: list[int], warmup: bool) -> dict:
     return result
 
 
-def cell(stats: dict[str, float]) -> str:
-    return f"{stats['median']:.1f} ({stats['min']:.1f}-{stats['max']:.1f})"
-
-
 def markdown(report: dict) -> str:
     m = report["machine"]
     lines = [
-        "# Whole-process benchmark: ppo-platform vs CleanRL's single-file PPO",
-        "",
-        f"Command: `{report['command']}`",
-        "",
-        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {m['os']}, "
-        f"Python {m['python']}, commit {m['git_commit']}, {m['date_utc']} UTC.",
-        f"Versions: {', '.join(f'{k} {v}' for k, v in report['versions'].items())}.",
+        *header("Whole-process benchmark: ppo-platform vs CleanRL's single-file PPO", report),
         f"Load: before `{m['uptime_before']}`; after `{report['uptime_after']}`.",
         f"CleanRL: commit {report['cleanrl_commit']}, patched for gymnasium 1.x at copy time: "
         + "; ".join(report["patches"])
@@ -285,8 +277,8 @@ def markdown(report: dict) -> str:
         loads = [s["load1_at_start"] for t in (ours, theirs) for s in t["samples"]]
         lines.append(
             f"| {r['description']} | {r['env_steps']} | {len(ours['samples'])} | "
-            f"{cell(ours['wall_s'])} | {cell(theirs['wall_s'])} | {r['wall_ratio']:.2f}x | "
-            f"{cell(ours['cpu_s'])} | {cell(theirs['cpu_s'])} | {r['cpu_ratio']:.2f}x | "
+            f"{cell(ours['wall_s'], 1)} | {cell(theirs['wall_s'], 1)} | {r['wall_ratio']:.2f}x | "
+            f"{cell(ours['cpu_s'], 1)} | {cell(theirs['cpu_s'], 1)} | {r['cpu_ratio']:.2f}x | "
             f"{ours['steps_per_s']:.0f} / {theirs['steps_per_s']:.0f} | "
             f"{min(loads):.1f}-{max(loads):.1f} |"
         )
@@ -345,12 +337,7 @@ def main() -> None:
             report["rows"].append(
                 bench_row(table[name], args.pairs, args.seeds, not args.no_warmup)
             )
-    report["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout
-    report["uptime_after"] = report["uptime_after"].strip()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / f"{args.out}.md").write_text(markdown(report))
-    print(markdown(report))
+    write_results(report, args.out, markdown)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -195,16 +196,25 @@ def cell(stats: dict[str, float], digits: int = 2) -> str:
     return f"{stats['median']:.{digits}f} ({stats['min']:.{digits}f}-{stats['max']:.{digits}f})"
 
 
-def markdown(report: dict) -> str:
+def header(title: str, report: dict) -> list[str]:
+    """Title, command, machine and versions: the first lines of a whole-process result."""
     m = report["machine"]
-    lines = [
-        "# Whole-process benchmark: ppo-platform run vs plain SB3 vs rl-baselines3-zoo",
+    return [
+        f"# {title}",
         "",
         f"Command: `{report['command']}`",
         "",
         f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {m['os']}, "
         f"Python {m['python']}, commit {m['git_commit']}, {m['date_utc']} UTC.",
         f"Versions: {', '.join(f'{k} {v}' for k, v in report['versions'].items())}.",
+    ]
+
+
+def markdown(report: dict) -> str:
+    m = report["machine"]
+    title = "Whole-process benchmark: ppo-platform run vs plain SB3 vs rl-baselines3-zoo"
+    lines = [
+        *header(title, report),
         f"Load: before `{m['uptime_before']}`; after `{report['uptime_after']}`; 1-min load at "
         f"the start of each timed sample {report['load1_min']:.2f}-{report['load1_max']:.2f}.",
         "",
@@ -284,13 +294,17 @@ def main() -> None:
         for s in t["samples"]
     ]
     report["load1_min"], report["load1_max"] = min(loads), max(loads)
-    report["uptime_after"] = subprocess.run(
-        ["uptime"], capture_output=True, text=True
-    ).stdout.strip()
+    write_results(report, args.out, markdown)
+
+
+def write_results(report: dict, stem: str, render: Callable[[dict], str]) -> None:
+    """The load after the run, then results/<stem>.json and .md (printed too)."""
+    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    report["uptime_after"] = uptime
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / f"{args.out}.md").write_text(markdown(report))
-    print(markdown(report))
+    (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
+    (RESULTS / f"{stem}.md").write_text(render(report))
+    print(render(report))
 
 
 if __name__ == "__main__":
