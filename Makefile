@@ -67,13 +67,14 @@ bench-full: setup
 bench-zoo-venv: $(ZOO_VENV)/.installed
 
 # CleanRL lives only in its own venv with its scripts copied (not committed) into
-# benchmarks/.cleanrl/ from a CleanRL checkout (CLEANRL_REPO: a clone or a bare git dir);
-# benchmarks/cleanrl_ab.py patches them for gymnasium 1.x when it copies them.
+# benchmarks/.cleanrl/ from CLEANRL_REPO at CLEANRL_REF: a clone, a bare git dir or a URL
+# (cloned bare into benchmarks/.cleanrl/repo.git); benchmarks/cleanrl_ab.py patches the scripts
+# for gymnasium 1.x as it copies them.
 CLEANRL_VENV ?= benchmarks/.venv-cleanrl
-CLEANRL_REPO ?= /work/.mirror/vwxyzjn+cleanrl/repo
+CLEANRL_REPO ?= https://github.com/vwxyzjn/cleanrl
 CLEANRL_REF ?= fe8d8a03
 bench-cleanrl-venv: $(CLEANRL_VENV)/.installed
-	$(BIN)/python benchmarks/cleanrl_ab.py --copy-scripts "$(CLEANRL_REPO)" --ref $(CLEANRL_REF)
+	$(PYTHON) benchmarks/cleanrl_ab.py --copy-scripts "$(CLEANRL_REPO)" --ref $(CLEANRL_REF)
 
 $(CLEANRL_VENV)/.installed:
 	test -x $(CLEANRL_VENV)/bin/python || $(PYTHON) -m venv $(CLEANRL_VENV)

@@ -82,7 +82,12 @@ PATCHES = (
 def copy_scripts(repo: str, ref: str) -> None:
     """CleanRL's scripts at `ref` from `repo` (a clone or bare git dir), patched, to .cleanrl."""
     CLEANRL_DIR.mkdir(parents=True, exist_ok=True)
-    git_dir = repo if (Path(repo) / "HEAD").exists() else str(Path(repo) / ".git")
+    if "://" in repo:  # a URL: one bare clone, kept beside the scripts
+        git_dir = str(CLEANRL_DIR / "repo.git")
+        if not Path(git_dir).exists():
+            subprocess.run(["git", "clone", "--quiet", "--bare", repo, git_dir], check=True)
+    else:
+        git_dir = repo if (Path(repo) / "HEAD").exists() else str(Path(repo) / ".git")
     for script in SCRIPTS:
         text = subprocess.run(
             ["git", f"--git-dir={git_dir}", "show", f"{ref}:cleanrl/{script}"],
