@@ -110,7 +110,7 @@ class _RolloutTensors:
         order = torch.from_numpy(np.random.permutation(self.size)).to(self.tensors[0].device)
         for start in range(0, self.size, batch_size):
             index = order[start : start + batch_size]
-            yield RolloutBufferSamples(*(tensor[index] for tensor in self.tensors))
+            yield RolloutBufferSamples(*(tensor.index_select(0, index) for tensor in self.tensors))
 
     def whole(self) -> tuple[Observations, Tensor, Tensor]:
         """Observations, actions and rollout log-probs of every transition, in buffer order.
