@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
+from ppo_platform.envs.vectorization import check_vectorization
 from ppo_platform.envs.vocabulary import WrapperSpec
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.jobs.store import Submission
@@ -60,6 +61,7 @@ def check_env_remembered(spec: ExperimentSpec, source: str) -> None:
     issues = budget_refusals(spec, *_env_sizes(spec.env.id, kwargs, wrappers, source))
     if issues:
         raise SpecError(issues, source)
+    check_vectorization(spec, source)
 
 
 def parse_spec(text: str, source: str = "request") -> ExperimentSpec:

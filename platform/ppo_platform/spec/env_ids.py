@@ -17,6 +17,7 @@ from typing import Any
 from ppo_platform.envs.extras import extra_for, extra_installed, install_hint
 from ppo_platform.envs.factory import EnvFactory
 from ppo_platform.envs.packages import import_env_packages
+from ppo_platform.envs.vectorization import check_vectorization
 from ppo_platform.envs.vocabulary import frame_stack_of
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
@@ -266,7 +267,7 @@ def check_env_usable(
 
 def check_spec_env(spec: ExperimentSpec, source: str | None = None) -> None:
     """`usable_env`'s check for the spec's env, gSDE only on continuous actions, then the
-    resource budget with its real sizes."""
+    resource budget with its real sizes, and that `env.vectorization` can run it."""
     wrappers = spec.env.wrappers
     with usable_env(spec.env.id, spec.env.kwargs, source, wrappers) as env:
         observation = observation_size_of(env.observation_space) * frame_stack_of(wrappers)
@@ -283,3 +284,4 @@ def check_spec_env(spec: ExperimentSpec, source: str | None = None) -> None:
     issues = budget_refusals(spec, observation, action)
     if issues:
         raise SpecError(issues, source)
+    check_vectorization(spec, source)
