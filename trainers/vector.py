@@ -85,11 +85,11 @@ class NativeVecEnv(VecEnv):
         self.venv.close()
 
     def get_images(self) -> Sequence[np.ndarray | None]:
-        images = self.venv.render()
+        images: Any = self.venv.render()
         return list(images) if images is not None else [None] * self.num_envs
 
     def _count(self, indices: VecEnvIndices) -> int:
-        return len(self._get_indices(indices))
+        return len(list(self._get_indices(indices)))
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
         """One vector env holds every copy: its attribute, once per index."""

@@ -64,7 +64,7 @@ def convertible(env_class: type) -> bool:
 
 
 def same_step(env: VectorEnv) -> VectorEnv:
-    """`env` with same-step autoreset (ValueError for a next-step env this module cannot convert)."""
+    """`env` with same-step autoreset; ValueError for a next-step env this module cannot convert."""
     if autoreset_mode(env) == AutoresetMode.SAME_STEP:
         return env
     converter = SAME_STEP_CONVERTERS.get(type(env.unwrapped))

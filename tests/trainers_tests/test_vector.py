@@ -56,7 +56,7 @@ def test_episode_statistics_are_monitors_and_lengths_add_up() -> None:
         lengths = [info["episode"]["l"] for _, i, info, _ in ends if i == index]
         # Episode k of env i ends at step sum(lengths[:k+1]) - 1: no step is lost to resets.
         assert list(np.cumsum(lengths) - 1) == steps
-        for _, i, info, _ in ends:
+        for _, _, info, _ in ends:
             assert info["episode"]["r"] == float(info["episode"]["l"])  # +1 per CartPole step
             assert set(info["episode"]) == {"r", "l", "t"}
     assert env.env_is_wrapped(Monitor) == [True] * 3  # evaluation reads Monitor's statistics

@@ -11,7 +11,6 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from ppo_platform.envs.vectorization import check_vectorization
 from ppo_platform.envs.vocabulary import WrapperSpec
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.jobs.store import Submission
@@ -27,6 +26,7 @@ from ppo_platform.spec.lm_loader import load_any_spec_text
 from ppo_platform.spec.loader import load_spec_text
 from ppo_platform.spec.resources import budget_refusals
 from ppo_platform.spec.rules import rollout_over_budget_issue, trained_steps
+from ppo_platform.spec.vectorization import check_vectorization
 from ppo_platform.spec.yaml_source import check_spec_size, parse_yaml
 
 # env.wrappers back from the JSON the remembered env check is keyed by.

@@ -17,11 +17,11 @@ from typing import Any
 from ppo_platform.envs.extras import extra_for, extra_installed, install_hint
 from ppo_platform.envs.factory import EnvFactory
 from ppo_platform.envs.packages import import_env_packages
-from ppo_platform.envs.vectorization import check_vectorization
 from ppo_platform.envs.vocabulary import frame_stack_of
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
 from ppo_platform.spec.resources import budget_refusals, observation_size_of
+from ppo_platform.spec.vectorization import check_vectorization
 
 MAX_SUGGESTIONS = 3
 # Ids whose env imports and builds another one named in its kwargs (shimmy's compatibility envs

@@ -79,7 +79,8 @@ class EnvSpec(StrictModel):
         "object steps all N; CartPole-v1); `envpool`, EnvPool's C++ pool (the `envpool` extra; "
         "ALE games, MuJoCo, classic control); `dummy`, one env per copy in-process; `subproc`, "
         "one process per env; `auto`, native where the env has one and no per-env wrapper "
-        "stands in the way, else EnvPool where installed and it expresses the spec, else dummy.",
+        "stands in the way, else EnvPool for ALE games and MuJoCo where installed and it "
+        "expresses the spec, else dummy.",
     )
     normalize: NormalizeSpec = Field(default_factory=NormalizeSpec)
     wrappers: list[WrapperSpec] = Field(

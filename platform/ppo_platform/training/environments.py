@@ -18,13 +18,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 from ppo_platform.envs.apply import wrap_vec_env
 from ppo_platform.envs.factory import EnvFactory
 from ppo_platform.envs.shipping import check_shippable
-from ppo_platform.envs.vectorization import check_vectorization, resolve
 from ppo_platform.envs.vocabulary import frame_stack_of
 from ppo_platform.errors import SpecError
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.resources import budget_refusals, observation_size_of
+from ppo_platform.spec.vectorization import check_vectorization, resolve
 from ppo_platform.training.native_envs import (
     envpool_vec_env,
     native_vec_env,

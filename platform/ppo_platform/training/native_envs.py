@@ -1,5 +1,5 @@
 """The spec's N envs as one native vector env (gymnasium's own, or EnvPool's), adapted to SB3's
-VecEnv conventions by `trainers.vector` / `trainers.envpool` (see ppo_platform.envs.vectorization
+VecEnv conventions by `trainers.vector` / `trainers.envpool` (see ppo_platform.spec.vectorization
 for when each is chosen)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ppo_platform.envs import envpool_support
+from ppo_platform.spec import envpool_support
 from ppo_platform.spec.experiment import ExperimentSpec
 
 
@@ -19,11 +19,9 @@ def native_vec_env(spec: ExperimentSpec, n_envs: int) -> Any:
 
     with warnings.catch_warnings():  # "out of date" notices: the checks say what matters
         warnings.simplefilter("ignore")
+        kwargs: dict[str, Any] = dict(spec.env.kwargs)
         env = gymnasium.make_vec(
-            spec.env.id,
-            num_envs=n_envs,
-            vectorization_mode="vector_entry_point",
-            **dict(spec.env.kwargs),
+            spec.env.id, num_envs=n_envs, vectorization_mode="vector_entry_point", **kwargs
         )
     return NativeVecEnv(env)
 
@@ -35,7 +33,12 @@ def envpool_vec_env(spec: ExperimentSpec, n_envs: int) -> Any:
 
     options = envpool_support.options(spec)
     assert not isinstance(options, str), options  # refused at validation
-    return EnvPoolVecEnv(envpool_support.task_id(spec.env.id), n_envs, options)
+    return EnvPoolVecEnv(
+        envpool_support.task_id(spec.env.id),
+        n_envs,
+        options,
+        envpool_support.episode_length_scale(spec),
+    )
 
 
 def vector_level_wrappers(spec: ExperimentSpec, mode: str) -> list[Any]:

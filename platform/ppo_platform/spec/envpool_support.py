@@ -15,8 +15,9 @@ from ppo_platform.envs import vocabulary as v
 from ppo_platform.spec.experiment import ExperimentSpec
 
 ALE_PREFIX = "ALE/"
-# ALE keyword arguments EnvPool takes (by its own names); frameskip 1 means the wrapper skips.
-ALE_KWARGS = {"repeat_action_probability": "repeat_action_probability"}
+# ALE v5's own frame skip and sticky-action probability (gymnasium's defaults for ALE/<Game>-v5).
+ALE_FRAMESKIP, ALE_STICKY = 4, 0.25
+MUJOCO_ENTRY = "gymnasium.envs.mujoco"
 
 
 def installed() -> bool:
@@ -43,21 +44,23 @@ def _atari_options(spec: ExperimentSpec) -> dict[str, Any] | str:
         if not isinstance(w, (v.AtariWrapperSpec, v.FrameStackSpec))
     ]
     if not atari or others:
-        return "EnvPool runs ALE games with the atari wrapper's preprocessing (and frame_stack) only"
+        return "EnvPool runs ALE games with the atari wrapper's preprocessing (and frame_stack)"
     wrapper = atari[0]
     kwargs = dict(spec.env.kwargs)
-    if kwargs.pop("frameskip", 1) != 1:
-        return "env.kwargs.frameskip other than 1 (EnvPool skips the atari wrapper's frame_skip)"
-    unknown = sorted(set(kwargs) - set(ALE_KWARGS))
-    if unknown:
-        return f"EnvPool takes no {', '.join(unknown)} (env.kwargs)"
-    options: dict[str, Any] = {ALE_KWARGS[k]: value for k, value in kwargs.items()}
-    if wrapper.action_repeat_probability:
-        options["repeat_action_probability"] = wrapper.action_repeat_probability
+    game_skip = kwargs.pop("frameskip", ALE_FRAMESKIP)
+    sticky = kwargs.pop("repeat_action_probability", ALE_STICKY)
+    if kwargs:
+        return f"EnvPool takes no {', '.join(sorted(kwargs))} (env.kwargs)"
+    if not isinstance(game_skip, int) or (sticky and wrapper.action_repeat_probability):
+        return "a random frameskip, or sticky actions in both the game and the wrapper"
+    if game_skip > 1 and wrapper.frame_skip > 1:
+        return f"frames would be skipped twice (set env.kwargs.frameskip: 1), {game_skip} x "
+        f"{wrapper.frame_skip}"
+    options = {"repeat_action_probability": sticky or wrapper.action_repeat_probability}
     return {
         **options,
         "noop_max": wrapper.noop_max,
-        "frame_skip": wrapper.frame_skip,
+        "frame_skip": game_skip * wrapper.frame_skip,
         "img_height": wrapper.screen_size,
         "img_width": wrapper.screen_size,
         "episodic_life": wrapper.terminal_on_life_loss,
@@ -82,6 +85,23 @@ def options(spec: ExperimentSpec) -> dict[str, Any] | str:
     if spec.env.kwargs:
         return "EnvPool takes no env.kwargs for this env"
     return {}
+
+
+def episode_length_scale(spec: ExperimentSpec) -> int:
+    """Game steps per agent step of an ALE game: the platform's Monitor counts the game's."""
+    atari = [w for w in spec.env.wrappers if isinstance(w, v.AtariWrapperSpec)]
+    return atari[0].frame_skip if atari and spec.env.id.startswith(ALE_PREFIX) else 1
+
+
+def auto_picks(spec: ExperimentSpec) -> bool:
+    """Whether `auto` may pick EnvPool: for ALE games and MuJoCo, where it pays (a C++ pool
+    instead of Python wrappers or one Python env per copy), and where it runs as described."""
+    import gymnasium
+
+    if spec.env.id.startswith(ALE_PREFIX):
+        return obstacle(spec) is None
+    entry = getattr(gymnasium.registry.get(spec.env.id), "entry_point", "")
+    return isinstance(entry, str) and entry.startswith(MUJOCO_ENTRY) and obstacle(spec) is None
 
 
 def obstacle(spec: ExperimentSpec) -> str | None:

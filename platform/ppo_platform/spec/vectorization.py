@@ -6,9 +6,10 @@
 - `envpool`: EnvPool's C++ env pool (`pip install 'ppo-platform[envpool]'`), `trainers.envpool`;
 - `dummy` / `subproc`: one gymnasium env per copy, in-process or one process each (SB3's);
 - `auto`: native where the id has a native vector env and nothing in the spec stands in the way,
-  EnvPool where it is installed and runs the env as the spec describes it, dummy otherwise.
+  EnvPool for ALE games and MuJoCo where it is installed and runs the env as the spec describes
+  it, dummy otherwise (EnvPool's classic-control and toy-text envs only when asked for).
 
-The checks build no env; gymnasium is imported inside the functions.
+The checks build no env; gymnasium is imported inside the functions (`validate` stays light).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ppo_platform.envs import envpool_support
 from ppo_platform.envs.vocabulary import FrameStackSpec
 from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.spec import envpool_support
 from ppo_platform.spec.experiment import ExperimentSpec
 
 FIELD = "env.vectorization"
@@ -33,7 +34,7 @@ def native_obstacle(spec: ExperimentSpec) -> str | None:
     from trainers.vector_autoreset import convertible
 
     env_spec = gymnasium.registry.get(spec.env.id)
-    if env_spec is None or env_spec.vector_entry_point is None:
+    if env_spec is None or not isinstance(env_spec.vector_entry_point, str):
         return f"{spec.env.id} has no native vector env in gymnasium's registry"
     per_env = [w.name for w in spec.env.wrappers if not isinstance(w, FrameStackSpec)]
     if per_env:
@@ -67,7 +68,7 @@ def resolve(spec: ExperimentSpec, own_env: bool = False) -> str:
         return "dummy"
     if native_obstacle(spec) is None:
         return "native"
-    if envpool_support.obstacle(spec) is None:
+    if envpool_support.auto_picks(spec):
         return "envpool"
     return "dummy"
 
@@ -77,6 +78,7 @@ def vectorization_issues(spec: ExperimentSpec, own_env: bool = False) -> list[Sp
     mode = spec.env.vectorization
     if mode in PER_ENV or mode == "auto":
         return []
+    reason: str | None
     if own_env:
         reason = "your own env (make_env) is one env, not a vector env"
     elif mode == "native":
