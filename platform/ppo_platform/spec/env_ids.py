@@ -265,6 +265,29 @@ def check_env_usable(
         return observation, observation_size_of(env.action_space)
 
 
+def normalized_keys(space: Any) -> list[str] | None:
+    """The keys of a Dict observation VecNormalize normalizes (its Box ones); None otherwise."""
+    from gymnasium import spaces
+
+    if not isinstance(space, spaces.Dict):
+        return None
+    return [key for key, sub in space.spaces.items() if isinstance(sub, spaces.Box)]
+
+
+def refuse_unnormalizable(spec: ExperimentSpec, space: Any, source: str | None) -> None:
+    """env.normalize.obs needs a Box observation, or a Dict one with a Box key."""
+    if not spec.env.normalize.obs or type(space).__name__ == "Box" or normalized_keys(space):
+        return
+    raise _env_issue(
+        "env.normalize.obs",
+        f"has nothing to normalize: {spec.env.id}'s observations are {type(space).__name__}, "
+        "with no Box (continuous) part.",
+        True,
+        "set env.normalize.obs: false (discrete observations are one-hot encoded, not scaled).",
+        source,
+    )
+
+
 def check_spec_env(spec: ExperimentSpec, source: str | None = None) -> None:
     """`usable_env`'s check for the spec's env, gSDE only on continuous actions, then the
     resource budget with its real sizes, and that `env.vectorization` can run it."""
@@ -273,6 +296,7 @@ def check_spec_env(spec: ExperimentSpec, source: str | None = None) -> None:
         observation = observation_size_of(env.observation_space) * frame_stack_of(wrappers)
         action = observation_size_of(env.action_space)
         continuous = type(env.action_space).__name__ == "Box"
+        refuse_unnormalizable(spec, env.observation_space, source)
     if spec.policy.use_sde and not continuous:
         raise _env_issue(
             "policy.use_sde",

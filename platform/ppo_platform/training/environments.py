@@ -21,7 +21,7 @@ from ppo_platform.envs.shipping import check_shippable
 from ppo_platform.envs.vocabulary import frame_stack_of
 from ppo_platform.errors import SpecError
 from ppo_platform.settings import get_settings
-from ppo_platform.spec.env_ids import check_spec_env
+from ppo_platform.spec.env_ids import check_spec_env, normalized_keys, refuse_unnormalizable
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.resources import budget_refusals, observation_size_of
 from ppo_platform.spec.vectorization import check_vectorization, resolve
@@ -80,11 +80,13 @@ def _vec_env(
 
 
 def _check_own_env(spec: ExperimentSpec, factory: EnvFactory) -> None:
-    """A notebook user's env: the resource budget with its real (wrapped) sizes."""
+    """A notebook user's env: the resource budget with its real (wrapped) sizes, and
+    observations that env.normalize.obs can normalize."""
     env = factory()
     try:
         observation = observation_size_of(env.observation_space)
         action = observation_size_of(env.action_space)
+        refuse_unnormalizable(spec, env.observation_space, None)
     finally:
         env.close()
     issues = budget_refusals(spec, observation * frame_stack_of(spec.env.wrappers), action)
@@ -115,6 +117,7 @@ def build_train_env(
         env = VecNormalize(
             env,
             norm_obs=norm.obs,
+            norm_obs_keys=normalized_keys(env.observation_space),
             norm_reward=norm.reward,
             clip_obs=norm.clip_obs,
             clip_reward=norm.clip_reward,
@@ -142,6 +145,7 @@ def build_eval_env(spec: ExperimentSpec, make_env: EnvMaker | None = None) -> Ve
             env,
             training=False,
             norm_obs=norm.obs,
+            norm_obs_keys=normalized_keys(env.observation_space),
             norm_reward=False,
             clip_obs=norm.clip_obs,
             gamma=spec.advantage.gamma,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -114,3 +115,32 @@ def test_native_cartpole_learns_like_per_env_cartpoles_on_the_same_seeds() -> No
     # ...and their means differ by no more than the seeds' own spread.
     spread = max(np.std(native), np.std(dummy), 10.0)
     assert abs(np.mean(native) - np.mean(dummy)) < 3 * spread, (native, dummy)
+
+
+class _WithFlag(gym.ObservationWrapper):  # type: ignore[type-arg]
+    """CartPole's observation as a Dict with a discrete part: {"pole": Box, "flag": Discrete}."""
+
+    def __init__(self, env: Any) -> None:
+        super().__init__(env)
+        self.observation_space = gym.spaces.Dict(
+            {"pole": env.observation_space, "flag": gym.spaces.Discrete(2)}
+        )
+
+    def observation(self, observation: Any) -> dict[str, Any]:
+        return {"pole": observation, "flag": int(observation[0] > 0)}
+
+
+def test_normalize_obs_scales_the_box_part_of_a_dict_and_refuses_discrete_only() -> None:
+    cartpole = spec(mode="dummy", extra=", normalize: {obs: true}")
+    env = build_train_env(cartpole, make_env=lambda: _WithFlag(gym.make("CartPole-v1")))
+    try:
+        assert env.norm_obs_keys == ["pole"]
+        obs = env.reset()
+        assert set(obs) == {"pole", "flag"} and set(np.unique(obs["flag"])) <= {0, 1}
+    finally:
+        env.close()
+    with pytest.raises(SpecError) as refused:
+        build_train_env(spec("FrozenLake-v1", "dummy", ", normalize: {obs: true}"))
+    [issue] = refused.value.issues
+    assert (issue.path, issue.value) == ("env.normalize.obs", True)
+    assert "env.normalize.obs: false" in (issue.fix or "")
