@@ -54,9 +54,11 @@ bench: setup
 
 # ppo-platform vs CleanRL's single-file PPO scripts, whole processes, alternating pairs, into
 # benchmarks/results/cleanrl_ab.* (the full set: `$(BIN)/python benchmarks/cleanrl_ab.py`).
-# `make bench` runs the quick set: CartPole 100k and the throughput row, 3 pairs.
+# `make bench` runs the quick set: CartPole and the throughput configuration, both at 100k env
+# steps, 3 pairs (a local check, not committed).
 bench-cleanrl: setup bench-cleanrl-venv
-	$(BIN)/python benchmarks/cleanrl_ab.py --rows cartpole throughput --pairs 3 --out cleanrl_ab_quick
+	$(BIN)/python benchmarks/cleanrl_ab.py --rows cartpole throughput --pairs 3 --steps 100000 \
+		--out cleanrl_ab_quick
 
 # Sample efficiency: planner vs rl-baselines3-zoo hyperparameters, 6 envs x 3 seeds (hours on 2
 # loaded cores). LunarLander needs the box2d extra; without it that env is skipped and says so.
