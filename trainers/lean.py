@@ -6,10 +6,12 @@ the parameters with about ten foreach kernels; `clip_grad_norm_` groups the grad
 on every call; a `torch.distributions` object is built and validated per minibatch. Here:
 
 - `MinibatchStep`: zero the gradients, backpropagate, clip to the global norm (the norm before
-  clipping is returned, as `clip_grad_norm_` returns it) and take one Adam step with torch's
-  fused Adam kernel (`torch._fused_adam_`: one kernel for all parameters) on the optimizer's own
-  state, so a saved optimizer is a plain torch Adam. Not bit-equal to the foreach kernels (the
-  fused kernel orders its arithmetic differently; the parameters agree to ~1 ulp per step).
+  clipping is returned, as `clip_grad_norm_` returns it) and take one Adam step: torch's own
+  foreach Adam function on the optimizer's own state, called directly, without `step()`'s
+  per-call Python (hooks, profiler records, `_init_group`'s walk over every parameter's state).
+  Bit-equal to `clip_grad_norm_` + `optimizer.step()`. (torch's fused CPU kernel,
+  `torch._fused_adam_`, is faster still but rounds differently, ~1 ulp per step: a different
+  trajectory from stock SB3's on the same seed.)
 - `evaluate_actions`: SB3's `ActorCriticPolicy.evaluate_actions` for categorical and diagonal
   Gaussian policies with the distribution's formulas inlined: bit-equal values and gradients.
 
@@ -29,6 +31,7 @@ from stable_baselines3.common.distributions import (
 )
 from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import Tensor
+from torch.optim.adam import _multi_tensor_adam
 
 _HALF_LOG_2PI = math.log(math.sqrt(2 * math.pi))
 _GAUSSIAN_ENTROPY = 0.5 + 0.5 * math.log(2 * math.pi)
@@ -43,6 +46,7 @@ def _plain_adam(optimizer: torch.optim.Optimizer, parameters: list[Tensor]) -> b
         group.get(key) for key in ("amsgrad", "maximize", "capturable", "differentiable")
     )
     plain = plain and not group.get("decoupled_weight_decay") and not group.get("fused")
+    plain = plain and group.get("foreach") is True  # the kernels torch's step would run
     same = len(group["params"]) == len(parameters) and all(
         a is b for a, b in zip(group["params"], parameters, strict=False)
     )
@@ -56,7 +60,7 @@ class MinibatchStep:
     def __init__(self, optimizer: torch.optim.Optimizer, parameters: list[Tensor]) -> None:
         self.optimizer = optimizer
         self.parameters = parameters
-        self.fused = _plain_adam(optimizer, parameters)
+        self.lean = _plain_adam(optimizer, parameters)
         self._state: tuple[list[Tensor], list[Tensor], list[Tensor]] | None = None
 
     def __call__(self, loss: Tensor, max_grad_norm: float) -> Tensor:
@@ -65,7 +69,7 @@ class MinibatchStep:
             parameter.grad = None
         loss.backward()
         grads = [p.grad for p in self.parameters]
-        if not self.fused or any(g is None for g in grads):
+        if not self.lean or any(g is None for g in grads):
             norm = torch.nn.utils.clip_grad_norm_(self.parameters, max_grad_norm)
             self.optimizer.step()
             return norm
@@ -90,12 +94,13 @@ class MinibatchStep:
         exp_avgs, exp_avg_sqs, steps = self._state
         group: dict[str, Any] = self.optimizer.param_groups[0]
         beta1, beta2 = group["betas"]
-        torch._foreach_add_(steps, 1)
-        torch._fused_adam_(
-            self.parameters, grads, exp_avgs, exp_avg_sqs, [], steps,
-            amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2,
-            weight_decay=group["weight_decay"], eps=group["eps"], maximize=False,
-        )  # fmt: skip
+        with torch.no_grad():  # what Optimizer.step's decorator does
+            _multi_tensor_adam(
+                self.parameters, grads, exp_avgs, exp_avg_sqs, [], steps, None, None,
+                amsgrad=False, has_complex=False, beta1=beta1, beta2=beta2, lr=group["lr"],
+                weight_decay=group["weight_decay"], eps=group["eps"], maximize=False,
+                capturable=False, differentiable=False, decoupled_weight_decay=False,
+            )  # fmt: skip
 
 
 def _inlined_distribution(policy: ActorCriticPolicy) -> bool:

@@ -3,9 +3,8 @@ diagnostics come from `trainers.losses`.
 
 The update keeps every per-minibatch statistic on the device and reads them back once, at the
 end of the update (stock SB3 calls `.item()` five times per minibatch); each minibatch step is
-`trainers.lean`'s (fused Adam, foreach clip, inlined distributions). With the same seed and the
-same rollout it takes the gradient steps stock SB3 `PPO` takes, to float tolerance (the fused
-Adam kernel rounds differently from the foreach one, ~1 ulp per step).
+`trainers.lean`'s (direct foreach Adam and clip, inlined distributions). With the same seed and
+the same rollout it takes exactly the gradient steps stock SB3 `PPO` takes.
 """
 
 from __future__ import annotations
@@ -230,7 +229,7 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
     After the last epoch one extra forward pass over the whole rollout measures the KL between
     the rollout policy and the updated one (`train/approx_kl_post`). `kl_source="post_update"`
     makes `target_kl` read that KL after every epoch; the default, `"minibatch"`, keeps SB3's
-    rule (a minibatch's KL before its own step), so this class steps like stock PPO.
+    rule (a minibatch's KL before its own step), so this class steps exactly like stock PPO.
     """
 
     def __init__(self, *args: Any, kl_source: KLSource = "minibatch", **kwargs: Any) -> None:

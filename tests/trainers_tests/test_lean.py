@@ -12,7 +12,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from trainer_rollouts import with_rollout
 
 from trainers.lean import MinibatchStep, evaluate_actions
-from trainers.ppo import MonitoredPPO
+from trainers.ppo import MonitoredPPO, use_foreach_optimizer
 
 MAX_NORM = 0.01  # below the gradient norms here: the clip acts
 ENVS = {"categorical": "CartPole-v1", "gaussian": "Pendulum-v1"}
@@ -50,23 +50,24 @@ def loss_of(model: PPO, observations: torch.Tensor, actions: torch.Tensor) -> to
     return values.square().mean() - log_prob.mean() - 0.01 * entropy.mean()
 
 
-def test_minibatch_step_takes_torchs_clipped_adam_step_within_float_tolerance() -> None:
+def test_minibatch_step_takes_torchs_clipped_adam_step_bit_for_bit() -> None:
     model = with_rollout(PPO, "CartPole-v1", seed=2, n_steps=64)
+    use_foreach_optimizer(model.policy.optimizer)  # as ClipPPO sets it up
     observations, actions = batch(model)
     twin = copy.deepcopy(model)
     ours = MinibatchStep(model.policy.optimizer, list(model.policy.parameters()))
-    assert ours.fused  # SB3's default Adam on CPU takes the fused path
+    assert ours.lean  # SB3's default Adam on CPU (foreach, set by ClipPPO) takes the lean path
     parameters = list(twin.policy.parameters())
-    for _ in range(5):  # the first step builds torch's Adam state, the next ones are fused
+    for _ in range(5):  # the first step builds torch's Adam state, the next ones are lean
         norm = ours(loss_of(model, observations, actions), MAX_NORM)
         twin.policy.optimizer.zero_grad()
         loss_of(twin, observations, actions).backward()
         expected = torch.nn.utils.clip_grad_norm_(parameters, MAX_NORM)
         twin.policy.optimizer.step()
-        torch.testing.assert_close(norm, expected, rtol=1e-6, atol=1e-7)
+        assert torch.equal(norm, expected)
     assert expected.item() > MAX_NORM  # the clip did act
     for mine, theirs in zip(model.policy.parameters(), parameters, strict=True):
-        torch.testing.assert_close(mine, theirs, rtol=1e-6, atol=1e-7)
+        assert torch.equal(mine, theirs)
     # The optimizer state stays torch's: the twin's optimizer loads it and continues.
     twin.policy.optimizer.load_state_dict(model.policy.optimizer.state_dict())
     assert float(twin.policy.optimizer.state[parameters[0]]["step"]) == 5.0
@@ -76,4 +77,4 @@ def test_a_custom_optimizer_takes_torchs_own_step() -> None:
     env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
     kwargs = {"optimizer_class": torch.optim.SGD}
     model = MonitoredPPO("MlpPolicy", env, seed=0, device="cpu", policy_kwargs=kwargs)
-    assert not MinibatchStep(model.policy.optimizer, list(model.policy.parameters())).fused
+    assert not MinibatchStep(model.policy.optimizer, list(model.policy.parameters())).lean
