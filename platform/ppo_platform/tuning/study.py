@@ -240,6 +240,8 @@ def make_pruner(spec: ExperimentSpec) -> optuna.pruners.BasePruner:
 
     assert spec.tune is not None
     pruner = spec.tune.pruner
+    if spec.tune.multi:  # Optuna cannot prune a multi-objective trial
+        return optuna.pruners.NopPruner()
     first_rung = max(1, pruner.n_warmup_evaluations)
     if pruner.type == "median":
         return optuna.pruners.MedianPruner(
@@ -250,7 +252,7 @@ def make_pruner(spec: ExperimentSpec) -> optuna.pruners.BasePruner:
             min_resource=first_rung, reduction_factor=pruner.reduction_factor
         )
     if pruner.type == "hyperband":
-        max_steps = evaluations_per_seed(spec) * spec.tune.seeds_per_trial
+        max_steps = evaluations_per_seed(spec) * spec.tune.seeds_max
         return optuna.pruners.HyperbandPruner(
             min_resource=first_rung,
             max_resource=max(first_rung, max_steps),
@@ -263,14 +265,19 @@ def fingerprint(spec: ExperimentSpec) -> str:
     """What a study's trials depend on: a resumed study must not silently change it."""
     assert spec.tune is not None
     tune = spec.tune
-    parts = {
+    parts: dict[str, Any] = {
         "spec": spec.spec_hash(),
         "space": tune.model_dump(mode="json")["space"],
-        "metric": tune.metric,
+        "metric": tune.metric or "final_eval_return",
         "seeds": tune.seeds_per_trial,
         "aggregate": tune.aggregate,
         "quantile": tune.quantile,
     }
+    # Added only when set: a study started before these fields existed still resumes.
+    if tune.objective is not None:
+        parts["objective"] = tune.objective.model_dump(mode="json")
+    if tune.racing is not None:
+        parts["racing"] = tune.racing.model_dump(mode="json")
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -285,7 +292,7 @@ def load_study(
         storage=storage,
         study_name=study_name,
         load_if_exists=True,
-        direction=spec.tune.direction,
+        directions=spec.tune.directions,
         pruner=make_pruner(spec),
         sampler=make_sampler(spec, worker_index),
     )
@@ -299,7 +306,7 @@ def prepare_study(spec: ExperimentSpec, storage: BaseStorage, study_name: str) -
     found = study.user_attrs.get(FINGERPRINT_ATTR)
     if found is None:
         study.set_user_attr(FINGERPRINT_ATTR, expected)
-    elif found != expected or study.direction.name.lower() != spec.tune.direction:
+    elif found != expected or [d.name.lower() for d in study.directions] != spec.tune.directions:
         raise ConflictError(
             [
                 SpecIssue(
