@@ -248,6 +248,13 @@ class TuneSpec(StrictModel):
         description="What trials are scored by, with its direction (absent: `metric` and "
         "`direction`). Set either this or metric/direction, not both.",
     )
+    start_points: list[dict[DottedPath, GridValue]] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Settings tried first, before the sampler's own (e.g. rl-baselines3-zoo's "
+        "values): each maps dotted paths of `space` to a value it can sample; paths left out "
+        "are sampled. The sampler learns from them like from any trial.",
+    )
     racing: RacingSpec | None = Field(
         None,
         description="Racing over seeds: promising trials earn more seeds, up to "
@@ -259,8 +266,9 @@ class TuneSpec(StrictModel):
         """The objective in force: `objective`, or the one `metric` names."""
         if self.objective is not None:
             return self.objective
-        kind = "eval_auc" if self.metric == "eval_auc" else "final_return"
-        return ObjectiveSpec(type=kind)
+        if self.metric == "eval_auc":
+            return ObjectiveSpec(type="eval_auc")
+        return ObjectiveSpec(type="final_return")
 
     @property
     def directions(self) -> list[str]:

@@ -17,7 +17,7 @@ def tune_objective_issues(spec: Any) -> list[SpecIssue]:
     tune = spec.tune
     if tune is None:
         return []
-    return [*_objective_issues(spec), *_racing_issues(tune)]
+    return [*_objective_issues(spec), *_racing_issues(tune), *_start_point_issues(tune)]
 
 
 def _objective_issues(spec: Any) -> list[SpecIssue]:
@@ -43,8 +43,7 @@ def _objective_issues(spec: Any) -> list[SpecIssue]:
         issues.append(
             SpecIssue(
                 "tune.direction",
-                f"contradicts objective {objective.type}, which is to "
-                f"{objective.directions[0]}.",
+                f"contradicts objective {objective.type}, which is to {objective.directions[0]}.",
                 tune.direction,
                 fix="remove tune.direction: the objective sets it.",
             )
@@ -53,8 +52,7 @@ def _objective_issues(spec: Any) -> list[SpecIssue]:
         issues.append(
             SpecIssue(
                 "tune.direction",
-                "one direction for a two-objective study (return: maximize, env steps: "
-                "minimize).",
+                "one direction for a two-objective study (return: maximize, env steps: minimize).",
                 tune.direction,
                 fix="remove tune.direction: the objective sets both.",
             )
@@ -110,3 +108,36 @@ def _racing_issues(tune: Any) -> list[SpecIssue]:
             )
         )
     return issues
+
+
+def _start_point_issues(tune: Any) -> list[SpecIssue]:
+    """A start point must name searched paths and values the space can sample."""
+    issues = []
+    for index, point in enumerate(tune.start_points):
+        for path, value in point.items():
+            where = f"tune.start_points[{index}].{path}"
+            dist = tune.space.get(path)
+            if dist is None:
+                issues.append(
+                    SpecIssue(where, "is not in tune.space.", value, fix="add it to the space.")
+                )
+            elif not _in_space(dist, value):
+                issues.append(
+                    SpecIssue(
+                        where,
+                        "is a value the space cannot sample.",
+                        value,
+                        fix="use one of its choices, or a value within low..high on its step.",
+                    )
+                )
+    return issues
+
+
+def _in_space(dist: Any, value: Any) -> bool:
+    if dist.type == "categorical":
+        return value in dist.choices
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if not dist.low <= value <= dist.high:
+        return False
+    return dist.type == "float" or (value == int(value) and (value - dist.low) % dist.step == 0)

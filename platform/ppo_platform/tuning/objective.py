@@ -183,7 +183,10 @@ class TrialObjective:
         trial.set_user_attr("seed_values", outcome.primary())
         trial.set_user_attr(
             "seed_scores",
-            {n: [s[i] for s in outcome.seed_scores] for i, n in enumerate(objective_names(self.tune))},
+            {
+                n: [s[i] for s in outcome.seed_scores]
+                for i, n in enumerate(objective_names(self.tune))
+            },
         )
         run.log_curve(self._curve(outcome.curves))
         run.log_values(dict(zip(objective_names(self.tune), values, strict=True)))
@@ -200,7 +203,9 @@ class TrialObjective:
         seed: int,
     ) -> None:
         """Train one seed; record its scores, or prune / fail the trial."""
-        seed_spec = spec.model_copy(update={"budget": spec.budget.model_copy(update={"seed": seed})})
+        seed_spec = spec.model_copy(
+            update={"budget": spec.budget.model_copy(update={"seed": seed})}
+        )
         cancel = threading.Event()
         reporter = PruningReporter(trial, seed_spec, self.tune, index, outcome.curves, cancel)
         try:

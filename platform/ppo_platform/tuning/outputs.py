@@ -272,7 +272,10 @@ def _chosen(
     name = tune.scoring.type
     seeds = f"{tune.aggregate} over seeds {best.user_attrs.get('seeds')}"
     if tune.multi:
-        how = f"Pareto front, highest final return {best.values[0]:.4g} with {best.values[1]:.0f} env steps to threshold ({seeds})"
+        how = (
+            f"Pareto front, highest final return {best.values[0]:.4g} with "
+            f"{best.values[1]:.0f} env steps to threshold ({seeds})"
+        )
         return best, float(best.values[0]), how
     held_out = held_out_best(verified or [], tune.directions[0])
     if held_out is None:

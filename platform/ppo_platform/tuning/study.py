@@ -35,7 +35,7 @@ from ppo_platform.errors import (
 from ppo_platform.settings import JOURNAL_SCHEME, Settings, masked_url
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.names import refuse_unknown_host
-from ppo_platform.tuning.space import grid_search_space, grid_size
+from ppo_platform.tuning.space import encode, grid_search_space, grid_size
 
 if TYPE_CHECKING:
     import optuna
@@ -273,6 +273,8 @@ def fingerprint(spec: ExperimentSpec) -> str:
         "aggregate": tune.aggregate,
         "quantile": tune.quantile,
     }
+    if tune.start_points:
+        parts["start_points"] = tune.start_points
     # Added only when set: a study started before these fields existed still resumes.
     if tune.objective is not None:
         parts["objective"] = tune.objective.model_dump(mode="json")
@@ -292,7 +294,7 @@ def load_study(
         storage=storage,
         study_name=study_name,
         load_if_exists=True,
-        directions=spec.tune.directions,
+        directions=[optuna.study.StudyDirection[d.upper()] for d in spec.tune.directions],
         pruner=make_pruner(spec),
         sampler=make_sampler(spec, worker_index),
     )
@@ -304,8 +306,13 @@ def prepare_study(spec: ExperimentSpec, storage: BaseStorage, study_name: str) -
     assert spec.tune is not None
     expected = fingerprint(spec)
     found = study.user_attrs.get(FINGERPRINT_ATTR)
-    if found is None:
+    if found is None:  # a new study: its start points run first
         study.set_user_attr(FINGERPRINT_ATTR, expected)
+        for point in spec.tune.start_points:
+            study.enqueue_trial(
+                {path: encode(spec.tune.space[path], v) for path, v in point.items()},
+                skip_if_exists=True,
+            )
     elif found != expected or [d.name.lower() for d in study.directions] != spec.tune.directions:
         raise ConflictError(
             [

@@ -90,9 +90,9 @@ def held_out_spec(spec: ExperimentSpec, trial_spec: ExperimentSpec, seed: int) -
 def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
     """Train one trial's spec on every held-out seed; its held-out score and spread."""
     from ppo_platform.training.runner import run_spec
-    from ppo_platform.tuning.scoring import SeedCurve, aggregate, seed_scores
     from ppo_platform.tuning.outputs import best_spec
     from ppo_platform.tuning.runs import TrialRun
+    from ppo_platform.tuning.scoring import SeedCurve, aggregate, seed_scores
 
     spec = config.spec
     assert spec.tune is not None and spec.tune.verify is not None

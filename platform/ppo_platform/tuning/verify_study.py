@@ -43,7 +43,9 @@ def verify_study(
     assert tune is not None and tune.verify is not None
     tell = on_event or (lambda _: None)
     key = verify_key(config)
-    known = {n: r for n, r in stored_results(study, key).items() if r.get("held_out_value") is not None}
+    known = {
+        n: r for n, r in stored_results(study, key).items() if r.get("held_out_value") is not None
+    }
     trials = top_trials(study, config.spec)
     pending = [t for t in trials if t.number not in known]
     reused = tuple(t.number for t in trials if t.number in known)

@@ -67,7 +67,10 @@ def test_a_pessimistic_quantile_takes_the_worst_seed_in_either_direction() -> No
             "above",
         ),
         (
-            {"tune.objective": {**STEPS, "type": "return_and_steps"}, "tune.racing": {"seeds_max": 2}},
+            {
+                "tune.objective": {**STEPS, "type": "return_and_steps"},
+                "tune.racing": {"seeds_max": 2},
+            },
             "tune.racing",
             "single objective",
         ),
@@ -80,7 +83,11 @@ def test_a_pessimistic_quantile_takes_the_worst_seed_in_either_direction() -> No
             "single objective",
         ),
         ({"tune.objective": {"type": "steps_to_threshold"}}, "tune.objective", "threshold"),
-        ({"tune.objective": {"type": "final_return", "threshold": 5.0}}, "tune.objective", "remove"),
+        (
+            {"tune.objective": {"type": "final_return", "threshold": 5.0}},
+            "tune.objective",
+            "remove",
+        ),
     ],
 )
 def test_contradicting_tune_fields_are_refused_naming_field_and_fix(
@@ -135,7 +142,9 @@ def test_a_return_and_steps_study_writes_its_pareto_front_without_pruning(
         }
     )
     board = io.StringIO()
-    result = run_study(spec, study_name="pareto", out_dir=tmp_path / "o", live=False, progress=board)
+    result = run_study(
+        spec, study_name="pareto", out_dir=tmp_path / "o", live=False, progress=board
+    )
     summary = json.loads(result.outputs.summary_json.read_text())
     front = summary["pareto_front"]
     complete = [t for t in summary["trials"] if t["state"] == "COMPLETE"]
