@@ -348,10 +348,12 @@ def trials_used(study: optuna.Study) -> int:
 
 
 def may_start_trial(study: optuna.Study, n_trials: int) -> bool:
-    """A waiting (retried) trial always runs; a new one only while the budget lasts."""
+    """A retried (waiting) trial always runs; a new one or a start point only while the
+    budget lasts."""
     from optuna.trial import TrialState
 
-    if study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    if any("failed_trial" in t.system_attrs for t in waiting):
         return True
     return trials_used(study) < n_trials
 
