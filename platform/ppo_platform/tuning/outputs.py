@@ -30,7 +30,7 @@ from ppo_platform.tuning.verify_report import (
     verification_markdown,
 )
 
-PLOT_FILES = ("optimization_history.png", "param_importances.png")
+PLOT_FILES = ("optimization_history.png", "param_importances.png", "pareto_front.png")
 
 if TYPE_CHECKING:
     import optuna
@@ -198,6 +198,9 @@ def save_plots(study: optuna.Study, folder: Path) -> list[Path]:
         (PLOT_FILES[0], ovm.plot_optimization_history, 1),
         (PLOT_FILES[1], ovm.plot_param_importances, 2),
     ]
+    if len(study.directions) > 1:  # the two plots above need one objective
+        names = ["final return", "env steps to threshold"]
+        plots = [(PLOT_FILES[2], lambda s: ovm.plot_pareto_front(s, target_names=names), 1)]
     for name, plot, needed in plots:
         if len(complete) < needed:
             continue

@@ -158,6 +158,7 @@ def test_a_return_and_steps_study_writes_its_pareto_front_without_pruning(
     assert summary["pruning"] == "off (multi-objective)"
     markdown = result.outputs.summary.read_text()
     assert "## Pareto front" in markdown and "pruner: off" in markdown
+    assert [p.name for p in result.outputs.plots] == ["pareto_front.png"]
     client = MlflowClient(home.tracking_uri)
     steps = client.get_metric_history(result.parent_run_id, "pareto/steps_to_threshold")
     assert {m.step for m in steps} == {p["number"] for p in front}
