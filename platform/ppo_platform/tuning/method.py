@@ -47,10 +47,11 @@ def pruner_line(spec: ExperimentSpec) -> str:
     intermediate = "eval return"
     if tune.scoring.type == "steps_to_threshold":
         intermediate = "negated eval return (lower is better, like env steps)"
+    where = " (on the first rung's seeds only: racing judges a trial's further seeds)"
     return (
         f"- pruner: {pruner.type} ({pruner.n_startup_trials} startup trials, "
         f"{pruner.n_warmup_evaluations} warm-up evaluations), fed the seeds' aggregate "
-        f"{intermediate} at each periodic evaluation"
+        f"{intermediate} at each periodic evaluation" + (where if tune.racing else "")
     )
 
 

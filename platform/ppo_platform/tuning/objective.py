@@ -74,6 +74,8 @@ class PruningReporter:
         self.cancel = cancel
         self.sign = intermediate_sign(tune)
         self.reports = not tune.multi  # Optuna cannot prune a multi-objective trial
+        # With racing, the pruner acts on the first rung's seeds; racing judges the others.
+        self.may_prune = tune.racing is None or seed_index < tune.seeds_per_trial
         self.curve = SeedCurve()
         self.pruned_at: tuple[int, float] | None = None
 
@@ -94,7 +96,7 @@ class PruningReporter:
         step = self.seed_index * self.per_seed + index
         self.trial.report(value, step)
         # Pruning at the last evaluation would save nothing: let the seed finish and score.
-        if event.timesteps < self.total and self.trial.should_prune():
+        if self.may_prune and event.timesteps < self.total and self.trial.should_prune():
             self.pruned_at = (step, value)
             self.cancel.set()
 

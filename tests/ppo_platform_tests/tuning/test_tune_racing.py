@@ -4,6 +4,7 @@ stop (pruned, `raced out`) with their env steps counted."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tuning import run_study
+from ppo_platform.tuning.objective import PruningReporter
 from ppo_platform.tuning.racing import RACE_ATTR, is_rung, race
 from tests.ppo_platform_tests.tuning.conftest import make_spec
 
@@ -71,3 +73,20 @@ def test_a_racing_study_counts_every_seed_it_ran_and_completes_only_full_trials(
     assert summary["racing"]["seeds_max"] == 2
     markdown = result.outputs.summary.read_text()
     assert "racing over seeds: 1 -> 2 seeds" in markdown
+    assert "pruner: none" in markdown
+
+
+def test_the_pruner_acts_on_the_first_rung_only_racing_judges_the_rest(tmp_path: Path) -> None:
+    spec = make_spec(**RACING)
+    assert spec.tune is not None
+    storage = optuna.storages.JournalStorage(
+        optuna.storages.journal.JournalFileBackend(str(tmp_path / "prune.journal"))
+    )
+    trial = optuna.create_study(storage=storage).ask()
+    first, second = (
+        PruningReporter(trial, spec, spec.tune, index, [], threading.Event()) for index in (0, 1)
+    )
+    assert first.may_prune and not second.may_prune
+    plain = make_spec()
+    assert plain.tune is not None
+    assert PruningReporter(trial, plain, plain.tune, 1, [], threading.Event()).may_prune
