@@ -38,7 +38,7 @@ TUNE = SPEC + '''tune:
   space:
     update.epochs: {type: int, low: 1, high: 2}
 '''
-SWEEP = SPEC + 'sweep: {seeds: [0, 1]}\n'
+SWEEP = SPEC + 'sweep: {seeds: [0, 1]}' + chr(10)
 home = Path(sys.argv[1])
 result = run_spec(load_spec_text(SPEC, "quiet.yaml"))
 print("training", result.outcome, "mlflow" in sys.modules, flush=True)
