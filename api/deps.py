@@ -114,7 +114,7 @@ async def get_owner(
     service: ServiceDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
     session: SessionDep,
-    secret: SecretDep,
+    settings: SettingsDep,
 ) -> str:
     """The one owner dependency of every /v1 route: the owner of the bearer API key, else of
     the dashboard session cookie, whose writes must also come from this origin with the
@@ -130,8 +130,8 @@ async def get_owner(
             "an API key is required: send `Authorization: Bearer <key>` "
             "(or sign in to the dashboard at /login).",
         )
-    if request.method not in READ_METHODS:
-        check_csrf(request, secret, session, None)
+    if request.method not in READ_METHODS:  # the secret is read only for a cookie's write
+        check_csrf(request, await get_secret(request, settings), session, None)
     return charge_writes(request, session.owner)
 
 
