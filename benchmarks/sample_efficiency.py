@@ -54,10 +54,11 @@ ENVS: dict[str, tuple[int, int, float, str]] = {
     "MountainCar-v0": (100_000, 1_000_000, -110.0, "gymnasium reward_threshold"),
     "LunarLander-v3": (100_000, 1_000_000, 200.0, "gymnasium reward_threshold"),
     "HalfCheetah-v5": (100_000, 1_000_000, 4800.0, "gymnasium reward_threshold"),
+    "Hopper-v5": (100_000, 1_000_000, 3800.0, "gymnasium reward_threshold"),
     "ALE/Breakout-v5": (100_000, 10_000_000, 400.0, "about the zoo's PPO at 1e7"),
 }
 # Fewer evaluation episodes where an episode is long (HalfCheetah: 1,000 steps each).
-EVAL_EPISODES = {"HalfCheetah-v5": 5, "ALE/Breakout-v5": 5}
+EVAL_EPISODES = {"HalfCheetah-v5": 5, "Hopper-v5": 5, "ALE/Breakout-v5": 5}
 # rl-baselines3-zoo benchmark.md (DLR-RM/rl-baselines3-zoo @ 0088472b8cb6, "Performance of
 # trained agents"): PPO, one trained agent each, deterministic evaluation over ~150k steps.
 PUBLISHED = {
@@ -68,6 +69,7 @@ PUBLISHED = {
     "MountainCar-v0": (-110.423, 19.473, "1M", 1358),
     "LunarLander-v3": (242.119, 31.823, "1M (LunarLander-v2)", 369),
     "HalfCheetah-v5": (5819.099, 663.530, "1M (HalfCheetah-v3)", 150),
+    "Hopper-v5": (2410.435, 10.026, "1M (Hopper-v3)", 150),
     "ALE/Breakout-v5": (398.033, 33.328, "10M (BreakoutNoFrameskip-v4)", 60),
 }
 NOTES = (

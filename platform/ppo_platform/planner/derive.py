@@ -94,6 +94,8 @@ RULES: tuple[Callable[[Basis], Choice], ...] = (
     policy_rule.derive_wrappers,
     policy_rule.derive_net_arch,
     policy_rule.derive_activation,
+    policy_rule.derive_log_std_init,
+    policy_rule.derive_ortho_init,
     policy_rule.derive_use_sde,
     policy_rule.derive_sde_sample_freq,
     rule.derive_diagnostics_window,

@@ -153,7 +153,7 @@ def derive_learning_rate(b: Basis) -> Choice:
     case = b.case
     if case.lr_start is not None:
         value = {"start": case.lr_start, "schedule": case.lr_schedule}
-        reason = (
+        reason = case.lr_reason or (
             "PPO benefits from decaying the LR linearly to zero (seed 000). A Gaussian policy "
             f"with gSDE starts at {num(case.lr_start)} whatever the minibatch: its exploration "
             "noise is learned too (the log std), and at 3e-4 a budget of ~100 updates ends "

@@ -78,7 +78,15 @@ def _policy(info: EnvInfo, spec: ExperimentSpec) -> str:
         body = "Nature CNN" + (f" then hidden layers {layers}" if layers else " features")
     else:
         body = f"MLP with hidden layers {layers}"
-    return f"{family} policy, {body} ({spec.policy.activation}); separate actor and critic networks"
+    init = ""
+    if info.action_kind == "continuous":
+        init += f", log std {num(spec.policy.log_std_init)} at the start"
+    if not spec.policy.ortho_init:
+        init += ", no orthogonal init"
+    return (
+        f"{family} policy, {body} ({spec.policy.activation}){init}; separate actor and critic "
+        "networks"
+    )
 
 
 def _rollout(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
