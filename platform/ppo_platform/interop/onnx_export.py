@@ -219,7 +219,7 @@ def export_onnx(run: TrainedRun, out: Path) -> ExportResult:
             str(partial),
             input_names=names,
             output_names=["action"],
-            dynamic_shapes=tuple({0: batch} for _ in names),
+            dynamic_shapes=(tuple({0: batch} for _ in names),),  # forward(*observations)
             dynamo=True,
             verbose=False,
         )

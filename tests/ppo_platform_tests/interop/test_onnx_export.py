@@ -101,5 +101,5 @@ def test_an_atari_cnn_policy_exports_with_its_stacked_frames(
     model, env = load_policy(trained_run(get_settings(), run_id))
     observations = env_observations(model, env, steps=32)
     session = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
-    [actions] = session.run(["action"], {"observation": observations})
+    [actions] = session.run(["action"], observations)  # {"observation": frames}
     np.testing.assert_array_equal(actions, torch_actions(model, None, observations))

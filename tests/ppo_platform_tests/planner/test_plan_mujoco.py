@@ -20,8 +20,8 @@ def test_mujoco_envs_plan_the_zoos_tuned_mujoco_settings(env_id: str) -> None:
     assert (spec.env.n_envs, spec.rollout.n_steps) == (1, 512)
     assert (spec.update.minibatch_size, spec.update.epochs) == (64, 10)
     assert (spec.update.learning_rate.start, spec.update.learning_rate.schedule) == (
-        1e-4,
-        "linear",
+        5e-5,
+        "constant",
     )
     assert (spec.surrogate.clip_epsilon.start, spec.advantage.gae_lambda) == (0.2, 0.95)
     assert spec.advantage.gamma == 0.99  # 1,000-step episodes
