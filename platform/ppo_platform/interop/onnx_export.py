@@ -174,13 +174,15 @@ def _typed(values: Any, space: spaces.Space) -> np.ndarray:
 
 def env_observations(model: BaseAlgorithm, env: VecEnv, steps: int = CHECK_STEPS) -> Observations:
     """Raw observations the trained policy meets on its env (plus the env's own samples)."""
-    seen = []
+    seen: list[Any] = []
     observation = env.reset()
     for _ in range(steps):
         raw = env.get_original_obs() if isinstance(env, VecNormalize) else observation
         # Images as the model sees them: channel-first (SB3 transposes HxWxC frames).
-        first = {k: v[0] for k, v in raw.items()} if isinstance(raw, dict) else raw[0]
-        seen.append(maybe_transpose(first, model.observation_space))
+        if isinstance(raw, dict):
+            seen.append({k: v[0] for k, v in raw.items()})
+        else:
+            seen.append(maybe_transpose(np.asarray(raw)[0], model.observation_space))
         action, _ = model.predict(observation, deterministic=True)  # type: ignore[arg-type]
         observation, *_ = env.step(action)
     every = [*seen, *(model.observation_space.sample() for _ in range(steps // 4))]

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.planner import derive_diagnostics as diagnostics_rule
 from ppo_platform.planner import derive_policy as policy_rule
 from ppo_platform.planner import derive_rules as rule
 from ppo_platform.planner.derive_rules import Choice
@@ -98,8 +99,9 @@ RULES: tuple[Callable[[Basis], Choice], ...] = (
     policy_rule.derive_ortho_init,
     policy_rule.derive_use_sde,
     policy_rule.derive_sde_sample_freq,
-    rule.derive_diagnostics_window,
-    rule.derive_on_alert,
+    diagnostics_rule.derive_diagnostics_window,
+    diagnostics_rule.derive_kl_healthy_max,
+    diagnostics_rule.derive_on_alert,
     rule.derive_evaluation_every,
     rule.derive_evaluation_episodes,
     rule.derive_checkpoints_every,

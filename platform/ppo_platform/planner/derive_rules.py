@@ -357,23 +357,6 @@ def derive_normalize_reward(b: Basis) -> Choice:
 # --- monitoring, evaluation and the run -------------------------------------------------------
 
 
-def derive_diagnostics_window(b: Basis) -> Choice:
-    reason = (
-        "a signal that holds this many updates in a row is 'sustained' "
-        f"(~2% of the {b.updates} updates, kept in 3-10)"
-    )
-    return Choice("diagnostics.window", min(10, max(3, b.updates // 50)), reason)
-
-
-def derive_on_alert(b: Basis) -> Choice:
-    return Choice(
-        "diagnostics.on_alert",
-        "warn",
-        "alerts are logged to MLflow and shown while "
-        "training; switch to stop to end a run on the first critical alert",
-    )
-
-
 def derive_evaluation_every(b: Basis) -> Choice:
     reason = "about ten evaluations over the run, for a learning curve"
     return Choice("evaluation.every_timesteps", max(b.batch, b.budget // 10), reason)

@@ -218,6 +218,7 @@ def _diagnostics(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
         *_diagnostics_rules(spec),
         "",
         _item(f"Sustained = {d.window} updates", reasons["diagnostics.window"]),
+        _item(f"Healthy KL up to {num(d.kl_healthy_max)}", reasons["diagnostics.kl_healthy_max"]),
         _item(f"On alert: {d.on_alert}", reasons["diagnostics.on_alert"]),
     ]
 

@@ -54,3 +54,12 @@ def test_bounded_control_tasks_keep_the_small_continuous_rule() -> None:
         assert spec.env.n_envs == 4 and spec.policy.use_sde
         assert spec.policy.net_arch == [64, 64] and spec.policy.log_std_init == 0.0
     assert SIMULATOR.name == "continuous-control"  # the same use case, the simulator's values
+
+
+def test_the_mujoco_plan_widens_the_healthy_kl_band_and_says_why() -> None:
+    plan = plan_experiment("HalfCheetah-v5", 100_000)
+    assert plan.spec.diagnostics.kl_healthy_max == 0.07
+    assert plan.spec.diagnostics.kl_alert == 0.1
+    assert "0.03-0.07" in plan.reasons["diagnostics.kl_healthy_max"]
+    assert "| 0 to 0.07 |" in plan.markdown
+    assert plan_experiment("Pendulum-v1", 100_000).spec.diagnostics.kl_healthy_max == 0.02
