@@ -7,7 +7,7 @@ family, entropy, normalization); everything that depends on the env or the budge
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.planner.env_info import PLAN_SOURCE, EnvInfo
@@ -111,8 +111,8 @@ CONTINUOUS = UseCase(
 # normalized observations and rewards, a constant LR of 2e-5 to 1e-4 and K 5-20 (minibatch
 # 32-256). Their medians (minibatch 64, K 10, clip 0.2, GAE 0.95) agree with CleanRL's MuJoCo
 # defaults (minibatch 64, K 10, clip 0.2, GAE 0.95); see benchmarks/results/sample_efficiency.md.
-SIMULATOR = UseCase(
-    name="continuous-control",
+SIMULATOR = replace(
+    CONTINUOUS,
     title="continuous control of a physics simulator (MuJoCo-like, unbounded state)",
     n_envs=1,
     min_steps=512,
@@ -122,16 +122,11 @@ SIMULATOR = UseCase(
     cover_episodes=False,
     lr_cap=5e-5,
     lr_schedule="constant",
-    clip_epsilon=0.2,
-    clip_schedule="constant",
-    entropy_coef=0.0,
-    value_coef=0.5,
-    gae_lambda=0.95,
-    gamma=None,
     net_arch=(256, 256),
     activation="relu",
     normalize_reward=True,
     normalize_obs=True,
+    use_sde=False,
     source="rl-baselines3-zoo's tuned MuJoCo entries (HalfCheetah, Hopper, Walker2d, Humanoid)",
     n_envs_reason="rl-baselines3-zoo's tuned MuJoCo entries all use 1 env: a simulator step "
     "is cheap next to the update, and one long stream keeps whole 1,000-step episodes together",

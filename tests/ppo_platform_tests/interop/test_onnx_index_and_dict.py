@@ -20,6 +20,7 @@ from ppo_platform.settings import get_settings
 from ppo_platform.spec.loader import validate_data
 from ppo_platform.training.play import load_policy, trained_run
 from ppo_platform.training.runner import run_spec
+from tests.ppo_platform_tests.interop.test_onnx_export import spec as exported_spec
 
 pytestmark = pytest.mark.slow  # real (tiny) training runs
 runner = CliRunner()
@@ -51,16 +52,10 @@ class DictCorridor(gym.Env):
         return self._obs(), float(at_goal), at_goal, False, {}
 
 
-def spec(env_id: str, normalize: bool) -> dict[str, Any]:
-    return {
-        "name": "exported",
-        "env": {"id": env_id, "n_envs": 2, "normalize": {"obs": normalize}},
-        "rollout": {"n_steps": 64},
-        "update": {"epochs": 2, "minibatch_size": 64},
-        "policy": {"net_arch": [16]},
-        "budget": {"total_timesteps": 256},
-        "evaluation": {"every_timesteps": 0, "episodes": 1},
-    }
+def spec(env_id: str) -> dict[str, Any]:
+    """test_onnx_export's tiny run, without observation normalization: SB3's VecNormalize
+    refuses Discrete observations (and a Dict with a Discrete key)."""
+    return {**exported_spec(env_id), "env": {"id": env_id, "n_envs": 2}}
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +71,7 @@ def _export(run_id: str, out: Path) -> str:
 
 
 def test_discrete_observations_export_as_int64_indices(shared_home: Path, tmp_path: Path) -> None:
-    run_id = run_spec(validate_data(spec("FrozenLake-v1", normalize=False))).run_id
+    run_id = run_spec(validate_data(spec("FrozenLake-v1"))).run_id
     out = tmp_path / "frozen.onnx"
     assert "`observation` (int64 [batch])" in _export(run_id, out)
     model, _ = load_policy(trained_run(get_settings(), run_id))
@@ -89,8 +84,7 @@ def test_discrete_observations_export_as_int64_indices(shared_home: Path, tmp_pa
 def test_dict_observations_export_one_input_per_key(
     shared_home: Path, tmp_path: Path, dict_env: None
 ) -> None:
-    # normalize.obs stays off: SB3's VecNormalize refuses a Dict with a Discrete key
-    run_id = run_spec(validate_data(spec(DICT_ENV_ID, normalize=False))).run_id
+    run_id = run_spec(validate_data(spec(DICT_ENV_ID))).run_id
     out = tmp_path / "dict.onnx"
     shown = _export(run_id, out)
     assert "`position` (float32 [batch, 2])" in shown and "`goal` (int64 [batch])" in shown
