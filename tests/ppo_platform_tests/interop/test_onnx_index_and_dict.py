@@ -12,10 +12,12 @@ import numpy as np
 import onnxruntime
 import pytest
 from gymnasium import spaces
+from stable_baselines3 import PPO
 from typer.testing import CliRunner
 
 from ppo_platform.cli import app
-from ppo_platform.interop.onnx_export import env_observations, torch_actions
+from ppo_platform.errors import BadInputError
+from ppo_platform.interop.onnx_export import check_exportable, env_observations, torch_actions
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.loader import validate_data
 from ppo_platform.training.play import load_policy, trained_run
@@ -94,3 +96,25 @@ def test_dict_observations_export_one_input_per_key(
     assert sorted(i.name for i in session.get_inputs()) == ["goal", "position"]
     [actions] = session.run(["action"], observations)
     np.testing.assert_array_equal(actions, torch_actions(model, None, observations))
+
+
+class BitsEnv(gym.Env):
+    """MultiBinary observations: SB3 trains on them, the export refuses them."""
+
+    observation_space = spaces.MultiBinary(3)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        return np.zeros(3, np.int8), {}
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict]:
+        return np.ones(3, np.int8), 0.0, True, False, {}
+
+
+def test_other_observation_spaces_are_refused_naming_the_fix() -> None:
+    with pytest.raises(BadInputError) as refused:
+        check_exportable(PPO("MlpPolicy", BitsEnv(), n_steps=8, batch_size=8, device="cpu"))
+    [issue] = refused.value.issues
+    assert issue.path == "observation_space" and issue.value == "MultiBinary"
+    assert "flatten_observation" in (issue.fix or "")
