@@ -48,10 +48,9 @@ def derive_n_envs(b: Basis) -> Choice:
             "trainer read N as prompts per rollout batch (typically 64-512)"
         )
     else:
-        reason = (
-            f"{b.case.n_envs_reason or b.case.source}; parallel envs decorrelate the "
-            "samples of one rollout"
-        )
+        reason = b.case.n_envs_reason or b.case.source
+        if b.n_envs > 1:
+            reason += "; parallel envs decorrelate the samples of one rollout"
     return Choice("env.n_envs", b.n_envs, reason)
 
 
