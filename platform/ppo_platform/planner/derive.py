@@ -104,6 +104,7 @@ RULES: tuple[Callable[[Basis], Choice], ...] = (
     diagnostics_rule.derive_on_alert,
     rule.derive_evaluation_every,
     rule.derive_evaluation_episodes,
+    policy_rule.derive_evaluation_deterministic,
     rule.derive_checkpoints_every,
     rule.derive_total_timesteps,
     rule.derive_seed,

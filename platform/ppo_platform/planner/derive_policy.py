@@ -113,6 +113,18 @@ def derive_sde_sample_freq(b: Basis) -> Choice:
     )
 
 
+def derive_evaluation_deterministic(b: Basis) -> Choice:
+    if b.case is not ATARI:
+        return Choice("evaluation.deterministic", True, "the greedy policy's return is the result")
+    return Choice(
+        "evaluation.deterministic",
+        False,
+        "sampled actions, as rl-baselines3-zoo evaluates Atari games: a greedy policy that never "
+        "presses FIRE after a lost life plays on until the time limit (108,000 frames per "
+        "episode), as the planned Breakout spec's evaluations did at 2e4 steps",
+    )
+
+
 def derive_activation(b: Basis) -> Choice:
     reason = "as in the Nature CNN" if b.case is ATARI else "SB3's default for MLP policies"
     if b.case.activation == "relu" and b.case is not ATARI:

@@ -1,5 +1,6 @@
 """The planner's MuJoCo rule: continuous control of an unbounded (physics-simulator) state plans
-rl-baselines3-zoo's tuned MuJoCo settings; small bounded control tasks keep their own rule."""
+rl-baselines3-zoo's tuned MuJoCo settings; small bounded control tasks keep their own rule;
+Atari plans evaluate with sampled actions."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import pytest
 
 from ppo_platform.planner import plan_experiment
 from ppo_platform.planner.use_cases import SIMULATOR
+from tests.ppo_platform_tests.planner.test_plan import IMAGE_ENV_ID
 
 pytest.importorskip("mujoco")
 
@@ -63,3 +65,8 @@ def test_the_mujoco_plan_widens_the_healthy_kl_band_and_says_why() -> None:
     assert "0.03-0.07" in plan.reasons["diagnostics.kl_healthy_max"]
     assert "| 0 to 0.07 |" in plan.markdown
     assert plan_experiment("Pendulum-v1", 100_000).spec.diagnostics.kl_healthy_max == 0.02
+
+
+def test_atari_plans_evaluate_with_sampled_actions() -> None:
+    assert plan_experiment(IMAGE_ENV_ID, 10_000_000).spec.evaluation.deterministic is False
+    assert plan_experiment("CartPole-v1", 100_000).spec.evaluation.deterministic is True
