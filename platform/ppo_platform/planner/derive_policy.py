@@ -121,7 +121,7 @@ def derive_evaluation_deterministic(b: Basis) -> Choice:
         False,
         "sampled actions, as rl-baselines3-zoo evaluates Atari games: a greedy policy that never "
         "presses FIRE after a lost life plays on until the time limit (108,000 frames per "
-        "episode), as the planned Breakout spec's evaluations did at 2e4 steps",
+        "episode)",
     )
 
 
