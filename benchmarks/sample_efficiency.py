@@ -141,7 +141,16 @@ NOTES = (
     "episodes) 2.0, 3.6, 3.6, 3.6, 7.2, 5.4, 7.2 at 10k-70k; training episodes scored ~1.8; "
     "clip fraction 0.03-0.17, post-update KL at most 0.004 (no alert). A random Breakout "
     "agent scores ~1.7; the published PPO curves (the zoo, CleanRL) reach ~400 only after "
-    "1e7 steps, which at this rate would take about 4 days of this machine.",
+    "1e7 steps, which at this rate would take about 4 days of this machine. A second "
+    "attempt, `python benchmarks/sample_efficiency.py --envs ALE/Breakout-v5 --seeds 1 "
+    "--workers 1 --variants planner --budget 30000` (2026-12-02, 11:57-12:12 UTC, load "
+    "7-14), reached 17,408 steps (evaluations 1.8, 5.4, 3.0, 2.0, 4.6 at 3k-15k); its "
+    "greedy evaluation at 18k had not finished after 8 minutes and it was stopped for time, "
+    "so there is still no Atari row. Greedy play that never presses FIRE after a lost life "
+    "runs to the 108,000-frame limit: the planner now evaluates Atari with sampled actions, "
+    "as the zoo does. That run raised a clip_fraction_low warning: the clip fraction was 0 "
+    "for updates 2-10 (KL below 4e-4) while rewards were still rare; the first attempt ran "
+    "0.03-0.17 by 7e4 steps.",
 )
 TRAINING_SECTIONS = ("env", "algorithm", "rollout", "update", "surrogate", "advantage", "policy")
 DONE = re.compile(
