@@ -112,8 +112,10 @@ def validate(
 
 @app.command()
 def schema() -> None:
-    """Print the spec's JSON Schema."""
-    typer.echo(json.dumps(ExperimentSpec.model_json_schema(), indent=2))
+    """Print the spec's JSON Schema (a gymnasium or a language-model spec, by `algorithm`)."""
+    from ppo_platform.spec.any_spec import spec_json_schema
+
+    typer.echo(json.dumps(spec_json_schema(), indent=2))
 
 
 @app.command()

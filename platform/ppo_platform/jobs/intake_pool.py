@@ -10,6 +10,8 @@ machinery in the background; with `workers=0` the work runs in threads of the ca
 
 from __future__ import annotations
 
+import sys
+
 import multiprocessing
 import os
 import pickle
@@ -89,7 +91,11 @@ def submit_spec(
 
 
 def validation_summary(text: str) -> dict[str, Any]:
-    """The validate route's answer: kind, name, hash and resolved spec (SpecError if not)."""
+    """The validate route's answer: kind, name, hash and resolved spec (SpecError if not).
+    A language-model spec is validated as the jobs API takes it (paths inside the LM folder)."""
+    if intake.is_lm_text(text, "request"):
+        lm = intake.prepare_lm_submission(text, sys.maxsize, "request")
+        return {"kind": lm.kind, "name": lm.name, "spec_hash": lm.spec_hash, "spec": lm.spec}
     spec = intake.parse_spec(text)
     intake.total_env_steps(spec, "request")
     return {

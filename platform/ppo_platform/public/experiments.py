@@ -19,7 +19,9 @@ from pydantic import (
     field_serializer,
 )
 
+from ppo_platform.spec.any_spec import AnyExperimentSpec
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.lm import LMExperimentSpec
 
 
 def _as_utc(moment: dt.datetime) -> dt.datetime:
@@ -194,10 +196,10 @@ class ValidationPublic(BaseModel):
     kind: ExperimentKind
     name: str
     spec_hash: str
-    spec: ExperimentSpec
+    spec: AnyExperimentSpec
 
     @field_serializer("spec")
-    def _resolved(self, spec: ExperimentSpec) -> dict[str, Any]:
+    def _resolved(self, spec: ExperimentSpec | LMExperimentSpec) -> dict[str, Any]:
         return spec.resolved()  # by alias (`evaluation.async`), as the spec is written
 
 
