@@ -51,6 +51,7 @@ def test_an_lm_spec_runs_as_a_job(lm_server):
         job = wait_for(alice, response.json()["id"], timeout=600)
         assert job["status"] == "succeeded", job["error"]
         assert job["result"]["timesteps"] == 3 and len(job["mlflow_run_id"]) == 32
+        assert job["diagnostics"]["kl_ref"] is not None  # lm/kl_ref, for the dashboard's chart
         points = alice.get(
             f"/v1/experiments/{job['id']}/metrics/history", params={"key": "lm/reward_mean"}
         ).json()["points"]

@@ -113,7 +113,9 @@ def plan_lm(
     from ppo_platform.planner import plan_lm_experiment
 
     if use_case != "rlhf":
-        bad_option("--use-case", use_case, "must be rlhf with --model-dir.", "pass --use-case rlhf.")
+        bad_option(
+            "--use-case", use_case, "must be rlhf with --model-dir.", "pass --use-case rlhf."
+        )
     if env is not None:
         bad_option("--env", env, "has no place in an rlhf plan.", "leave out --env.")
     if model_dir is None or prompts is None:

@@ -10,11 +10,10 @@ machinery in the background; with `workers=0` the work runs in threads of the ca
 
 from __future__ import annotations
 
-import sys
-
 import multiprocessing
 import os
 import pickle
+import sys
 import threading
 import time
 from collections.abc import Callable

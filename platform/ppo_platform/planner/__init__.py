@@ -22,7 +22,7 @@ __all__ = [
     "Plan",
     "inspect_env",
     "minimum_budget",
-    "plan_lm_experiment",
     "plan_experiment",
+    "plan_lm_experiment",
     "write_plan",
 ]

@@ -103,7 +103,14 @@ class Diagnostics(BaseModel):
     approx_kl: float | None = None
     clip_fraction: float | None = None
     explained_variance: float | None = None
-    kl_beta: float | None = Field(None, description="The adaptive KL penalty's beta (ppo_kl).")
+    kl_beta: float | None = Field(
+        None,
+        description="The adaptive KL penalty's beta (ppo_kl; ppo_lm: the penalty to the "
+        "reference).",
+    )
+    kl_ref: float | None = Field(
+        None, description="ppo_lm: lm/kl_ref, the KL to the reference model (nats per response)."
+    )
 
 
 class RunResult(BaseModel):

@@ -79,6 +79,7 @@ class LMTrainingSession:
             clip_fraction=metrics.get("train/clip_fraction", math.nan),
             explained_variance=metrics.get("train/explained_variance", math.nan),
             kl_beta=metrics.get("lm/kl_beta", math.nan),
+            kl_ref=metrics.get("lm/kl_ref", math.nan),
         )
         every = self.spec.evaluation.every_updates
         if every and update % every == 0 and update < self.spec.budget.updates:
