@@ -2,9 +2,10 @@
 
 Builds the demo (`ppo-platform lm init-demo`) in a fresh platform home, then runs
 `ppo-platform run specs/lm_arithmetic.yaml --set budget.seed=S` for each seed (in parallel
-processes, at most --parallel at once), and measures greedy accuracy on the 200 held-out prompts of the SFT model and of
-each run's final policy. Also: the first-fifth vs last-fifth mean of lm/reward_mean and the
-final lm/kl_ref of each run. Writes benchmarks/results/lm_demo_accuracy.{json,md}.
+processes, at most --parallel at once), and measures greedy accuracy on the 200 held-out
+prompts of the SFT model and of each run's final policy. Also: the first-fifth vs last-fifth
+mean of lm/reward_mean and the final lm/kl_ref of each run. Writes
+benchmarks/results/lm_demo_accuracy.{json,md}.
 
     nice -n 10 python benchmarks/lm_demo_accuracy.py --seeds 0 1 2 --parallel 2
 """

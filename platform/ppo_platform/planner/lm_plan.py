@@ -103,9 +103,7 @@ def _learning_rate(weight_bytes: int) -> tuple[float, str]:
     return 1e-6, f"about {parameters:,} parameters: seed 002's RLHF column, its lower end"
 
 
-def _choices(
-    model_dir: Path, prompts: Path, budget: int
-) -> tuple[dict[str, Any], dict[str, str], int]:
+def _choices(model_dir: Path, prompts: Path, budget: int) -> tuple[dict[str, Any], dict[str, str]]:
     try:
         facts = check_model_folder(str(model_dir), "--model-dir", model_dir.parent, False)
     except InputProblem as problem:
@@ -175,7 +173,7 @@ def _choices(
         "advantage.gae_lambda": "lambda 1: the score on the last token reaches every token",
         "budget.updates": f"{budget:,} responses / {per_update} per update",
     }
-    return data, reasons, per_update
+    return data, reasons
 
 
 def _markdown(spec: LMExperimentSpec, reasons: dict[str, str], updates: int) -> str:
@@ -220,7 +218,7 @@ def plan_lm_experiment(
             "pass --budget, for example 9600 (150 updates of 64 responses).",
         )
     folder, prompt_file = Path(model_dir).expanduser().resolve(), Path(prompts).expanduser()
-    choices, reasons, per_update = _choices(folder, prompt_file.resolve(), budget)
+    choices, reasons = _choices(folder, prompt_file.resolve(), budget)
     name = "".join(c if c.isalnum() or c in "-_." else "-" for c in folder.name.lower())
     data: dict[str, Any] = {
         "name": f"{name.strip('-.') or 'model'}-ppo-lm",
