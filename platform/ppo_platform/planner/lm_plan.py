@@ -103,6 +103,35 @@ def _learning_rate(weight_bytes: int) -> tuple[float, str]:
     return 1e-6, f"about {parameters:,} parameters: seed 002's RLHF column, its lower end"
 
 
+def _reasons(
+    longest: int, target: float, per_update: int, lr_reason: str, budget: int
+) -> dict[str, str]:
+    """Why each planned value (the markdown's table)."""
+    return {
+        "lm.model.policy": "the model folder given with --model-dir (local files only)",
+        "lm.prompts": "the prompt file given with --prompts",
+        "lm.rewards": "every prompt has a reference answer: 1 when the response equals it",
+        "lm.generation": f"the longest answer is {longest} characters: "
+        "room for it and the end-of-text token; temperature 1 samples the policy itself, so "
+        "behavior and old-training log-probs agree (seed 003)",
+        "lm.reduction": "every response token is one PPO sample (token_mean, the default)",
+        "lm.kl": f"seed 000/002: a per-token KL penalty to the frozen reference, beta 0.05 "
+        f"adapted toward {num(target)} nats per response (half a nat per response token, at "
+        "most 6)",
+        "lm.prompts_per_update": f"{per_update} responses per rollout (a tenth of the budget, "
+        "at least 8 and at most 64, at most the prompts there are)",
+        "update.epochs": "seed 002's RLHF column: K 1 to 4",
+        "update.minibatch_size": "four minibatches per epoch",
+        "update.learning_rate": lr_reason,
+        "update.max_grad_norm": "gradient clipping at 0.5, as the demo",
+        "surrogate.clip_epsilon": "the PPO paper's 0.2",
+        "surrogate.clip_value": "the value head's step clipped like the policy's",
+        "advantage.gamma": "seed 002's RLHF row: gamma 1.0, no discount inside a response",
+        "advantage.gae_lambda": "lambda 1: the score on the last token reaches every token",
+        "budget.updates": f"{budget:,} responses / {per_update} per update",
+    }
+
+
 def _choices(model_dir: Path, prompts: Path, budget: int) -> tuple[dict[str, Any], dict[str, str]]:
     try:
         facts = check_model_folder(str(model_dir), "--model-dir", model_dir.parent, False)
@@ -150,30 +179,8 @@ def _choices(model_dir: Path, prompts: Path, budget: int) -> tuple[dict[str, Any
         "advantage.gae_lambda": 1.0,
         "budget.updates": max(1, math.ceil(budget / per_update)),
     }
-    reasons = {
-        "lm.model.policy": "the model folder given with --model-dir (local files only)",
-        "lm.prompts": "the prompt file given with --prompts",
-        "lm.rewards": "every prompt has a reference answer: 1 when the response equals it",
-        "lm.generation": f"the longest answer is {max(len(a) for a in answers)} characters: "
-        "room for it and the end-of-text token; temperature 1 samples the policy itself, so "
-        "behavior and old-training log-probs agree (seed 003)",
-        "lm.reduction": "every response token is one PPO sample (token_mean, the default)",
-        "lm.kl": f"seed 000/002: a per-token KL penalty to the frozen reference, beta 0.05 "
-        f"adapted toward {num(target)} nats per response (half a nat per response token, at "
-        "most 6)",
-        "lm.prompts_per_update": f"{per_update} responses per rollout (a tenth of the budget, "
-        "at least 8 and at most 64, at most the prompts there are)",
-        "update.epochs": "seed 002's RLHF column: K 1 to 4",
-        "update.minibatch_size": "four minibatches per epoch",
-        "update.learning_rate": lr_reason,
-        "update.max_grad_norm": "gradient clipping at 0.5, as the demo",
-        "surrogate.clip_epsilon": "the PPO paper's 0.2",
-        "surrogate.clip_value": "the value head's step clipped like the policy's",
-        "advantage.gamma": "seed 002's RLHF row: gamma 1.0, no discount inside a response",
-        "advantage.gae_lambda": "lambda 1: the score on the last token reaches every token",
-        "budget.updates": f"{budget:,} responses / {per_update} per update",
-    }
-    return data, reasons
+    longest = max(len(a) for a in answers)
+    return data, _reasons(longest, target, per_update, lr_reason, budget)
 
 
 def _markdown(spec: LMExperimentSpec, reasons: dict[str, str], updates: int) -> str:
