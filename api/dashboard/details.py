@@ -17,7 +17,7 @@ from ppo_platform.spec.lm_loader import stored_spec
 from ppo_platform.spec.loader import dump_spec
 
 HEALTHY_CLIP_BAND = (0.1, 0.3)  # the lessons' healthy clip fraction, as in the training plot
-UI = "/ui/experiments"
+UI = "/v1/experiments"  # the REST routes: the session cookie signs the page in
 
 
 def error_text(error: PlatformError) -> str:
