@@ -12,6 +12,7 @@ from api.routes.trained_model import model_files
 from ppo_platform.errors import IssueError, PlatformError
 from ppo_platform.jobs import TERMINAL, Experiment
 from ppo_platform.settings import Settings, masked_url
+from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.lm_loader import stored_spec
 from ppo_platform.spec.loader import dump_spec
 
@@ -56,6 +57,11 @@ def _summary_list(files: dict[str, Any], key: str) -> list[dict[str, Any]] | Non
     return found if isinstance(found, list) else None
 
 
+def _kl_target(spec: Any) -> float | None:
+    """An LM spec's target of lm/kl_ref (adaptive beta), else None."""
+    return spec.lm.kl.target if isinstance(spec, LMExperimentSpec) else None
+
+
 def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
     """Everything the experiment template needs, read once when the page loads."""
     spec = stored_spec(job.spec)
@@ -68,6 +74,7 @@ def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
         "spec_yaml": dump_spec(spec),
         "algorithm": spec.algorithm,
         "kl_alert": spec.diagnostics.kl_alert,
+        "kl_target": _kl_target(spec),
         "clip_band": HEALTHY_CLIP_BAND,
         "mlflow_link": mlflow_link(settings, job.mlflow_run_id),
         "tracking_uri": masked_url(settings.tracking_uri),

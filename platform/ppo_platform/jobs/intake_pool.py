@@ -22,6 +22,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -98,7 +99,11 @@ def submit_spec(
 
 
 def validation_summary(text: str) -> dict[str, Any]:
-    """The validate route's answer: kind, name, hash and resolved spec (SpecError if not)."""
+    """The validate route's answer: kind, name, hash and resolved spec (SpecError if not).
+    A language-model spec is validated as the jobs API takes it (paths inside the LM folder)."""
+    if intake.is_lm_text(text, "request"):
+        lm = intake.prepare_lm_submission(text, sys.maxsize, "request")
+        return {"kind": lm.kind, "name": lm.name, "spec_hash": lm.spec_hash, "spec": lm.spec}
     spec = intake.parse_spec(text)
     intake.total_env_steps(spec, "request")
     return {

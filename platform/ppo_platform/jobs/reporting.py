@@ -57,6 +57,7 @@ class EventWriter:
                 "clip_fraction": finite(event.clip_fraction),
                 "explained_variance": finite(event.explained_variance),
                 "kl_beta": finite(event.kl_beta),
+                "kl_ref": finite(event.kl_ref),
             }
             self.store.append_event(
                 self.job_id,
