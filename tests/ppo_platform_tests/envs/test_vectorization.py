@@ -83,6 +83,16 @@ def test_validate_exits_2_on_a_refused_vectorization(tmp_path) -> None:  # type:
         build_train_env(spec("Pendulum-v1", "native"))
 
 
+def test_the_service_refuses_it_as_validate_does() -> None:
+    """The REST API's intake (a SpecError there is a 422 naming the same field)."""
+    from ppo_platform.jobs.intake import parse_spec
+
+    text = CARTPOLE.format(env="Pendulum-v1", mode="native", extra="", steps=2048, seed=0)
+    with pytest.raises(SpecError) as refused:
+        parse_spec(text)
+    assert [(i.path, i.value) for i in refused.value.issues] == [("env.vectorization", "native")]
+
+
 def test_native_training_evaluates_per_env_with_the_same_spaces() -> None:
     """Eval env i plays what one env seeded seed + i plays (test_evaluation.py), natively too."""
     cartpole = spec(extra=", normalize: {obs: true}")
