@@ -1,4 +1,4 @@
-// The experiment page: follow /ui/experiments/{id}/events (SSE) and update the progress bar,
+// The experiment page: follow /v1/experiments/{id}/events (SSE) and update the progress bar,
 // the alerts and the uPlot charts. Events only change arrays; one redraw per animation frame.
 "use strict";
 (function () {
@@ -118,7 +118,7 @@
     log.appendChild(li);
   }
 
-  const source = new EventSource("/ui/experiments/" + encodeURIComponent(id) + "/events");
+  const source = new EventSource("/v1/experiments/" + encodeURIComponent(id) + "/events");
   const handlers = { progress: onProgress, alert: onAlert, log: onLog,
     member: (d) => { onProgress(d); onLog(d); },  // a sweep member ended: runs_done moves on
     trial: onLog,  // a study's trial ended (the counts come as progress events)

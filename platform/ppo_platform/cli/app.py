@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -40,6 +40,9 @@ from ppo_platform.process_exit import exit_now
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec
 from ppo_platform.spec.names import check_run_id, path_inside
+
+if TYPE_CHECKING:
+    from ppo_platform.sweeps.events import SweepEvent
 
 app = typer.Typer(
     name="ppo-platform",
@@ -184,16 +187,20 @@ def sweep(
 ) -> None:
     """Run a spec's sweep: grid x seeds in parallel processes, then print the comparison report."""
     from ppo_platform.sweeps import run_sweep
+    from ppo_platform.tracking.remote import start_reaping
 
-    start_guard()
+    start_guard(reap=False)
+    # Awaited at the first event (the parent run open, so reaping done): workers start meanwhile.
+    reaped = [start_reaping()]
+
+    def tell(event: SweepEvent) -> None:
+        if reaped:
+            note_reaped(reaped.pop()())
+        typer.echo(event.describe())
+
     try:
         experiment = load_spec(spec, overrides or [])
-        result = run_sweep(
-            experiment,
-            workers=workers,
-            source=str(spec),
-            on_event=lambda event: typer.echo(event.describe()),
-        )
+        result = run_sweep(experiment, workers=workers, source=str(spec), on_event=tell)
     except PlatformError as error:
         fail(error)
     except KeyboardInterrupt as error:

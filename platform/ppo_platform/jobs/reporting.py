@@ -126,6 +126,8 @@ class EventWriter:
         elif isinstance(event, StudyProgressed):
             progress = event.progress
             self.store.append_event(self.job_id, "progress", progress, progress=progress)
+        else:  # any other study event (held-out verification, say): its text, for people
+            self.store.append_event(self.job_id, "log", {"message": event.describe()})
 
 
 class Watcher:

@@ -244,10 +244,10 @@ class DiagnosticsSpec(StrictModel):
     )
     clip_fraction_needs_kl: bool = Field(
         True,
-        description="Clip-fraction alerts (high, drift) are critical only when approx KL is "
-        "above kl_healthy_max too; with a healthy KL they are warnings (a small clip range "
-        "and many epochs clip most ratios while the policy barely moves, e.g. the zoo's "
-        "tuned HalfCheetah). false: always critical.",
+        description="Clip-fraction alerts (high, drift) are judged only when approx KL is "
+        "above kl_healthy_max too; with a healthy KL a high clip fraction is not an alert (a "
+        "small clip range and many epochs clip most ratios while the policy barely moves, e.g. "
+        "the zoo's tuned HalfCheetah). false: judged on the clip fraction alone.",
     )
 
     @model_validator(mode="after")

@@ -209,7 +209,9 @@ def test_every_planned_field_has_a_reason_in_the_markdown():
 def test_markdown_flags_sustained_clip_fraction_above_0_4_as_drift():
     plan = plan_experiment("CartPole-v1", 100_000)
     window = plan.spec.diagnostics.window
-    assert f"| above 0.4 for {window} updates in a row | **drift**" in plan.markdown
+    assert f"| above 0.4 for {window} updates in a row, with the KL above 0.02 | **drift**" in (
+        plan.markdown
+    )
 
 
 def test_plan_never_emits_more_than_30_epochs_or_epsilon_above_0_3():
