@@ -30,6 +30,7 @@ from .losses import (
     return_spread,
 )
 from .reporting import UpdateReportingMixin
+from .rollout import LeanRolloutMixin
 
 # A linear clip schedule reaches 0 at the end of training; the objective needs eps > 0.
 # 1e-8 is below float32 resolution around 1, so clamp(r, 1 - eps, 1 + eps) is still exactly 1.
@@ -218,7 +219,7 @@ class LeanUpdateMixin:
         raise NotImplementedError
 
 
-class ClipPPO(LeanUpdateMixin, PPO):
+class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
     """SB3 PPO with our update: the clipped surrogate from `trainers.losses`, same-update logs.
 
     After the last epoch one extra forward pass over the whole rollout measures the KL between

@@ -26,6 +26,7 @@ from ppo_platform.spec.lm_loader import load_any_spec_text
 from ppo_platform.spec.loader import load_spec_text
 from ppo_platform.spec.resources import budget_refusals
 from ppo_platform.spec.rules import rollout_over_budget_issue, trained_steps
+from ppo_platform.spec.vectorization import check_vectorization
 from ppo_platform.spec.yaml_source import check_spec_size, parse_yaml
 
 # env.wrappers back from the JSON the remembered env check is keyed by.
@@ -60,6 +61,7 @@ def check_env_remembered(spec: ExperimentSpec, source: str) -> None:
     issues = budget_refusals(spec, *_env_sizes(spec.env.id, kwargs, wrappers, source))
     if issues:
         raise SpecError(issues, source)
+    check_vectorization(spec, source)
 
 
 def parse_spec(text: str, source: str = "request") -> ExperimentSpec:

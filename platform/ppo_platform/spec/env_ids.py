@@ -21,6 +21,7 @@ from ppo_platform.envs.vocabulary import frame_stack_of
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
 from ppo_platform.spec.resources import budget_refusals, observation_size_of
+from ppo_platform.spec.vectorization import check_vectorization
 
 MAX_SUGGESTIONS = 3
 # Ids whose env imports and builds another one named in its kwargs (shimmy's compatibility envs
@@ -264,14 +265,38 @@ def check_env_usable(
         return observation, observation_size_of(env.action_space)
 
 
+def normalized_keys(space: Any) -> list[str] | None:
+    """The keys of a Dict observation VecNormalize normalizes (its Box ones); None otherwise."""
+    from gymnasium import spaces
+
+    if not isinstance(space, spaces.Dict):
+        return None
+    return [key for key, sub in space.spaces.items() if isinstance(sub, spaces.Box)]
+
+
+def refuse_unnormalizable(spec: ExperimentSpec, space: Any, source: str | None) -> None:
+    """env.normalize.obs needs a Box observation, or a Dict one with a Box key."""
+    if not spec.env.normalize.obs or type(space).__name__ == "Box" or normalized_keys(space):
+        return
+    raise _env_issue(
+        "env.normalize.obs",
+        f"has nothing to normalize: {spec.env.id}'s observations are {type(space).__name__}, "
+        "with no Box (continuous) part.",
+        True,
+        "set env.normalize.obs: false (discrete observations are one-hot encoded, not scaled).",
+        source,
+    )
+
+
 def check_spec_env(spec: ExperimentSpec, source: str | None = None) -> None:
     """`usable_env`'s check for the spec's env, gSDE only on continuous actions, then the
-    resource budget with its real sizes."""
+    resource budget with its real sizes, and that `env.vectorization` can run it."""
     wrappers = spec.env.wrappers
     with usable_env(spec.env.id, spec.env.kwargs, source, wrappers) as env:
         observation = observation_size_of(env.observation_space) * frame_stack_of(wrappers)
         action = observation_size_of(env.action_space)
         continuous = type(env.action_space).__name__ == "Box"
+        refuse_unnormalizable(spec, env.observation_space, source)
     if spec.policy.use_sde and not continuous:
         raise _env_issue(
             "policy.use_sde",
@@ -283,3 +308,4 @@ def check_spec_env(spec: ExperimentSpec, source: str | None = None) -> None:
     issues = budget_refusals(spec, observation, action)
     if issues:
         raise SpecError(issues, source)
+    check_vectorization(spec, source)

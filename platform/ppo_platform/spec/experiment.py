@@ -71,8 +71,14 @@ class EnvSpec(StrictModel):
         default_factory=dict, description="Keyword arguments for `gymnasium.make` (plain values)."
     )
     n_envs: int = Field(1, ge=1, le=256, description="N: parallel environments per rollout.")
-    vectorization: Literal["dummy", "subproc"] = Field(
-        "dummy", description="`dummy` steps envs in-process; `subproc` uses one process per env."
+    vectorization: Literal["auto", "native", "envpool", "dummy", "subproc"] = Field(
+        "auto",
+        description="How the N envs are stepped: `native`, gymnasium's own vector env (one "
+        "object steps all N; CartPole-v1); `envpool`, EnvPool's C++ pool (the `envpool` extra; "
+        "ALE games, MuJoCo, classic control); `dummy`, one env per copy in-process; `subproc`, "
+        "one process per env; `auto`, native where the env has one and no per-env wrapper "
+        "stands in the way, else EnvPool for ALE games and MuJoCo where installed and it "
+        "expresses the spec, else dummy.",
     )
     normalize: NormalizeSpec = Field(default_factory=NormalizeSpec)
     wrappers: list[WrapperSpec] = Field(

@@ -21,9 +21,15 @@ from ppo_platform.envs.shipping import check_shippable
 from ppo_platform.envs.vocabulary import frame_stack_of
 from ppo_platform.errors import SpecError
 from ppo_platform.settings import get_settings
-from ppo_platform.spec.env_ids import check_spec_env
+from ppo_platform.spec.env_ids import check_spec_env, normalized_keys, refuse_unnormalizable
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.resources import budget_refusals, observation_size_of
+from ppo_platform.spec.vectorization import check_vectorization, resolve
+from ppo_platform.training.native_envs import (
+    envpool_vec_env,
+    native_vec_env,
+    vector_level_wrappers,
+)
 
 EVAL_SEED_OFFSET = 10_000
 # Evaluation steps up to this many envs together (one batched forward pass per step); more
@@ -52,7 +58,18 @@ def _vec_env(
     make_env: EnvMaker | None,
     render_mode: str | None = None,
 ) -> VecEnv:
-    wants_subproc = subproc and spec.env.vectorization == "subproc" and n_envs > 1
+    """The spec's N envs as its `env.vectorization` resolves, seeded with `seed` (env i with
+    seed + i per env). Per env always: watching (`render_mode`), a notebook's own env, and
+    evaluation (`subproc` False) of a native env, so eval env i plays the episode a single env
+    seeded seed + i plays (same dynamics); EnvPool evaluates in EnvPool (same preprocessing)."""
+    mode = "dummy" if render_mode is not None else resolve(spec, own_env=make_env is not None)
+    if mode == "native" and not subproc:
+        mode = "dummy"
+    if mode in ("native", "envpool"):
+        venv = native_vec_env(spec, n_envs) if mode == "native" else envpool_vec_env(spec, n_envs)
+        venv.seed(seed)
+        return wrap_vec_env(venv, vector_level_wrappers(spec, mode))
+    wants_subproc = subproc and mode == "subproc" and n_envs > 1
     factory = env_factory(spec, make_env)
     if render_mode is not None:  # training and evaluation render nothing
         factory = dataclasses.replace(
@@ -67,11 +84,13 @@ def _vec_env(
 
 
 def _check_own_env(spec: ExperimentSpec, factory: EnvFactory) -> None:
-    """A notebook user's env: the resource budget with its real (wrapped) sizes."""
+    """A notebook user's env: the resource budget with its real (wrapped) sizes, and
+    observations that env.normalize.obs can normalize."""
     env = factory()
     try:
         observation = observation_size_of(env.observation_space)
         action = observation_size_of(env.action_space)
+        refuse_unnormalizable(spec, env.observation_space, None)
     finally:
         env.close()
     issues = budget_refusals(spec, observation * frame_stack_of(spec.env.wrappers), action)
@@ -88,8 +107,9 @@ def build_train_env(
     shipped by value to subproc envs and async evaluation, or refused if it cannot be pickled.
     """
     if make_env is None:
-        check_spec_env(spec)
+        check_spec_env(spec)  # env.vectorization included
     else:
+        check_vectorization(spec, own_env=True)
         if spec.evaluation.run_async:  # the evaluation process builds it too
             check_shippable(make_env, "evaluation.async")
         _check_own_env(spec, env_factory(spec, make_env))
@@ -101,6 +121,7 @@ def build_train_env(
         env = VecNormalize(
             env,
             norm_obs=norm.obs,
+            norm_obs_keys=normalized_keys(env.observation_space),
             norm_reward=norm.reward,
             clip_obs=norm.clip_obs,
             clip_reward=norm.clip_reward,
@@ -128,6 +149,7 @@ def build_eval_env(spec: ExperimentSpec, make_env: EnvMaker | None = None) -> Ve
             env,
             training=False,
             norm_obs=norm.obs,
+            norm_obs_keys=normalized_keys(env.observation_space),
             norm_reward=False,
             clip_obs=norm.clip_obs,
             gamma=spec.advantage.gamma,

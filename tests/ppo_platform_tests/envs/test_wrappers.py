@@ -19,6 +19,7 @@ from ppo_platform.training.environments import build_eval_env, build_train_env
 
 ATARI = (
     "name: pong\nenv:\n  id: ALE/Pong-v5\n  n_envs: 2\n  kwargs: {frameskip: 1}\n"
+    "  vectorization: dummy\n"  # the per-env atari wrapper path (auto would pick EnvPool)
     "  wrappers: [atari, {name: frame_stack, n: 4}]\n"
     "evaluation: {episodes: 2}\n"
 )

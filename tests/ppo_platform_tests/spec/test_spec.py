@@ -21,7 +21,7 @@ SHIPPED_SPECS = sorted(p for p in SPECS_DIR.rglob("*.yaml") if not p.name.starts
 DOCUMENTED_DEFAULTS = {
     "algorithm": "ppo",
     "env.n_envs": 1,
-    "env.vectorization": "dummy",
+    "env.vectorization": "auto",
     "env.normalize.obs": False,
     "env.normalize.reward": False,
     "rollout.n_steps": 2048,
