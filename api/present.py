@@ -1,4 +1,8 @@
-"""Rows of the job store -> public bodies (the typed models of `ppo_platform.public`)."""
+"""Rows of the job store -> public bodies (the typed models of `ppo_platform.public`).
+
+The one write here, `submit_rendered`, runs in an intake worker: it stores the submission and
+returns its body already rendered (see docs/design/glossary.md, "present").
+"""
 
 from __future__ import annotations
 

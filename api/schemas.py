@@ -104,7 +104,6 @@ class PlanPublic(BaseModel):
     markdown: str
     summary: str
     warnings: list[str]
-    plan_only: bool
 
 
 class ArtifactPublic(BaseModel):

@@ -10,7 +10,13 @@ from ppo_platform.spec.yaml_source import decode_spec_bytes
 
 SPEC_MEDIA_TYPES = ("application/yaml", "application/x-yaml", "text/yaml", "application/json")
 YAML_MEDIA_TYPES = SPEC_MEDIA_TYPES[:3]
-SPEC_SCHEMA = {"$ref": "#/components/schemas/ExperimentSpec"}
+# One of the two spec kinds, told apart by `algorithm` (`ppo-platform schema` prints the same).
+SPEC_SCHEMA = {
+    "oneOf": [
+        {"$ref": "#/components/schemas/ExperimentSpec"},
+        {"$ref": "#/components/schemas/LMExperimentSpec"},
+    ]
+}
 # The JSON body is the spec's own JSON Schema (`ppo-platform schema`), so a generated client
 # sends a typed spec. The same document as YAML is declared in an extension, not in `content`:
 # client generators (openapi-python-client) skip a YAML body with a warning and drop it.

@@ -23,7 +23,11 @@ RETURNS_RMS = "train/returns_rms"
 CLIP_FRACTION = "train/clip_fraction"
 EXPLAINED_VARIANCE = "train/explained_variance"
 CLIP_RANGE = "train/clip_range"
+LEARNING_RATE = "train/learning_rate"
 MIN_CLIP_RANGE_CHECKED = 0.01
+# A linear schedule ends near 0: once the LR or the clip range is below this fraction of its
+# largest value in the run, tiny updates are the schedule's doing, not a too-low LR or K.
+ANNEALED_FRACTION = 0.1
 
 
 @dataclass(frozen=True)
@@ -45,9 +49,9 @@ class Thresholds:
     # Explained variance is judged only when Var(returns) >= floor x value_scale^2.
     return_variance_floor: float = 1e-3
     value_scale: float | None = None  # None: the RMS of the rollout's returns
-    # A high clip fraction is critical only when the KL confirms a large step: with a small
-    # clip range (0.1, as tuned MuJoCo and Atari configs use) and many epochs, most ratios
-    # leave [1 - eps, 1 + eps] while the policy barely moves (benchmarks: sample_efficiency).
+    # A high clip fraction is judged only when the KL confirms a large step: with a small clip
+    # range (0.1, as tuned MuJoCo and Atari configs use) and many epochs, most ratios leave
+    # [1 - eps, 1 + eps] while the policy barely moves (benchmarks: sample_efficiency).
     clip_fraction_needs_kl: bool = True
 
 
@@ -60,6 +64,7 @@ class Reading:
     metrics: Mapping[str, float]
     thresholds: Thresholds
     total_timesteps: int
+    annealed: bool = False  # the LR or clip range has decayed below ANNEALED_FRACTION of its peak
 
     def finite(self, name: str) -> float | None:
         """The metric's value, or None when it is missing or not finite."""
@@ -128,29 +133,33 @@ def _clip_fraction(r: Reading) -> float | None:
     return clip
 
 
-def _clip_severity(r: Reading) -> tuple[Severity, str]:
-    """`critical`, unless `clip_fraction_needs_kl` and the monitored KL is healthy: then a
-    `warning` saying so (the ratios leave a small clip range, the policy barely moves)."""
+def _kl_healthy(r: Reading) -> bool:
+    """`clip_fraction_needs_kl` and the monitored KL is healthy: the ratios left a small clip
+    range while the policy barely moved, so a high clip fraction measures epsilon, not the step."""
     t = r.thresholds
     kl = r.finite(KL_POST if t.kl_source == "post_update" else KL)
-    if t.clip_fraction_needs_kl and t.monitor_kl and kl is not None and kl <= t.kl_healthy_max:
-        return "warning", f" (approx KL {kl:.4f} is healthy: the policy moved little)"
-    return "critical", ""
+    return t.clip_fraction_needs_kl and t.monitor_kl and kl is not None and kl <= t.kl_healthy_max
+
+
+def _not_judged(r: Reading, signal: str, value: float, threshold: float) -> Signal:
+    alert = r.alert(signal, value, threshold, "warning", "not judged", "")
+    return Signal(False, alert, judged=False)
 
 
 def clip_fraction_high(r: Reading) -> Signal | None:
     t, clip = r.thresholds, _clip_fraction(r)
     if clip is None:
         return None
-    severity, why = _clip_severity(r)
+    if _kl_healthy(r):
+        return _not_judged(r, "clip_fraction_high", clip, t.clip_fraction_high)
     return Signal(
         clip >= t.clip_fraction_high,
         r.alert(
             "clip_fraction_high",
             clip,
             t.clip_fraction_high,
-            severity,
-            f"clip fraction {clip:.3f} is at or above {t.clip_fraction_high}{why}",
+            "critical",
+            f"clip fraction {clip:.3f} is at or above {t.clip_fraction_high}",
             "lower the learning rate or K",
         ),
     )
@@ -160,16 +169,17 @@ def clip_fraction_drift(r: Reading) -> Signal | None:
     t, clip = r.thresholds, _clip_fraction(r)
     if clip is None:
         return None
-    severity, why = _clip_severity(r)
+    if _kl_healthy(r):
+        return _not_judged(r, "clip_fraction_drift", clip, t.drift_clip_fraction)
     return Signal(
         clip > t.drift_clip_fraction,
         r.alert(
             "clip_fraction_drift",
             clip,
             t.drift_clip_fraction,
-            severity,
+            "critical",
             f"clip fraction above {t.drift_clip_fraction} for {t.window} updates in a "
-            f"row: the policy is drifting from the data{why}",
+            "row: the policy is drifting from the data",
             "lower the learning rate or K",
         ),
         sustained=True,
@@ -180,6 +190,8 @@ def clip_fraction_low(r: Reading) -> Signal | None:
     t, clip = r.thresholds, _clip_fraction(r)
     if clip is None:
         return None
+    if r.annealed:  # the schedule shrank the step on purpose
+        return _not_judged(r, "clip_fraction_low", clip, t.clip_fraction_low)
     return Signal(
         clip < t.clip_fraction_low,
         r.alert(
@@ -259,14 +271,33 @@ class DiagnosticsMonitor:
     alerts: list[Alert] = field(default_factory=list)
     summaries: dict[str, SignalSummary] = field(default_factory=dict)
     _states: dict[str, SignalState] = field(default_factory=dict)
+    _peaks: dict[str, float] = field(default_factory=dict)
 
     def check(self, update: int, timestep: int, metrics: Mapping[str, float]) -> list[Alert]:
         """Record and return the alerts this update raises."""
-        reading = Reading(update, timestep, metrics, self.thresholds, self.total_timesteps)
+        reading = Reading(
+            update,
+            timestep,
+            metrics,
+            self.thresholds,
+            self.total_timesteps,
+            self._annealed(metrics),
+        )
         signals = (rule(reading) for rule in RULES)
         found = [s.alert for s in signals if s is not None and self._fires(s)]
         self.alerts.extend(found)
         return found
+
+    def _annealed(self, metrics: Mapping[str, float]) -> bool:
+        """Whether the LR or the clip range is below ANNEALED_FRACTION of its peak so far."""
+        annealed = False
+        for name in (LEARNING_RATE, CLIP_RANGE):
+            value = metrics.get(name)
+            if value is None or not math.isfinite(value):
+                continue
+            peak = self._peaks[name] = max(self._peaks.get(name, value), value)
+            annealed = annealed or value < ANNEALED_FRACTION * peak
+        return annealed
 
     def _fires(self, signal: Signal) -> bool:
         alert = signal.alert

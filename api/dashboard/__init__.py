@@ -1,6 +1,7 @@
 """The web dashboard: server-rendered pages (Jinja2) at /, their static files at /static, and
-the /ui routes their scripts call; the same API keys as the REST API open a server-side
-session (the cookie holds only its id).
+the two /ui routes that are the pages' own (the rest is the /v1 API, signed in by the session
+cookie). The same API keys as the REST API open a server-side session (the cookie holds only
+its id).
 """
 
 from __future__ import annotations

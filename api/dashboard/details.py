@@ -12,11 +12,12 @@ from api.routes.trained_model import model_files
 from ppo_platform.errors import IssueError, PlatformError
 from ppo_platform.jobs import TERMINAL, Experiment
 from ppo_platform.settings import Settings, masked_url
+from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.lm_loader import stored_spec
 from ppo_platform.spec.loader import dump_spec
 
 HEALTHY_CLIP_BAND = (0.1, 0.3)  # the lessons' healthy clip fraction, as in the training plot
-UI = "/ui/experiments"
+UI = "/v1/experiments"  # the REST routes: the session cookie signs the page in
 
 
 def error_text(error: PlatformError) -> str:
@@ -44,15 +45,21 @@ def _sweep_report(job: Experiment, files: dict[str, Any]) -> Any:
     return render(report.read_text(), lambda name: f"{UI}/{job.id}/artifacts/{name}")
 
 
-def _trials(files: dict[str, Any]) -> list[dict[str, Any]] | None:
+def _summary_list(files: dict[str, Any], key: str) -> list[dict[str, Any]] | None:
+    """A list from a study's summary.json: `trials`, `verification` or `pareto_front`."""
     path = files.get("summary.json")
     if path is None:
         return None
     try:
-        trials = json.loads(path.read_text()).get("trials")
+        found = json.loads(path.read_text()).get(key)
     except (OSError, ValueError):
         return None
-    return trials if isinstance(trials, list) else None
+    return found if isinstance(found, list) else None
+
+
+def _kl_target(spec: Any) -> float | None:
+    """An LM spec's target of lm/kl_ref (adaptive beta), else None."""
+    return spec.lm.kl.target if isinstance(spec, LMExperimentSpec) else None
 
 
 def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
@@ -67,6 +74,7 @@ def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
         "spec_yaml": dump_spec(spec),
         "algorithm": spec.algorithm,
         "kl_alert": spec.diagnostics.kl_alert,
+        "kl_target": _kl_target(spec),
         "clip_band": HEALTHY_CLIP_BAND,
         "mlflow_link": mlflow_link(settings, job.mlflow_run_id),
         "tracking_uri": masked_url(settings.tracking_uri),
@@ -80,7 +88,9 @@ def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
             if path.suffix == ".mp4"
         ],
         "report": _sweep_report(job, files) if job.kind == "sweep" else None,
-        "trials": _trials(files) if job.kind == "tune" else None,
+        "trials": _summary_list(files, "trials") if job.kind == "tune" else None,
+        "verified": _summary_list(files, "verification") if job.kind == "tune" else None,
+        "pareto": _summary_list(files, "pareto_front") if job.kind == "tune" else None,
         "has_best_spec": "best_spec.yaml" in files,
         "split_alert": split_alert,
     }

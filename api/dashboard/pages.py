@@ -10,21 +10,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
-from api.dashboard.auth import (
-    PageViewer,
-    SecretDep,
-    Viewer,
-    check_csrf,
-    check_origin,
-    owner_of_key,
-    read_form,
-)
+from api.dashboard.auth import PageViewer, Viewer, check_viewer_csrf, read_form
 from api.dashboard.details import error_text, experiment_context
 from api.dashboard.markdown import render
-from api.dashboard.session import COOKIE, MAX_AGE_SECONDS, csrf_token
 from api.dashboard.throttle import LoginThrottle
 from api.dashboard.view import KINDS, STATUSES, row
-from api.deps import ServiceDep, SettingsDep, StoreDep
+from api.deps import SecretDep, ServiceDep, SettingsDep, StoreDep, owner_of_key
+from api.session import COOKIE, MAX_AGE_SECONDS, check_origin, csrf_token
 from ppo_platform.errors import NotFoundError, PlatformError
 from ppo_platform.jobs.intake import plan_for_service
 from ppo_platform.jobs.listing import experiment_summaries
@@ -95,7 +87,7 @@ async def logout(
     request: Request, viewer: PageViewer, store: StoreDep, secret: SecretDep
 ) -> Response:
     """End the session on the server (a replayed cookie opens nothing) and drop the cookie."""
-    check_csrf(request, secret, viewer, (await read_form(request)).get("csrf_token"))
+    check_viewer_csrf(request, secret, viewer, (await read_form(request)).get("csrf_token"))
     await run_in_threadpool(close_session, store, viewer.session.id)
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(COOKIE, httponly=True, samesite="strict")
@@ -162,7 +154,7 @@ def submit_page(request: Request, viewer: PageViewer, secret: SecretDep) -> Resp
 async def submit_prefilled(request: Request, viewer: PageViewer, secret: SecretDep) -> Response:
     """The plan page's "submit this spec": the submit page with that spec filled in."""
     form = await read_form(request)
-    check_csrf(request, secret, viewer, form.get("csrf_token"))
+    check_viewer_csrf(request, secret, viewer, form.get("csrf_token"))
     return _page(request, "submit.html", viewer, secret, spec_text=form.get("spec_yaml", ""))
 
 
@@ -175,7 +167,7 @@ def plan_form(request: Request, viewer: PageViewer, secret: SecretDep) -> Respon
 @router.post("/plan", response_class=HTMLResponse)
 async def plan_page(request: Request, viewer: PageViewer, secret: SecretDep) -> Response:
     form = await read_form(request)
-    check_csrf(request, secret, viewer, form.get("csrf_token"))
+    check_viewer_csrf(request, secret, viewer, form.get("csrf_token"))
     env_id, budget = form.get("env_id", "").strip(), form.get("budget", "").strip()
     if not budget.isdigit() or not 0 < int(budget) <= 10**10:
         error = f"budget {budget!r} is not a whole number of env steps: enter e.g. 100000."

@@ -50,6 +50,5 @@ def create_plan(body: PlanCreate, _owner: OwnerDep, accept: str | None = Header(
         markdown=plan.markdown,
         summary=plan.summary(),
         warnings=list(plan.warnings),
-        plan_only=plan.plan_only,
     )
     return JSONResponse(public.model_dump())

@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reference_cli import cli_page
 from reference_openapi import openapi_document, openapi_page
 from reference_settings import settings_page
-from reference_spec import spec_page, spec_schema
+from reference_spec import published_schema, spec_page
 
 # src path of the page in docs/ -> function returning its markdown (or JSON, for downloads).
 GENERATED_PAGES = {
@@ -26,7 +26,7 @@ GENERATED_PAGES = {
     "reference/cli.md": cli_page,
     "reference/settings.md": settings_page,
     "reference/rest-api.md": openapi_page,
-    "reference/spec.schema.json": lambda: json.dumps(spec_schema(), indent=2),
+    "reference/spec.schema.json": lambda: json.dumps(published_schema(), indent=2),
     "reference/openapi.json": lambda: json.dumps(openapi_document(), indent=2),
 }
 

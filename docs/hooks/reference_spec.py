@@ -28,6 +28,13 @@ def spec_schema() -> dict[str, Any]:
     return ExperimentSpec.model_json_schema()
 
 
+def published_schema() -> dict[str, Any]:
+    """What `ppo-platform schema` prints: a gymnasium or a language-model spec, by `algorithm`."""
+    from ppo_platform.spec.any_spec import spec_json_schema
+
+    return spec_json_schema()
+
+
 def ref_name(schema: dict[str, Any]) -> str | None:
     ref = schema.get("$ref")
     return ref.rsplit("/", 1)[-1] if isinstance(ref, str) else None

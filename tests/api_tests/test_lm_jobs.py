@@ -51,6 +51,7 @@ def test_an_lm_spec_runs_as_a_job(lm_server):
         job = wait_for(alice, response.json()["id"], timeout=600)
         assert job["status"] == "succeeded", job["error"]
         assert job["result"]["timesteps"] == 3 and len(job["mlflow_run_id"]) == 32
+        assert job["diagnostics"]["kl_ref"] is not None  # lm/kl_ref, for the dashboard's chart
         points = alice.get(
             f"/v1/experiments/{job['id']}/metrics/history", params={"key": "lm/reward_mean"}
         ).json()["points"]
@@ -74,3 +75,21 @@ def test_bad_lm_specs_are_422_naming_the_field(lm_server, changes, path):
         response = submit(alice, short_spec(**changes))
     assert response.status_code == 422, response.text
     assert response.json()["issues"][0]["path"] == path
+
+
+def test_validate_takes_an_lm_spec_as_yaml_and_as_typed_json(lm_server):
+    with lm_server.client("alice") as alice:
+        as_yaml = alice.post(
+            "/v1/specs/validate",
+            content=short_spec(),
+            headers={"Content-Type": "application/yaml"},
+        )
+        assert as_yaml.status_code == 200, as_yaml.text
+        body = as_yaml.json()
+        assert (body["kind"], body["name"]) == ("run", "lm-arithmetic")
+        assert body["spec"]["algorithm"] == "ppo_lm" and body["spec"]["lm"]["reduction"]
+        as_json = alice.post("/v1/specs/validate", json=yaml.safe_load(short_spec()))
+        assert as_json.status_code == 200, as_json.text
+        assert as_json.json()["spec_hash"] == body["spec_hash"]
+        refused = alice.post("/v1/specs/validate", json=yaml.safe_load(short_spec(lm__kl__beta=-1)))
+        assert refused.status_code == 422 and "lm.kl.beta" in refused.text

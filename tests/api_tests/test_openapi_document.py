@@ -10,7 +10,7 @@ import pytest
 
 from api.app import create_app
 from ppo_platform.jobs.models import EVENT_KINDS
-from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.any_spec import spec_json_schema
 
 # (method, path) -> (operation id, statuses the route can answer)
 OPERATIONS = {
@@ -98,21 +98,29 @@ def test_every_error_status_has_the_one_error_body(document) -> None:
 
 
 def test_the_spec_body_is_the_specs_own_json_schema(document) -> None:
-    spec_ref = {"$ref": "#/components/schemas/ExperimentSpec"}
+    spec_ref = {
+        "oneOf": [
+            {"$ref": "#/components/schemas/ExperimentSpec"},
+            {"$ref": "#/components/schemas/LMExperimentSpec"},
+        ]
+    }
     for path in ("/v1/specs/validate", "/v1/experiments"):
         body = document["paths"][path]["post"]["requestBody"]
         assert body["content"] == {"application/json": {"schema": spec_ref}}
         yaml_forms = body["x-alternative-content"]
         assert set(yaml_forms) == {"application/yaml", "application/x-yaml", "text/yaml"}
         assert all(form == {"schema": spec_ref} for form in yaml_forms.values())
-    published = ExperimentSpec.model_json_schema()  # what `ppo-platform schema` prints
+    published = spec_json_schema()  # what `ppo-platform schema` prints
     as_components = _without_null_defaults(
         json.loads(json.dumps(published).replace('"#/$defs/', '"#/components/schemas/'))
     )
     components = document["components"]["schemas"]
     for name, schema in as_components.pop("$defs").items():
         assert _without_null_defaults(components[name]) == schema, name
-    assert _without_null_defaults(components["ExperimentSpec"]) == as_components
+    assert as_components["oneOf"] == spec_ref["oneOf"]
+    lm = components["LMExperimentSpec"]["properties"]["algorithm"]
+    assert lm["const"] == "ppo_lm"
+    assert "ppo_lm" not in components["ExperimentSpec"]["properties"]["algorithm"]["enum"]
 
 
 def _without_null_defaults(schema: Any) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 pytestmark = pytest.mark.slow
@@ -72,7 +73,9 @@ def test_a_tune_job_reports_the_best_value_and_spec(alice, post_spec, wait) -> N
     )
 
 
-def test_a_tune_job_with_held_out_verification_reports_it(alice, post_spec, wait) -> None:
+def test_a_tune_job_with_held_out_verification_reports_it(
+    alice, post_spec, wait, server, keys
+) -> None:
     submitted = post_spec(alice, TUNE + "  verify: {seeds: [5, 6], top_trials: 1, episodes: 2}\n")
     assert submitted.status_code == 202, submitted.text
     job = wait(alice, submitted.json()["id"], timeout=300)
@@ -83,3 +86,7 @@ def test_a_tune_job_with_held_out_verification_reports_it(alice, post_spec, wait
     assert summary["best_chosen_by"] == "held_out"
     assert job["result"]["best_trial"] == verified["number"] == summary["best_trial"]
     assert job["result"]["best_value"] == verified["held_out_value"]
+    with httpx.Client(base_url=server.url, timeout=30) as browser:  # the study page shows it
+        assert browser.post("/login", data={"api_key": keys["alice"]}).status_code == 303
+        page = browser.get(f"/experiments/{job['id']}").text
+    assert 'id="verified"' in page and f"<tr><td>{verified['number']}</td>" in page

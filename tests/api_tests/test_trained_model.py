@@ -129,12 +129,12 @@ def test_the_dashboard_serves_the_model_to_its_owner_only(trained, keys) -> None
     alice, bob = session("alice"), session("bob")
     try:
         page = alice.get(f"/experiments/{job['id']}").text
-        url = f"/ui/experiments/{job['id']}/model/model.zip"
+        url = f"/v1/experiments/{job['id']}/model/model.zip"
         assert f'href="{url}" download="model.zip"' in page
         response, body = streamed(alice, url)
         assert response.status_code == 200 and body == final(server, job, "model.zip").read_bytes()
         assert bob.get(url).status_code == 404
-        video = f"/ui/experiments/{job['id']}/artifacts/evaluation-episode-1.mp4"
+        video = f"/v1/experiments/{job['id']}/artifacts/evaluation-episode-1.mp4"
         assert f'<video controls preload="metadata" src="{video}">' in page
         response, body = streamed(alice, video)
         assert response.headers["content-type"] == "video/mp4" and body[4:8] == b"ftyp"

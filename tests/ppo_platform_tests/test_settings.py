@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ppo_platform.jobs.config import ServiceSettings
 from ppo_platform.settings import Settings, get_settings
 
 
@@ -44,3 +45,9 @@ def test_the_tuner_and_the_readiness_check_use_one_optuna_storage(tmp_path: Path
     assert local.optuna_storage == default_storage_url(local) == optuna_storage(local) == expected
     shared = Settings(home=tmp_path, optuna_storage_url="postgresql+psycopg://u@db/optuna")
     assert default_storage_url(shared) == optuna_storage(shared) == shared.optuna_storage_url
+
+
+def test_the_two_settings_models_share_no_field() -> None:
+    """`Settings` (every process) and `ServiceSettings` (the job service and API) read the same
+    PPO_PLATFORM_ prefix: one variable must mean one thing, set in one place."""
+    assert not set(Settings.model_fields) & set(ServiceSettings.model_fields)

@@ -1,10 +1,12 @@
-// The experiment page: follow /ui/experiments/{id}/events (SSE) and update the progress bar,
+// The experiment page: follow /v1/experiments/{id}/events (SSE) and update the progress bar,
 // the alerts and the uPlot charts. Events only change arrays; one redraw per animation frame.
 "use strict";
 (function () {
   const root = document.getElementById("experiment");
   const id = root.dataset.id;
   const klAlert = Number(root.dataset.klAlert);
+  const klTarget = root.dataset.klTarget ? Number(root.dataset.klTarget) : null;
+  const xLabel = root.dataset.algorithm === "ppo_lm" ? "updates" : "env steps";
   const clipLow = Number(root.dataset.clipLow);
   const clipHigh = Number(root.dataset.clipHigh);
   const terminalAtLoad = ["succeeded", "failed", "cancelled"].includes(
@@ -19,7 +21,7 @@
     const opts = Object.assign({
       width: Math.max(260, el.clientWidth), height: 200,
       scales: { x: { time: false } },
-      series: [{ label: "env steps" }].concat(series),
+      series: [{ label: xLabel }].concat(series),
       axes: [{}, { size: 60 }],
       legend: { live: false },
     }, extra || {});
@@ -31,13 +33,14 @@
   }
 
   chart("return", [line("train", "#1f77b4"), line("eval", "#ff7f0e")],
-    { series: [{ label: "env steps" }, line("train", "#1f77b4"),
+    { series: [{ label: xLabel }, line("train", "#1f77b4"),
       Object.assign(line("eval", "#ff7f0e"), { points: { show: true, size: 6 } })] });
   chart("kl", [line("approx KL", "#1f77b4"), line("alert", "#d62728", [6, 4])]);
   chart("clip", [line("clip fraction", "#1f77b4"), line("healthy low", "rgba(44,160,44,0.6)", [2, 3]),
     line("healthy high", "rgba(44,160,44,0.6)", [2, 3])],
     { bands: [{ series: [3, 2], fill: "rgba(44,160,44,0.12)" }] });
   chart("ev", [line("explained variance", "#9467bd")]);
+  chart("klref", [line("KL to reference", "#17becf"), line("target", "#d62728", [6, 4])]);
   chart("beta", [line("beta", "#8c564b")]);
 
   function push(key, x, values) {
@@ -87,6 +90,7 @@
     push("clip", t, [d.clip_fraction, clipLow, clipHigh]);
     push("ev", t, [d.explained_variance]);
     push("beta", t, [d.kl_beta]);
+    push("klref", t, [d.kl_ref, klTarget]);
   }
 
   function onAlert(d) {
@@ -118,7 +122,7 @@
     log.appendChild(li);
   }
 
-  const source = new EventSource("/ui/experiments/" + encodeURIComponent(id) + "/events");
+  const source = new EventSource("/v1/experiments/" + encodeURIComponent(id) + "/events");
   const handlers = { progress: onProgress, alert: onAlert, log: onLog,
     member: (d) => { onProgress(d); onLog(d); },  // a sweep member ended: runs_done moves on
     trial: onLog,  // a study's trial ended (the counts come as progress events)

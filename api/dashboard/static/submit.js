@@ -110,7 +110,7 @@
   button.addEventListener("click", async () => {
     button.disabled = true;
     verdict.textContent = "Submitting…";
-    const response = await post("/ui/experiments", spec.value);
+    const response = await post("/v1/experiments", spec.value);
     const body = await response.json();
     if (response.ok) {
       location.assign("/experiments/" + encodeURIComponent(body.id));

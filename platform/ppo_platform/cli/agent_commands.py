@@ -96,9 +96,9 @@ def export(
     except PlatformError as error:
         fail(error)
     folded = "normalization folded in; " if result.normalized else ""
+    inputs = ", ".join(graph_input.describe() for graph_input in result.inputs)
     typer.echo(
-        f"wrote {result.path}: input `observation` (float32 [batch, "
-        f"{', '.join(map(str, result.input_shape))}], raw), output `action`; "
+        f"wrote {result.path}: input {inputs}, raw; output `action`; "
         f"{folded}onnxruntime agreed with torch on {result.checked} observations "
         f"(max difference {result.max_difference:.2g})."
     )

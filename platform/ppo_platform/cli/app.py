@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -21,6 +21,7 @@ from ppo_platform.cli.lm_commands import load_checked_spec, run_any_spec
 from ppo_platform.cli.lm_commands import register as register_lm_commands
 from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import bad_option, fail
+from ppo_platform.cli.plan_command import register as register_plan_command
 from ppo_platform.cli.service_commands import register as register_service_commands
 from ppo_platform.errors import (
     EXIT_BAD_INPUT as EXIT_BAD_INPUT,  # re-exported with EXIT_OK: tests compare exit codes
@@ -40,6 +41,9 @@ from ppo_platform.process_exit import exit_now
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec
 from ppo_platform.spec.names import check_run_id, path_inside
+
+if TYPE_CHECKING:
+    from ppo_platform.sweeps.events import SweepEvent
 
 app = typer.Typer(
     name="ppo-platform",
@@ -111,8 +115,10 @@ def validate(
 
 @app.command()
 def schema() -> None:
-    """Print the spec's JSON Schema."""
-    typer.echo(json.dumps(ExperimentSpec.model_json_schema(), indent=2))
+    """Print the spec's JSON Schema (a gymnasium or a language-model spec, by `algorithm`)."""
+    from ppo_platform.spec.any_spec import spec_json_schema
+
+    typer.echo(json.dumps(spec_json_schema(), indent=2))
 
 
 @app.command()
@@ -184,16 +190,20 @@ def sweep(
 ) -> None:
     """Run a spec's sweep: grid x seeds in parallel processes, then print the comparison report."""
     from ppo_platform.sweeps import run_sweep
+    from ppo_platform.tracking.remote import start_reaping
 
-    start_guard()
+    start_guard(reap=False)
+    # Awaited at the first event (the parent run open, so reaping done): workers start meanwhile.
+    reaped = [start_reaping()]
+
+    def tell(event: SweepEvent) -> None:
+        if reaped:
+            note_reaped(reaped.pop()())
+        typer.echo(event.describe())
+
     try:
         experiment = load_spec(spec, overrides or [])
-        result = run_sweep(
-            experiment,
-            workers=workers,
-            source=str(spec),
-            on_event=lambda event: typer.echo(event.describe()),
-        )
+        result = run_sweep(experiment, workers=workers, source=str(spec), on_event=tell)
     except PlatformError as error:
         fail(error)
     except KeyboardInterrupt as error:
@@ -233,57 +243,7 @@ def report(
     typer.echo(f"report files: {result.files[0].parent}")
 
 
-@app.command()
-def plan(
-    env: Annotated[
-        str,
-        typer.Option(
-            "--env", help="A registered gymnasium id, e.g. CartPole-v1.", show_default=False
-        ),
-    ],
-    budget: Annotated[
-        int, typer.Option("--budget", help="Training budget in env steps.", show_default=False)
-    ],
-    use_case: Annotated[
-        str,
-        typer.Option(
-            "--use-case", help="auto | classic-control | continuous-control | atari | rlhf."
-        ),
-    ] = "auto",
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help="Folder for spec.yaml and skill-ppo-trainer.md [default: PPO_PLATFORM_OUTPUTS_DIR"
-            " or ./outputs].",
-            show_default=False,
-        ),
-    ] = None,
-    overrides: Overrides = None,
-    force: Force = False,
-    env_package: EnvPackages = None,
-) -> None:
-    """Plan a PPO run for an env and budget: write a runnable spec and the skill-ppo-trainer md."""
-    from ppo_platform.planner import plan_experiment, write_plan
-    from ppo_platform.settings import Settings
-
-    # The same default folder as tune's, read now: relative to this call's working directory.
-    folder = out if out is not None else Settings().outputs_dir
-    try:
-        planned = plan_experiment(env, budget, use_case, overrides or [])
-        spec_path, markdown_path = write_plan(planned, folder, force)
-    except PlatformError as error:
-        fail(error)
-    typer.echo(planned.summary())
-    for warning in planned.warnings:
-        typer.echo(f"warning: {warning}", err=True)
-    if planned.plan_only:
-        typer.echo(
-            "plan only: ppo-platform does not train language models; the spec is a "
-            f"stand-in on {env} that validates and runs, not an RLHF run."
-        )
-    typer.echo(f"wrote {spec_path}\nwrote {markdown_path}\nnext: ppo-platform run {spec_path}")
-
+register_plan_command(app)  # plan (plan_command.py), here to keep the help's order
 
 TuneWorkers = Annotated[
     int,

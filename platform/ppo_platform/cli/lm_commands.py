@@ -80,3 +80,45 @@ def run_any_spec(spec: Path, overrides: list[str], reporter: Any) -> Any:
 def register(app: typer.Typer) -> None:
     """Add the `lm` command group to the CLI."""
     app.add_typer(lm_app)
+
+
+ModelDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--model-dir",
+        help="rlhf: the language model's folder (transformers format, local files only).",
+        show_default=False,
+    ),
+]
+PromptsFile = Annotated[
+    Path | None,
+    typer.Option(
+        "--prompts",
+        help='rlhf: JSONL prompts, one {"prompt": ..., "answer": ...} per line.',
+        show_default=False,
+    ),
+]
+
+
+def plan_lm(
+    use_case: str,
+    env: str | None,
+    model_dir: Path | None,
+    prompts: Path | None,
+    budget: int,
+    overrides: list[str],
+) -> Any:
+    """The rlhf plan: PPO on the model in --model-dir over --prompts (an LMPlan)."""
+    from ppo_platform.cli.output import bad_option
+    from ppo_platform.planner import plan_lm_experiment
+
+    if use_case != "rlhf":
+        bad_option(
+            "--use-case", use_case, "must be rlhf with --model-dir.", "pass --use-case rlhf."
+        )
+    if env is not None:
+        bad_option("--env", env, "has no place in an rlhf plan.", "leave out --env.")
+    if model_dir is None or prompts is None:
+        missing = "--model-dir" if model_dir is None else "--prompts"
+        bad_option(missing, "", "is required for an rlhf plan.", f"pass {missing}.")
+    return plan_lm_experiment(model_dir, prompts, budget, overrides)

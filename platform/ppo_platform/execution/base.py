@@ -84,6 +84,10 @@ class Executor(ABC):
         """Cancel a task that has not started: it never runs and comes back `cancelled`.
         Returns False if it already started (it is not interrupted) or is unknown."""
 
+    def start(self) -> None:
+        """Start the workers ahead of the first task, if this executor keeps workers here."""
+        return None
+
     def health(self) -> str | None:
         """Why this executor cannot hand out results right now; None when it can."""
         return None

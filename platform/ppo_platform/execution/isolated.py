@@ -9,39 +9,26 @@ alone, as a `TaskResult` whose error names the exit code or signal.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import multiprocessing
 import os
 import signal
 import threading
-import time
-import traceback
 from collections import deque
 from multiprocessing.connection import Connection
 from typing import Any
 
 from ppo_platform.execution.base import CANCELLED, QueuedExecutor, Task, TaskResult, describe_error
+from ppo_platform.execution.body import run_body
 from ppo_platform.execution.local import default_workers
 from ppo_platform.execution.threads import pin_threads
 
 
 def _child(sender: Connection, task: Task, torch_threads: int) -> None:
-    """The task's process: own process group, pinned threads, result (or error) as data."""
+    """The task's process: own process group, pinned threads, then the one task body
+    (`execution/body.py`: its signal rules, the result or the error as data)."""
     os.setpgid(0, 0)
     pin_threads(torch_threads)
-    started = time.time()
-    try:
-        value = task.fn(*task.args, **task.kwargs)
-        result = TaskResult(task.key, value=value, pid=os.getpid(), started=started)
-    except BaseException as error:  # KeyboardInterrupt too: it ends the task, reported as data
-        result = TaskResult(
-            task.key,
-            error=describe_error(error),
-            traceback=traceback.format_exc(),
-            pid=os.getpid(),
-            started=started,
-        )
-    sender.send(dataclasses.replace(result, ended=time.time()))
+    sender.send(run_body(task.key, task.fn, task.args, task.kwargs))
     sender.close()
 
 

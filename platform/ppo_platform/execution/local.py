@@ -6,24 +6,26 @@ raises never stops the others, and an exception object never crosses the process
 (many do not unpickle cleanly): it comes back as text, so one bad task cannot break the pool.
 A worker that dies breaks the pool: its task and every unfinished one come back failed.
 
-An idle worker ignores Ctrl-C (it would die and break the pool); a running task still gets
-KeyboardInterrupt, so it can close its runs cleanly (unless the pool's caller was started with
-Ctrl-C ignored, as under `nohup`: then its workers ignore it too). A worker that received
-Ctrl-C or SIGTERM during a task starts no further task, however that task then ended (closed
-its run and re-raised, or failed while closing): the pool may have queued one to it already,
-where cancelling cannot reach. When the caller is interrupted, queued tasks are cancelled and
-running ones get `INTERRUPT_GRACE` seconds to close their runs before their workers are
-terminated.
+Each task runs in `execution/body.py`'s task body, under its signal rules (the same for every
+executor): an idle worker ignores Ctrl-C (it would die and break the pool); a running task
+gets KeyboardInterrupt or Terminated, so it can close its runs cleanly (unless the pool's
+caller was started with Ctrl-C ignored, as under `nohup`); a worker interrupted during a task
+starts no further task, however that task then ended: the pool may have queued one to it
+already, where cancelling cannot reach. When the caller is interrupted, queued tasks are
+cancelled and running ones get `INTERRUPT_GRACE` seconds to close their runs before their
+workers are terminated. `start` starts the workers ahead of the first task (warm workers).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import functools
+import logging
 import multiprocessing
 import os
 import signal
-import time
-import traceback
+import sys
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_for
@@ -40,11 +42,10 @@ from ppo_platform.execution.base import (
     TaskResult,
     describe_error,
 )
+from ppo_platform.execution.body import run_body
 from ppo_platform.execution.threads import pin_threads
 
 INTERRUPT_GRACE = 30.0  # after Ctrl-C or SIGTERM, seconds running tasks get to close their runs
-_interrupted = False  # in a worker process: a task ended in KeyboardInterrupt or SystemExit
-_ctrl_c_ignored = False  # in a worker process: inherited SIGINT ignored (`nohup`): keep it so
 
 
 def default_workers() -> int:
@@ -73,45 +74,29 @@ def _init_worker(
     torch_threads: int, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
 ) -> None:
     """Runs once in each fresh worker, before its first task."""
-    global _ctrl_c_ignored
-    _ctrl_c_ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    atexit.register(_exit_without_teardown)  # runs after the handlers registered from here on
+    signals.note_ctrl_c_at_start()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # idle: Ctrl-C would break the pool
     pin_threads(torch_threads)
     if initializer is not None:
         initializer(*initargs)
+    tracing.mark("pool worker: ready")
 
 
-def _call(
-    key: str, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> TaskResult:
-    """Run one task in the worker; turn any exception into text (exceptions may not unpickle)."""
-    global _interrupted
-    if _interrupted or signals.received():  # queued to it before the interrupt: never started
-        return TaskResult(key, error=CANCELLED, cancelled=True, pid=os.getpid())
-    started = time.time()
-    # Handlers that remember the signal: however the task then ends, no further task starts.
-    if not _ctrl_c_ignored:
-        signal.signal(signal.SIGINT, signals.raise_interrupt)
-    signal.signal(signal.SIGTERM, signals.raise_interrupt)  # mid-task: close the run KILLED
-    try:
-        value = fn(*args, **kwargs)
-    except BaseException as error:  # KeyboardInterrupt too: record, re-raise
-        result = TaskResult(
-            key,
-            error=describe_error(error),
-            traceback=traceback.format_exc(),
-            pid=os.getpid(),
-            started=started,
-            ended=time.time(),
-        )
-        if isinstance(error, (KeyboardInterrupt, SystemExit)):
-            _interrupted = True
-            raise
-        return result
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    return TaskResult(key, value=value, pid=os.getpid(), started=started, ended=time.time())
+def _exit_without_teardown() -> None:
+    """A worker's last exit handler: the pool has its results and the worker's own exit
+    handlers (its tracking process closed and waited for) have run; Python's teardown of torch
+    and SB3 would only keep the caller waiting in `shutdown` (seconds on a busy machine)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()
+    tracing.mark("pool worker: exit without teardown")
+    os._exit(0)
+
+
+def _ready() -> None:
+    """A task that only makes the pool start a worker (`LocalExecutor.start`)."""
 
 
 class LocalExecutor(QueuedExecutor):
@@ -143,6 +128,12 @@ class LocalExecutor(QueuedExecutor):
         )
         self._running: dict[str, Future[TaskResult]] = {}  # submitted, not finished
 
+    def start(self) -> None:
+        """Start every worker now, so their start-up (imports, the initializer) overlaps the
+        caller's own set-up instead of following it; they are kept for every task after."""
+        for _ in range(self.workers):  # the pool spawns a worker per submit while none is idle
+            self._pool.submit(_ready)
+
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
         if isinstance(exc, KeyboardInterrupt):  # Ctrl-C or SIGTERM: let running tasks close
             self.shutdown(cancel_pending=True, grace=INTERRUPT_GRACE)
@@ -154,7 +145,7 @@ class LocalExecutor(QueuedExecutor):
             self._claim(task.key)
         # Not under self._lock: the pool calls _relay while holding its own lock.
         try:
-            future = self._pool.submit(_call, task.key, task.fn, task.args, task.kwargs)
+            future = self._pool.submit(run_body, task.key, task.fn, task.args, task.kwargs)
         except BrokenProcessPool as error:  # a worker died earlier: this task fails too
             self._done.put(TaskResult(task.key, error=describe_error(error)))
             return

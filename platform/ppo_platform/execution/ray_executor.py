@@ -20,12 +20,12 @@ import os
 import socket
 import threading
 import time
-import traceback
 import uuid
 from typing import Any
 
 from ppo_platform.errors import BadInputError, SpecIssue, UnavailableError
 from ppo_platform.execution.base import QueuedExecutor, Task, TaskResult, describe_error
+from ppo_platform.execution.body import forget_interrupt, run_body
 from ppo_platform.execution.ray_cancel import drop_flags, flag_name
 from ppo_platform.execution.threads import pin_threads
 
@@ -115,30 +115,24 @@ def forwarded_env() -> dict[str, str]:
 def call_task(
     task: Task, torch_threads: int, own_group: bool = False, cancel_flag: str | None = None
 ) -> TaskResult:
-    """The body of every Ray task: pinned threads; the result or the error as data.
+    """Every Ray task: pinned threads, then the one task body (`execution/body.py`).
 
     `own_group` (a fresh worker per task, i.e. jobs): the worker leads its own process group,
     so a job's signal to its group (a cancelled sweep or study) never reaches the Ray node.
     `cancel_flag`: raised by the executor's `cancel`, it interrupts the task (ray_cancel.py)."""
+    from ppo_platform.execution import signals
     from ppo_platform.execution.ray_cancel import CancelWatch
 
     if own_group:
         os.setpgid(0, 0)
     pin_threads(torch_threads)
-    started = time.time()
-    try:
-        with CancelWatch(cancel_flag):
-            value = task.fn(*task.args, **task.kwargs)
-    except BaseException as error:  # KeyboardInterrupt (a cancel) too: reported as data
-        return TaskResult(
-            task.key,
-            error=describe_error(error),
-            traceback=traceback.format_exc(),
-            pid=os.getpid(),
-            started=started,
-            ended=time.time(),
-        )
-    return TaskResult(task.key, value=value, pid=os.getpid(), started=started, ended=time.time())
+    mark = signals.received()
+    with CancelWatch(cancel_flag) as watch:  # Ray's workers ignore SIGINT: unblocked here
+        result = run_body(task.key, task.fn, task.args, task.kwargs)
+    if watch.fired:  # a cancel of this task, not a signal to the worker: the next task runs
+        signals.forget_since(mark)
+        forget_interrupt()
+    return result
 
 
 def task_options(task: Task, num_gpus: float) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from types import FrameType
 from ppo_platform.errors import Terminated
 
 _received: list[int] = []  # the signals turned into exceptions in this process, in order
+_ctrl_c_ignored: bool | None = None  # a worker's SIGINT was ignored when it started (`nohup`)
 
 
 def _interrupt_for(signum: int) -> KeyboardInterrupt:
@@ -34,6 +35,26 @@ def raise_interrupt(signum: int, frame: FrameType | None) -> None:
 def received() -> int:
     """A mark: how many interrupts this process has received so far."""
     return len(_received)
+
+
+def forget_since(mark: int) -> None:
+    """Forget the interrupts after `mark`: they were a cancel of one task (a Ray cancel flag),
+    not a signal to this process."""
+    del _received[mark:]
+
+
+def note_ctrl_c_at_start() -> None:
+    """A worker, as it starts: remember whether it inherited Ctrl-C ignored, before it ignores
+    Ctrl-C while idle (`execution/body.py` keeps an inherited ignore during tasks too)."""
+    global _ctrl_c_ignored
+    _ctrl_c_ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+
+
+def ctrl_c_ignored_at_start() -> bool:
+    """Did this process inherit Ctrl-C ignored? (Noted by a pooled worker, else as it is now.)"""
+    if _ctrl_c_ignored is not None:
+        return _ctrl_c_ignored
+    return bool(signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
 
 
 def interrupt_since(mark: int) -> KeyboardInterrupt | None:

@@ -6,8 +6,9 @@ deterministic action (output `action`: int64 indices for a Discrete action space
 clipped to the bounds for a Box), exactly what `model.predict(..., deterministic=True)` gives.
 When the run normalized observations, the normalization is folded into the graph (in float64,
 as VecNormalize computes it), so the graph takes the env's observations as they come. Box
-observations only (images included: the graph scales them as SB3 does); Discrete,
-MultiDiscrete and Dict observations are refused.
+observations (images included: the graph scales them as SB3 does), Discrete and MultiDiscrete
+ones (input int64 indices, one-hot encoded in the graph as SB3 preprocesses them) and Dict
+observations of those (one graph input per key, named after it); other spaces are refused.
 
 Before it is kept, onnxruntime runs the graph on observations of the run's own env and its
 actions must equal the torch policy's (exactly for Discrete actions, to float32 rounding for
@@ -42,20 +43,38 @@ EXPORT_FIX = "install the export extra: pip install 'ppo-platform[export]'."
 
 
 @dataclass(frozen=True)
+class GraphInput:
+    """One input of the graph: its name, dtype and the shape of one observation."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+
+    def describe(self) -> str:
+        return f"`{self.name}` ({self.dtype} [{', '.join(['batch', *map(str, self.shape)])}])"
+
+
+@dataclass(frozen=True)
 class ExportResult:
     path: Path
-    input_shape: tuple[int, ...]  # one observation, as the graph takes it
+    inputs: tuple[GraphInput, ...]  # one observation, as the graph takes it
     checked: int  # observations whose actions onnxruntime and torch agreed on
     max_difference: float  # largest |onnx - torch| action difference (0 for Discrete)
     normalized: bool  # the run's observation normalization is folded in
 
 
+INDEX_SPACES = (spaces.Discrete, spaces.MultiDiscrete)  # fed as int64 indices, one-hot in SB3
+
+
+def input_names(space: spaces.Space) -> list[str]:
+    """The graph's inputs: `observation`, or one per key of a Dict space."""
+    return list(space.spaces) if isinstance(space, spaces.Dict) else ["observation"]
+
+
 class DeterministicPolicy(torch.nn.Module):
-    """Raw observation -> deterministic action, as `predict` computes it."""
+    """Raw observation(s) -> deterministic action, as `predict` computes it."""
 
     policy: Any  # SB3's ActorCriticPolicy
-    mean: torch.Tensor
-    scale: torch.Tensor
     low: torch.Tensor
     high: torch.Tensor
 
@@ -63,22 +82,35 @@ class DeterministicPolicy(torch.nn.Module):
         super().__init__()
         self.policy = model.policy
         self.discrete = isinstance(model.action_space, spaces.Discrete)
-        self.stats = stats is not None and stats.norm_obs
+        self.keys = input_names(model.observation_space)
+        self.dict = isinstance(model.observation_space, spaces.Dict)
+        self.normalized: list[str] = []  # the inputs whose normalization is folded in
+        self.clip = float(stats.clip_obs) if stats is not None else 0.0
         if stats is not None and stats.norm_obs:
-            rms: Any = stats.obs_rms  # one RunningMeanStd for a Box observation space
-            self.register_buffer("mean", torch.as_tensor(rms.mean, dtype=torch.float64))
-            scale = np.sqrt(rms.var + stats.epsilon)
-            self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float64))
-            self.clip = float(stats.clip_obs)
+            rms: Any = stats.obs_rms  # a RunningMeanStd, or one per normalized key of a Dict
+            for key in self.keys:
+                one = rms.get(key) if isinstance(rms, dict) else rms
+                if one is None:
+                    continue
+                self.normalized.append(key)
+                scale = np.sqrt(one.var + stats.epsilon)
+                self.register_buffer(f"mean_{key}", torch.as_tensor(one.mean, dtype=torch.float64))
+                self.register_buffer(f"scale_{key}", torch.as_tensor(scale, dtype=torch.float64))
         if isinstance(model.action_space, spaces.Box):
             low, high = model.action_space.low, model.action_space.high
             self.register_buffer("low", torch.as_tensor(low, dtype=torch.float32))
             self.register_buffer("high", torch.as_tensor(high, dtype=torch.float32))
 
-    def forward(self, observation: torch.Tensor) -> torch.Tensor:
-        if self.stats:  # VecNormalize.normalize_obs, in float64 like numpy
-            normalized = (observation.to(torch.float64) - self.mean) / self.scale
-            observation = torch.clamp(normalized, -self.clip, self.clip).to(torch.float32)
+    def _normalize(self, key: str, observation: torch.Tensor) -> torch.Tensor:
+        if key not in self.normalized:
+            return observation
+        mean, scale = getattr(self, f"mean_{key}"), getattr(self, f"scale_{key}")
+        normalized = (observation.to(torch.float64) - mean) / scale  # in float64, like numpy
+        return torch.clamp(normalized, -self.clip, self.clip).to(torch.float32)
+
+    def forward(self, *observations: torch.Tensor) -> torch.Tensor:
+        inputs = [self._normalize(k, o) for k, o in zip(self.keys, observations, strict=True)]
+        observation: Any = dict(zip(self.keys, inputs, strict=True)) if self.dict else inputs[0]
         features = self.policy.extract_features(observation, self.policy.pi_features_extractor)
         latent = self.policy.mlp_extractor.forward_actor(features)
         out = self.policy.action_net(latent)
@@ -96,12 +128,16 @@ def _refuse(path: str, message: str, value: Any, fix: str) -> BadInputError:
 
 def check_exportable(model: BaseAlgorithm) -> None:
     observation, action = model.observation_space, model.action_space
-    if not isinstance(observation, spaces.Box):
+    parts = observation.spaces.values() if isinstance(observation, spaces.Dict) else [observation]
+    odd = [type(p).__name__ for p in parts if not isinstance(p, (spaces.Box, *INDEX_SPACES))]
+    if odd:
         raise _refuse(
             "observation_space",
-            "only Box observations export to ONNX here.",
-            type(observation).__name__,
-            "load model.zip in stable-baselines3 instead (docs/guides/your-trained-agent.md).",
+            "only Box, Discrete and MultiDiscrete observations (or a Dict of them) export to "
+            "ONNX here.",
+            ", ".join(odd),
+            "load model.zip in stable-baselines3 instead (docs/guides/your-trained-agent.md), "
+            "or flatten the observation in the env (env.wrappers: flatten_observation).",
         )
     if not isinstance(action, (spaces.Discrete, spaces.Box)):
         raise _refuse(
@@ -121,23 +157,44 @@ def _onnx_modules() -> Any:
         raise _refuse("--onnx", f"{error.name} is not installed.", None, EXPORT_FIX) from error
 
 
-def env_observations(model: BaseAlgorithm, env: VecEnv, steps: int = CHECK_STEPS) -> np.ndarray:
+Observations = dict[str, np.ndarray]  # one batch per graph input
+
+
+def _as_inputs(model: BaseAlgorithm, batch: Any) -> Observations:
+    """A batch of raw observations as the graph's inputs: int64 indices or float32 values."""
+    space = model.observation_space
+    if isinstance(space, spaces.Dict):
+        return {k: _typed(batch[k], s) for k, s in space.spaces.items()}
+    return {"observation": _typed(batch, space)}
+
+
+def _typed(values: Any, space: spaces.Space) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64 if isinstance(space, INDEX_SPACES) else np.float32)
+
+
+def env_observations(model: BaseAlgorithm, env: VecEnv, steps: int = CHECK_STEPS) -> Observations:
     """Raw observations the trained policy meets on its env (plus the env's own samples)."""
-    seen = []
+    seen: list[Any] = []
     observation = env.reset()
     for _ in range(steps):
         raw = env.get_original_obs() if isinstance(env, VecNormalize) else observation
         # Images as the model sees them: channel-first (SB3 transposes HxWxC frames).
-        seen.append(maybe_transpose(np.asarray(raw), model.observation_space)[0])
+        if isinstance(raw, dict):
+            seen.append({k: v[0] for k, v in raw.items()})
+        else:
+            seen.append(maybe_transpose(np.asarray(raw)[0], model.observation_space))
         action, _ = model.predict(observation, deterministic=True)  # type: ignore[arg-type]
         observation, *_ = env.step(action)
-    samples = [model.observation_space.sample() for _ in range(steps // 4)]
-    return np.stack([*seen, *samples]).astype(np.float32)
+    every = [*seen, *(model.observation_space.sample() for _ in range(steps // 4))]
+    if isinstance(model.observation_space, spaces.Dict):
+        return _as_inputs(model, {k: np.stack([o[k] for o in every]) for k in every[0]})
+    return _as_inputs(model, np.stack(every))
 
 
-def torch_actions(model: BaseAlgorithm, stats: VecNormalize | None, obs: np.ndarray) -> Any:
+def torch_actions(model: BaseAlgorithm, stats: VecNormalize | None, obs: Observations) -> Any:
     """The platform's own answer: `predict` on what VecNormalize makes of `obs`."""
-    normalized = stats.normalize_obs(obs) if stats is not None else obs
+    batch: Any = obs if isinstance(model.observation_space, spaces.Dict) else obs["observation"]
+    normalized = stats.normalize_obs(batch) if stats is not None else batch
     actions, _ = model.predict(normalized, deterministic=True)  # type: ignore[arg-type]
     return actions
 
@@ -154,16 +211,17 @@ def export_onnx(run: TrainedRun, out: Path) -> ExportResult:
     finally:
         env.close()
     partial = out.with_name(f".{out.name}.partial")
-    example = torch.as_tensor(observations[:2])
+    names = list(observations)
+    example = tuple(torch.as_tensor(observations[k][:2]) for k in names)
     batch = torch.export.Dim("batch", min=1)
     with torch.no_grad(), _exporter_quiet():
         torch.onnx.export(
             module,
-            (example,),
+            example,
             str(partial),
-            input_names=["observation"],
+            input_names=names,
             output_names=["action"],
-            dynamic_shapes={"observation": {0: batch}},
+            dynamic_shapes=(tuple({0: batch} for _ in names),),  # forward(*observations)
             dynamo=True,
             verbose=False,
         )
@@ -173,8 +231,12 @@ def export_onnx(run: TrainedRun, out: Path) -> ExportResult:
         partial.unlink(missing_ok=True)
         raise
     os.replace(partial, out)
-    shape = tuple(int(n) for n in observations.shape[1:])
-    return ExportResult(out, shape, len(observations), difference, stats is not None)
+    inputs = tuple(
+        GraphInput(k, str(v.dtype), tuple(int(n) for n in v.shape[1:]))
+        for k, v in observations.items()
+    )
+    checked = len(next(iter(observations.values())))
+    return ExportResult(out, inputs, checked, difference, bool(module.normalized))
 
 
 @contextlib.contextmanager
@@ -192,10 +254,10 @@ def _exporter_quiet() -> Iterator[None]:
 
 
 def _check(
-    runtime: Any, path: Path, model: BaseAlgorithm, stats: VecNormalize | None, obs: np.ndarray
+    runtime: Any, path: Path, model: BaseAlgorithm, stats: VecNormalize | None, obs: Observations
 ) -> float:
     session = runtime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    exported = session.run(["action"], {"observation": obs})[0]
+    exported = session.run(["action"], obs)[0]
     expected = torch_actions(model, stats, obs)
     if isinstance(model.action_space, spaces.Discrete):
         agree = np.array_equal(exported.reshape(-1), np.asarray(expected).reshape(-1))

@@ -6,6 +6,15 @@ the GIL that status reads need. An `IntakePool` runs `submit_spec` (and the vali
 check) in `workers` spawned processes instead, each with its own connection to the job store,
 so a slow submission delays no other request. Workers start with the API and import the spec
 machinery in the background; with `workers=0` the work runs in threads of the calling process.
+
+Why not on the Executor seam (`execution/`), with its one task body (`execution/body.py`): that
+seam carries errors as text (`TaskResult.error`), so a task's exception never has to unpickle,
+and its signal rules let a task close its runs on Ctrl-C. Here the caller needs the exception
+itself: a `SpecError` or `LimitError` raised in a worker must reach the route as that type, with
+its issues, to become the right 4xx answer; so errors cross back pickled, checked by
+`crosses_back` first. An intake request also trains nothing and closes no run: a worker that dies
+or is interrupted costs one request (answered 503, `RESTARTED`), never a run, so the pool is
+replaced rather than drained. What both share is the `spawn` start and one process per worker.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -89,7 +99,11 @@ def submit_spec(
 
 
 def validation_summary(text: str) -> dict[str, Any]:
-    """The validate route's answer: kind, name, hash and resolved spec (SpecError if not)."""
+    """The validate route's answer: kind, name, hash and resolved spec (SpecError if not).
+    A language-model spec is validated as the jobs API takes it (paths inside the LM folder)."""
+    if intake.is_lm_text(text, "request"):
+        lm = intake.prepare_lm_submission(text, sys.maxsize, "request")
+        return {"kind": lm.kind, "name": lm.name, "spec_hash": lm.spec_hash, "spec": lm.spec}
     spec = intake.parse_spec(text)
     intake.total_env_steps(spec, "request")
     return {

@@ -57,6 +57,7 @@ class EventWriter:
                 "clip_fraction": finite(event.clip_fraction),
                 "explained_variance": finite(event.explained_variance),
                 "kl_beta": finite(event.kl_beta),
+                "kl_ref": finite(event.kl_ref),
             }
             self.store.append_event(
                 self.job_id,
@@ -126,6 +127,8 @@ class EventWriter:
         elif isinstance(event, StudyProgressed):
             progress = event.progress
             self.store.append_event(self.job_id, "progress", progress, progress=progress)
+        else:  # any other study event (held-out verification, say): its text, for people
+            self.store.append_event(self.job_id, "log", {"message": event.describe()})
 
 
 class Watcher:

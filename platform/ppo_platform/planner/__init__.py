@@ -8,6 +8,7 @@ Imports gymnasium only (never torch, SB3 or MLflow), so planning takes a fractio
 
 from ppo_platform.planner.derive import MAX_BUDGET, minimum_budget
 from ppo_platform.planner.env_info import EnvInfo, inspect_env
+from ppo_platform.planner.lm_plan import LMPlan, plan_lm_experiment
 from ppo_platform.planner.plan import MARKDOWN_FILE, SPEC_FILE, Plan, plan_experiment, write_plan
 from ppo_platform.planner.use_cases import USE_CASES
 
@@ -17,9 +18,11 @@ __all__ = [
     "SPEC_FILE",
     "USE_CASES",
     "EnvInfo",
+    "LMPlan",
     "Plan",
     "inspect_env",
     "minimum_budget",
     "plan_experiment",
+    "plan_lm_experiment",
     "write_plan",
 ]

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.planner import derive_diagnostics as diagnostics_rule
 from ppo_platform.planner import derive_policy as policy_rule
 from ppo_platform.planner import derive_rules as rule
 from ppo_platform.planner.derive_rules import Choice
@@ -94,12 +95,16 @@ RULES: tuple[Callable[[Basis], Choice], ...] = (
     policy_rule.derive_wrappers,
     policy_rule.derive_net_arch,
     policy_rule.derive_activation,
+    policy_rule.derive_log_std_init,
+    policy_rule.derive_ortho_init,
     policy_rule.derive_use_sde,
     policy_rule.derive_sde_sample_freq,
-    rule.derive_diagnostics_window,
-    rule.derive_on_alert,
+    diagnostics_rule.derive_diagnostics_window,
+    diagnostics_rule.derive_kl_healthy_max,
+    diagnostics_rule.derive_on_alert,
     rule.derive_evaluation_every,
     rule.derive_evaluation_episodes,
+    policy_rule.derive_evaluation_deterministic,
     rule.derive_checkpoints_every,
     rule.derive_total_timesteps,
     rule.derive_seed,

@@ -6,6 +6,8 @@ is on for Gaussian policies (continuous actions), off otherwise.
 
 from __future__ import annotations
 
+import math
+
 from ppo_platform.planner.derive_rules import Choice
 from ppo_platform.planner.sizing import Basis
 from ppo_platform.planner.use_cases import ATARI
@@ -61,9 +63,26 @@ def derive_net_arch(b: Basis) -> Choice:
     reason = (
         "the Nature CNN's 512 features feed the policy and value heads directly"
         if b.case is ATARI
-        else "two small hidden layers (SB3's default) are plenty for low-dimensional observations"
+        else b.case.policy_reason
+        or "two small hidden layers (SB3's default) are plenty for low-dimensional observations"
     )
     return Choice("policy.net_arch", list(b.case.net_arch), reason)
+
+
+def derive_log_std_init(b: Basis) -> Choice:
+    if b.case.log_std_init == 0.0:
+        return Choice("policy.log_std_init", 0.0, "SB3's default: action noise std 1 at the start")
+    std = math.exp(b.case.log_std_init)
+    reason = f"action noise std {std:.2g} at the start (as {b.case.source})"
+    return Choice("policy.log_std_init", b.case.log_std_init, reason)
+
+
+def derive_ortho_init(b: Basis) -> Choice:
+    if b.case.ortho_init:
+        return Choice("policy.ortho_init", True, "SB3's default orthogonal initialization")
+    return Choice(
+        "policy.ortho_init", False, f"PyTorch's default initialization (as {b.case.source})"
+    )
 
 
 SDE_SAMPLE_FREQ = 4  # steps between gSDE noise draws (rl-baselines3-zoo's tuned value)
@@ -94,6 +113,20 @@ def derive_sde_sample_freq(b: Basis) -> Choice:
     )
 
 
+def derive_evaluation_deterministic(b: Basis) -> Choice:
+    if b.case is not ATARI:
+        return Choice("evaluation.deterministic", True, "the greedy policy's return is the result")
+    return Choice(
+        "evaluation.deterministic",
+        False,
+        "sampled actions, as rl-baselines3-zoo evaluates Atari games: a greedy policy that never "
+        "presses FIRE after a lost life plays on until the time limit (108,000 frames per "
+        "episode)",
+    )
+
+
 def derive_activation(b: Basis) -> Choice:
     reason = "as in the Nature CNN" if b.case is ATARI else "SB3's default for MLP policies"
+    if b.case.activation == "relu" and b.case is not ATARI:
+        reason = f"as {b.case.source}"
     return Choice("policy.activation", b.case.activation, reason)

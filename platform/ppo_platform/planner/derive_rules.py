@@ -48,10 +48,9 @@ def derive_n_envs(b: Basis) -> Choice:
             "trainer read N as prompts per rollout batch (typically 64-512)"
         )
     else:
-        reason = (
-            f"{b.case.n_envs_reason or b.case.source}; parallel envs decorrelate the "
-            "samples of one rollout"
-        )
+        reason = b.case.n_envs_reason or b.case.source
+        if b.n_envs > 1:
+            reason += "; parallel envs decorrelate the samples of one rollout"
     return Choice("env.n_envs", b.n_envs, reason)
 
 
@@ -153,7 +152,7 @@ def derive_learning_rate(b: Basis) -> Choice:
     case = b.case
     if case.lr_start is not None:
         value = {"start": case.lr_start, "schedule": case.lr_schedule}
-        reason = (
+        reason = case.lr_reason or (
             "PPO benefits from decaying the LR linearly to zero (seed 000). A Gaussian policy "
             f"with gSDE starts at {num(case.lr_start)} whatever the minibatch: its exploration "
             "noise is learned too (the log std), and at 3e-4 a budget of ~100 updates ends "
@@ -355,23 +354,6 @@ def derive_normalize_reward(b: Basis) -> Choice:
 
 
 # --- monitoring, evaluation and the run -------------------------------------------------------
-
-
-def derive_diagnostics_window(b: Basis) -> Choice:
-    reason = (
-        "a signal that holds this many updates in a row is 'sustained' "
-        f"(~2% of the {b.updates} updates, kept in 3-10)"
-    )
-    return Choice("diagnostics.window", min(10, max(3, b.updates // 50)), reason)
-
-
-def derive_on_alert(b: Basis) -> Choice:
-    return Choice(
-        "diagnostics.on_alert",
-        "warn",
-        "alerts are logged to MLflow and shown while "
-        "training; switch to stop to end a run on the first critical alert",
-    )
 
 
 def derive_evaluation_every(b: Basis) -> Choice:

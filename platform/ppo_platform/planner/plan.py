@@ -17,6 +17,7 @@ from typing import Any
 from ppo_platform.errors import BadInputError, SpecError, SpecIssue
 from ppo_platform.planner.derive import Derivation, check_budget, check_budget_covers, derive
 from ppo_platform.planner.env_info import PLAN_SOURCE, EnvInfo, check_env_id_text, inspect_env
+from ppo_platform.planner.lm_plan import LMPlan
 from ppo_platform.planner.render import num, render_markdown
 from ppo_platform.planner.use_cases import RLHF, USE_CASES, UseCase, resolve_use_case
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -45,7 +46,6 @@ class Plan:
     budget: int
     updates: int
     warnings: tuple[str, ...] = ()
-    plan_only: bool = False  # rlhf: the spec is a stand-in, the platform trains no language model
     overrides: tuple[str, ...] = ()  # the caller's --set assignments, applied after planning
 
     def spec_yaml(self) -> str:
@@ -61,13 +61,6 @@ class Plan:
             f"{u.update.minibatch_size}, gamma {num(u.advantage.gamma)}, lambda "
             f"{num(u.advantage.gae_lambda)}: the reason for each value is in {MARKDOWN_FILE}.",
         ]
-        if self.plan_only:
-            header += [
-                "# PLAN ONLY (rlhf): ppo-platform does not train language models. This spec runs",
-                f"# the RLHF hyperparameters on {self.env.env_id} as a stand-in, to smoke-test the "
-                "pipeline;",
-                "# it is not an RLHF run and is not expected to learn the stand-in task.",
-            ]
         return "\n".join(header) + "\n" + dump_spec(self.spec)
 
     def summary(self) -> str:
@@ -88,6 +81,19 @@ def _slug(env_id: str) -> str:
 
 
 def _check_use_case_name(use_case: str) -> None:
+    if use_case == RLHF.name:  # PPO on a language model: planned from a model folder
+        raise SpecError(
+            [
+                SpecIssue(
+                    "use_case",
+                    "plans PPO on a language model, not on a gymnasium env.",
+                    use_case,
+                    fix="pass the model folder and prompts instead of --env: ppo-platform plan "
+                    "--use-case rlhf --model-dir DIR --prompts FILE.jsonl --budget RESPONSES.",
+                )
+            ],
+            PLAN_SOURCE,
+        )
     if use_case not in USE_CASES:
         raise SpecError(
             [
@@ -103,12 +109,9 @@ def _check_use_case_name(use_case: str) -> None:
 
 
 def _base_data(info: EnvInfo, case: UseCase, budget: int) -> dict[str, Any]:
-    name = f"{_slug(info.env_id)}-{'rlhf-standin' if case is RLHF else 'ppo'}"
     tags = {"planned_by": "ppo-platform plan", "use_case": case.name, "plan_budget": str(budget)}
-    if case is RLHF:
-        tags["plan_only"] = "rlhf stand-in: ppo-platform does not train language models"
     return {
-        "name": name,
+        "name": f"{_slug(info.env_id)}-ppo",
         "env": {"id": info.env_id},
         "algorithm": "ppo",
         "tracking": {"tags": tags},
@@ -197,13 +200,12 @@ def plan_experiment(
         budget=budget,
         updates=updates,
         warnings=derivation.warnings,
-        plan_only=case is RLHF,
         overrides=overrides,
     )
 
 
 def write_plan(
-    plan: Plan, out_dir: str | Path = "outputs", force: bool = False
+    plan: Plan | LMPlan, out_dir: str | Path = "outputs", force: bool = False
 ) -> tuple[Path, Path]:
     """Write `spec.yaml` and `skill-ppo-trainer.md` into `out_dir` (created if missing).
 

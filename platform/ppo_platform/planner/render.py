@@ -78,7 +78,15 @@ def _policy(info: EnvInfo, spec: ExperimentSpec) -> str:
         body = "Nature CNN" + (f" then hidden layers {layers}" if layers else " features")
     else:
         body = f"MLP with hidden layers {layers}"
-    return f"{family} policy, {body} ({spec.policy.activation}); separate actor and critic networks"
+    init = ""
+    if info.action_kind == "continuous":
+        init += f", log std {num(spec.policy.log_std_init)} at the start"
+    if not spec.policy.ortho_init:
+        init += ", no orthogonal init"
+    return (
+        f"{family} policy, {body} ({spec.policy.activation}){init}; separate actor and critic "
+        "networks"
+    )
 
 
 def _rollout(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
@@ -181,6 +189,7 @@ def _diagnostics(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
     d = spec.diagnostics
     late = f"after {d.late_fraction:.0%} of the budget"
     kl_name = "post-update" if d.kl_source == "post_update" else "per minibatch"
+    kl_too = f", with the KL above {num(d.kl_healthy_max)}" if d.clip_fraction_needs_kl else ""
     return [
         "Checked after every update and logged to MLflow (`train/approx_kl`, "
         "`train/approx_kl_post`, `train/clip_fraction`, `train/explained_variance`, "
@@ -194,13 +203,14 @@ def _diagnostics(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
         f"| above {num(d.kl_alert)} "
         "| the update left the trust region: lower K or the LR (or set `surrogate.target_kl`) |",
         "| clip fraction, mean(abs(r-1) > eps) | 0.1 to 0.3 "
-        f"| below {num(d.clip_fraction_low)} for "
-        f"{d.window} updates | clipping never triggers, updates are too timid: raise the LR or K |",
-        f"| clip fraction | 0.1 to 0.3 | at or above {num(d.clip_fraction_high)} | updates are too "
-        "aggressive: lower the LR or K |",
+        f"| below {num(d.clip_fraction_low)} for {d.window} updates (not once the LR or clip "
+        "range has decayed below 10% of its peak) "
+        "| clipping never triggers, updates are too timid: raise the LR or K |",
+        f"| clip fraction | 0.1 to 0.3 | at or above {num(d.clip_fraction_high)}{kl_too} "
+        "| updates are too aggressive: lower the LR or K |",
         f"| clip fraction **drift** | 0.1 to 0.3 | above {num(d.drift_clip_fraction)} for "
-        f"{d.window} updates in a row | **drift**: the policy keeps pushing against the clip, "
-        "update after update; lower K and the LR, or narrow epsilon |",
+        f"{d.window} updates in a row{kl_too} | **drift**: the policy keeps pushing against "
+        "the clip, update after update; lower K and the LR, or narrow epsilon |",
         f"| explained variance, 1 - Var(y-v)/Var(y) | rises toward 1 | at or below "
         f"{num(d.explained_variance_min)} {late} | the critic is not learning: check reward "
         "scale (normalize rewards), the value LR, gamma |",
@@ -210,6 +220,7 @@ def _diagnostics(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
         *_diagnostics_rules(spec),
         "",
         _item(f"Sustained = {d.window} updates", reasons["diagnostics.window"]),
+        _item(f"Healthy KL up to {num(d.kl_healthy_max)}", reasons["diagnostics.kl_healthy_max"]),
         _item(f"On alert: {d.on_alert}", reasons["diagnostics.on_alert"]),
     ]
 

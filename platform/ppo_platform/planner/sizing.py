@@ -60,7 +60,11 @@ def _rollout(info: EnvInfo, budget: int, case: UseCase) -> tuple[int, int, list[
     n = case.n_envs
     notes = []
     if case.min_steps == case.max_steps:
-        return n, case.min_steps, [f"the seed's fixed rollout length for {case.name}"]
+        return (
+            n,
+            case.min_steps,
+            [case.rollout_reason or f"the seed's fixed rollout length for {case.name}"],
+        )
     batch = _pow2(budget / case.target_updates) if case.target_updates else n * case.min_steps
     batch = min(max(batch, n * case.min_steps), case.max_batch, n * case.max_steps)
     steps = batch // n

@@ -19,7 +19,9 @@ from pydantic import (
     field_serializer,
 )
 
+from ppo_platform.spec.any_spec import AnyExperimentSpec
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.lm import LMExperimentSpec
 
 
 def _as_utc(moment: dt.datetime) -> dt.datetime:
@@ -101,7 +103,14 @@ class Diagnostics(BaseModel):
     approx_kl: float | None = None
     clip_fraction: float | None = None
     explained_variance: float | None = None
-    kl_beta: float | None = Field(None, description="The adaptive KL penalty's beta (ppo_kl).")
+    kl_beta: float | None = Field(
+        None,
+        description="The adaptive KL penalty's beta (ppo_kl; ppo_lm: the penalty to the "
+        "reference).",
+    )
+    kl_ref: float | None = Field(
+        None, description="ppo_lm: lm/kl_ref, the KL to the reference model (nats per response)."
+    )
 
 
 class RunResult(BaseModel):
@@ -194,10 +203,10 @@ class ValidationPublic(BaseModel):
     kind: ExperimentKind
     name: str
     spec_hash: str
-    spec: ExperimentSpec
+    spec: AnyExperimentSpec
 
     @field_serializer("spec")
-    def _resolved(self, spec: ExperimentSpec) -> dict[str, Any]:
+    def _resolved(self, spec: ExperimentSpec | LMExperimentSpec) -> dict[str, Any]:
         return spec.resolved()  # by alias (`evaluation.async`), as the spec is written
 
 

@@ -21,6 +21,12 @@ def _pyplot() -> Any:
     return plt
 
 
+def warm_plotting() -> None:
+    """Import matplotlib now (in a background thread while a sweep trains), so building the
+    report afterwards costs only its drawing."""
+    _pyplot()
+
+
 def band(curves: list[Series]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Curves over seeds -> (steps, mean, min, max) on the union of their steps.
 

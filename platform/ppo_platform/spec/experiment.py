@@ -6,14 +6,12 @@ refusal rules (unsafe but well-formed settings) live in `rules.py`.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ppo_platform.envs.vocabulary import WrapperSpec, check_wrapper_order, wrapper_shorthand
-from ppo_platform.spec.base import StrictModel
+from ppo_platform.spec.base import StrictModel, WholeSpec
 from ppo_platform.spec.names import RESERVED_TAG_PREFIXES, SAFE_NAME_PATTERN, SAFE_NAME_RULE
 from ppo_platform.spec.search import SweepSpec, TuneSpec
 
@@ -244,10 +242,10 @@ class DiagnosticsSpec(StrictModel):
     )
     clip_fraction_needs_kl: bool = Field(
         True,
-        description="Clip-fraction alerts (high, drift) are critical only when approx KL is "
-        "above kl_healthy_max too; with a healthy KL they are warnings (a small clip range "
-        "and many epochs clip most ratios while the policy barely moves, e.g. the zoo's "
-        "tuned HalfCheetah). false: always critical.",
+        description="Clip-fraction alerts (high, drift) are judged only when approx KL is "
+        "above kl_healthy_max too; with a healthy KL a high clip fraction is not an alert (a "
+        "small clip range and many epochs clip most ratios while the policy barely moves, e.g. "
+        "the zoo's tuned HalfCheetah). false: judged on the clip fraction alone.",
     )
 
     @model_validator(mode="after")
@@ -310,7 +308,7 @@ class TrackingSpec(StrictModel):
         return tags
 
 
-class ExperimentSpec(StrictModel):
+class ExperimentSpec(WholeSpec):
     """A complete, validated PPO experiment."""
 
     name: SafeName
@@ -342,18 +340,10 @@ class ExperimentSpec(StrictModel):
         """Transitions per rollout: N envs x T steps."""
         return self.env.n_envs * self.rollout.n_steps
 
-    @property
-    def experiment_name(self) -> str:
-        return self.tracking.experiment or self.name
-
-    def resolved(self) -> dict[str, Any]:
-        """Every field with its default filled in, as plain JSON-able data."""
-        return self.model_dump(mode="json", by_alias=True)
-
-    def spec_hash(self) -> str:
-        """Stable hash of the resolved spec: identical hyperparameters, identical hash."""
-        # The search sections describe other runs, not this one's hyperparameters.
-        training = {k: v for k, v in self.resolved().items() if k not in ("sweep", "tune")}
+    def hashed(self) -> dict[str, Any]:
+        """What the hash covers (`WholeSpec.spec_hash`): the resolved spec without its search
+        sections, and fields added later left out at their defaults."""
+        training = super().hashed()
         # Where the evaluation runs, whether it is filmed and on which device the networks
         # train change no hyperparameter: left out at their defaults (earlier specs' hashes).
         training["evaluation"] = {
@@ -370,8 +360,7 @@ class ExperimentSpec(StrictModel):
             for k, v in training["diagnostics"].items()
             if k != "clip_fraction_needs_kl" or not v
         }
-        canonical = json.dumps(training, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+        return training
 
 
 def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -7,13 +7,11 @@ lives under `lm:`. Paths are checked against the file system by `spec.lm_inputs`
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ppo_platform.spec.base import StrictModel
+from ppo_platform.spec.base import StrictModel, WholeSpec
 from ppo_platform.spec.experiment import (
     AdvantageSpec,
     DiagnosticsSpec,
@@ -133,7 +131,7 @@ class LMEvaluationSpec(StrictModel):
     table_rows: int = Field(20, ge=0, le=1000, description="Sample generations kept per eval.")
 
 
-class LMExperimentSpec(StrictModel):
+class LMExperimentSpec(WholeSpec):
     """A complete, validated PPO experiment on a language model."""
 
     name: SafeName
@@ -165,18 +163,6 @@ class LMExperimentSpec(StrictModel):
                 "ppo_lm keeps the clip range constant; set surrogate.clip_epsilon to a number"
             )
         return surrogate
-
-    @property
-    def experiment_name(self) -> str:
-        return self.tracking.experiment or self.name
-
-    def resolved(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
-
-    def spec_hash(self) -> str:
-        training = {k: v for k, v in self.resolved().items() if k != "tune"}
-        canonical = json.dumps(training, sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
 def is_lm_data(data: Any) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from ppo_platform.errors import SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec, KLPenaltySpec, SurrogateSpec, UpdateSpec
 from ppo_platform.spec.lm import LMExperimentSpec
+from ppo_platform.spec.tune_rules import tune_objective_issues
 
 AnySpec = ExperimentSpec | LMExperimentSpec
 
@@ -283,6 +284,7 @@ def refusals(spec: AnySpec) -> list[SpecIssue]:
         *refuse_unnamed_reduction(spec),
         *refuse_kl_without_reference(spec),
         *refuse_searched_held_out_seeds(spec),
+        *tune_objective_issues(spec),
     ]
 
 
@@ -290,7 +292,7 @@ def refuse_searched_held_out_seeds(spec: AnySpec) -> list[SpecIssue]:
     """Held-out seeds must be fresh: a seed the search trained on verifies nothing."""
     if spec.tune is None or spec.tune.verify is None:
         return []
-    searched = range(spec.budget.seed, spec.budget.seed + spec.tune.seeds_per_trial)
+    searched = range(spec.budget.seed, spec.budget.seed + spec.tune.seeds_max)
     overlap = sorted(set(spec.tune.verify.seeds) & set(searched))
     if not overlap:
         return []
@@ -299,7 +301,7 @@ def refuse_searched_held_out_seeds(spec: AnySpec) -> list[SpecIssue]:
             path="tune.verify.seeds",
             value=overlap,
             message=f"held-out seeds {overlap} are also searched: the search runs seeds "
-            f"budget.seed .. budget.seed + tune.seeds_per_trial - 1 = "
+            f"budget.seed .. budget.seed + (tune.racing.seeds_max or tune.seeds_per_trial) - 1 = "
             f"{searched.start} .. {searched.stop - 1}.",
             fix=f"use held-out seeds of {searched.stop} or more (or below {searched.start}).",
         )

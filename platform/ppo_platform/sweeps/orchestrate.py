@@ -6,14 +6,17 @@ reuses the unfinished parent and trains only the members that did not finish.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ppo_platform.execution import Task, TaskResult, run_tasks, worker_count
+from ppo_platform import tracing
+from ppo_platform.execution import Executor, Task, TaskResult, run_tasks, worker_count
 from ppo_platform.execution.choose import pool_executor
 from ppo_platform.reports import REPORT_KEYS, SweepReport, build_report
+from ppo_platform.reports.plots import warm_plotting
 from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_env_usable
@@ -34,6 +37,7 @@ from ppo_platform.sweeps.runs import (
     open_parent_run,
     resume_member,
     run_member,
+    warm_worker,
 )
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun
@@ -93,30 +97,49 @@ def run_sweep(
     settings = settings or get_settings()
     tell = on_event or (lambda event: None)
     started = time.perf_counter()
-    parent, resumed = open_parent_run(spec, members, _threshold(spec), settings, lineage)
-    with parent:  # closed KILLED on an interrupt, FAILED on an error
-        parent_run_id = parent.run_id
-        outcomes = _finished_earlier(spec, parent_run_id, members, settings) if resumed else {}
-        todo = [m for m in members if m.key not in outcomes]
-        n_workers, crowded = worker_count(workers, len(todo) or 1)
-        if crowded:
-            tell(SweepWarning(crowded))
-        earlier = len(outcomes)
-        tell(_started(spec, parent_run_id, len(members), earlier, n_workers, resumed))
-        by_key = {m.key: m for m in members}
+    tracing.mark("sweep: begins")
+    n_workers, crowded = worker_count(workers, len(members))
+    # Shut down on the way out, also when the parent run cannot be opened.
+    with _warm_executor(members[0].spec, settings, n_workers, report) as executor:
+        parent, resumed = open_parent_run(spec, members, _threshold(spec), settings, lineage)
+        with parent:  # closed KILLED on an interrupt, FAILED on an error
+            parent_run_id = parent.run_id
+            outcomes = _finished_earlier(spec, parent_run_id, members, settings) if resumed else {}
+            todo = [m for m in members if m.key not in outcomes]
+            if crowded:
+                tell(SweepWarning(crowded))
+            earlier = len(outcomes)
+            tell(_started(spec, parent_run_id, len(members), earlier, n_workers, resumed))
+            by_key = {m.key: m for m in members}
 
-        def collect(result: TaskResult) -> None:
-            outcome = _outcome(by_key[result.key], result)
-            outcomes[result.key] = outcome
-            trained = sum(not o.skipped for o in outcomes.values())
-            tell(MemberFinished(outcome, trained, len(todo), earlier))
+            def collect(result: TaskResult) -> None:
+                outcome = _outcome(by_key[result.key], result)
+                outcomes[result.key] = outcome
+                trained = sum(not o.skipped for o in outcomes.values())
+                tell(MemberFinished(outcome, trained, len(todo), earlier))
 
-        tasks = [_member_task(m, parent_run_id, {**m.tags, **lineage}, settings) for m in todo]
-        _train(tasks, n_workers, settings, collect, tell)
-        ordered = [outcomes[m.key] for m in members]
-        result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
-        _close_parent(parent, result, settings, report)
+            tasks = [_member_task(m, parent_run_id, {**m.tags, **lineage}, settings) for m in todo]
+            tracing.mark("sweep: parent run opened, training begins")
+            _train(tasks, executor, settings, collect, tell)
+            tracing.mark("sweep: members done")
+            ordered = [outcomes[m.key] for m in members]
+            result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
+            _close_parent(parent, result, settings, report)
     return result
+
+
+def _warm_executor(
+    first: ExperimentSpec, settings: Settings, n_workers: int, report: bool
+) -> Executor:
+    """Warm workers, started now: they import torch and SB3, start their tracking process and
+    run one throwaway update of `first` while this process creates the store and the parent
+    run; each then trains member after member with those imports and that tracking process.
+    The report's matplotlib import happens meanwhile too, in a thread."""
+    executor = pool_executor(settings, n_workers, initializer=warm_worker, initargs=(first,))
+    executor.start()
+    if report:
+        threading.Thread(target=warm_plotting, name="warm-plotting", daemon=True).start()
+    return executor
 
 
 def _started(
@@ -142,7 +165,7 @@ def _member_task(
 
 def _train(
     tasks: list[Task],
-    n_workers: int,
+    executor: Executor,
     settings: Settings,
     collect: Callable[[TaskResult], None],
     tell: SweepListener,
@@ -156,9 +179,8 @@ def _train(
 
     run_tasks(
         tasks,
-        n_workers,
         on_done=collect,
-        executor=pool_executor(settings, n_workers),
+        executor=executor,
         max_attempts=settings.max_attempts,
         again=again,
     )
@@ -199,8 +221,10 @@ def _close_parent(parent: RemoteRun, result: SweepResult, settings: Settings, re
             result.report = build_report(sweep, settings.runs_dir / parent_run_id / "report")
             for path in result.report.files:
                 parent.log_artifact(path, "report")
+        tracing.mark("sweep: report built")
     finally:  # a report that cannot be built must not leave the parent RUNNING
         parent.finish(status)
+        tracing.mark("sweep: parent closed")
 
 
 def _outcome(member: SweepMember, result: TaskResult) -> MemberOutcome:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Mapping
@@ -104,6 +105,19 @@ class MemberFailure:
 
     run_id: str | None
     error: str
+
+
+def warm_worker(spec: ExperimentSpec) -> None:
+    """A sweep worker's start-up, once for every member it trains: its tracking process (MLflow
+    imported there meanwhile), the trainer's imports and torch's first-use costs, paid by one
+    throwaway update of `spec` (a first member's) that is tracked nowhere. Each member seeds
+    its own model, so this changes no member's result. A failure here is left to the first
+    member, which reports it as data."""
+    with contextlib.suppress(Exception):
+        shared_tracking_process()
+        from ppo_platform.training.warm import warm_up  # heavy: torch and SB3
+
+        warm_up(spec)
 
 
 class _RunId:

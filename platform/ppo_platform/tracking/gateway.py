@@ -11,8 +11,10 @@ import random
 import time
 from collections.abc import Callable
 from functools import lru_cache
-from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
+
+from ppo_platform.tracking.sqlite_store import SQLITE_PREFIX as SQLITE_PREFIX
+from ppo_platform.tracking.sqlite_store import create_sqlite_store
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -20,7 +22,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 RETRY_ATTEMPTS = 8
 TRANSIENT_ERROR_CODES = frozenset({"TEMPORARILY_UNAVAILABLE"})
-SQLITE_PREFIX = "sqlite:///"
 
 
 @lru_cache(maxsize=8)
@@ -28,9 +29,8 @@ def tracking_client(tracking_uri: str) -> MlflowClient:
     """The client for `tracking_uri`, one per URI and process."""
     from mlflow.tracking import MlflowClient
 
-    if tracking_uri.startswith(SQLITE_PREFIX):
-        # SQLite creates the database file but not its folder (the platform home by default).
-        Path(tracking_uri.removeprefix(SQLITE_PREFIX)).parent.mkdir(parents=True, exist_ok=True)
+    if tracking_uri.startswith(SQLITE_PREFIX):  # created once, whoever comes first
+        create_sqlite_store(tracking_uri)
     return MlflowClient(tracking_uri)
 
 

@@ -326,24 +326,26 @@ class RemoteRun:
         self.fail_without_process(reason)
 
     def fail_without_process(self, reason: str) -> None:
-        """The tracking process is gone: close the run FAILED from here (MLflow imported in
-        this failure path only), so it is not left RUNNING while this process lives on."""
-        from ppo_platform.tracking.gateway import retry, tracking_client
-
-        client = tracking_client(self.tracking_uri)
-        for run_id in self._running_ids(client):
-            retry(lambda: client.set_tag(run_id, tag.OUTCOME, "failed"))  # noqa: B023
-            retry(lambda: client.set_tag(run_id, tag.FAILURE, reason))  # noqa: B023
-            retry(lambda: client.set_terminated(run_id, status="FAILED"))  # noqa: B023
-
-    def _running_ids(self, client: Any) -> list[str]:
-        """This run's id; if its answer never came back, the RUNNING runs this process owns."""
-        from ppo_platform.tracking.gateway import retry
-
+        """The tracking process is gone: a fresh, short-lived one closes the run FAILED (so
+        this process still never imports MLflow), and it is not left RUNNING while this
+        process lives on: the run's id if its answer came back, else every RUNNING run this
+        process owns. If even that fails, the next start's reaper marks it KILLED."""
+        tags = {tag.OUTCOME: "failed", tag.FAILURE: reason}
+        run_id: str | None = None
         with contextlib.suppress(TrackingError):
-            return [self.run_id]  # its answer may have come back before the process died
-        ids = [e.experiment_id for e in retry(client.search_experiments)]
-        if not ids:
-            return []
-        owned = f"attributes.status = 'RUNNING' and tags.`{tag.PROCESS}` = '{this_process()}'"
-        return [run.info.run_id for run in retry(lambda: client.search_runs(ids, owned))]
+            run_id = self.run_id  # its answer may have come back before the process died
+        fresh = TrackingProcess()
+        try:
+            op, which = (
+                ("terminate", {"run_id": run_id})
+                if run_id is not None
+                else ("close_owned", {"owner": this_process()})
+            )
+            uri = self.tracking_uri
+            fresh.wait(
+                fresh.request(op, awaited=True, uri=uri, status="FAILED", tags=tags, **which)
+            )
+        except TrackingError as error:
+            _warn(f"the run could not be closed FAILED ({error}); the next start marks it KILLED")
+        finally:
+            fresh.close()

@@ -83,6 +83,7 @@ class TrackingService:
             "find": self.find,
             "read_sweep": self.read_sweep,
             "terminate": self.terminate,
+            "close_owned": self.close_owned,
             "attach": self.attach,
             "rows": self.rows,
             "tags": self.tags,
@@ -225,6 +226,22 @@ class TrackingService:
             set_tags(client, run_id, request["tags"])
         retry(partial(client.set_terminated, run_id, status=request["status"]))
         return {"closed": True}
+
+    def close_owned(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Close with `status` and tags every RUNNING run whose owner tag is `owner`: a caller
+        whose tracking process died before it learned its run's id (`RemoteRun.fail`)."""
+        client = tracking_client(request["uri"])
+        ids = [e.experiment_id for e in retry(client.search_experiments)]
+        owned = (
+            f"attributes.status = 'RUNNING' and tags.`{tag.PROCESS}` = '{_safe(request['owner'])}'"
+        )
+        runs = (
+            [r.info.run_id for r in retry(partial(client.search_runs, ids, owned))] if ids else []
+        )
+        for run_id in runs:
+            set_tags(client, run_id, request["tags"])
+            retry(partial(client.set_terminated, run_id, status=request["status"]))
+        return {"closed": runs}
 
     def rows(self, request: dict[str, Any]) -> dict[str, Any]:
         run = self._current(request)

@@ -58,9 +58,13 @@ def _vec_env(
     make_env: EnvMaker | None,
     render_mode: str | None = None,
 ) -> VecEnv:
-    """The spec's N envs as its `env.vectorization` resolves (`render_mode`, for watching, and a
-    notebook's own env always per env), seeded with `seed` (env i with seed + i per env)."""
+    """The spec's N envs as its `env.vectorization` resolves, seeded with `seed` (env i with
+    seed + i per env). Per env always: watching (`render_mode`), a notebook's own env, and
+    evaluation (`subproc` False) of a native env, so eval env i plays the episode a single env
+    seeded seed + i plays (same dynamics); EnvPool evaluates in EnvPool (same preprocessing)."""
     mode = "dummy" if render_mode is not None else resolve(spec, own_env=make_env is not None)
+    if mode == "native" and not subproc:
+        mode = "dummy"
     if mode in ("native", "envpool"):
         venv = native_vec_env(spec, n_envs) if mode == "native" else envpool_vec_env(spec, n_envs)
         venv.seed(seed)

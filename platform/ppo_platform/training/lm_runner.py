@@ -21,7 +21,12 @@ from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
 from ppo_platform.training.lm_build import build_trainer, load_prompts
-from ppo_platform.training.monitoring import alerts_document, diagnostics_row, thresholds_for
+from ppo_platform.training.monitoring import (
+    alerts_document,
+    diagnostics_row,
+    raise_alerts,
+    thresholds_for,
+)
 from ppo_platform.training.progress import EventKind, ProgressEvent
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome, RunResult
 from ppo_platform.training.runner import ProgressCallback, _prepare
@@ -65,10 +70,15 @@ class LMTrainingSession:
         update = trainer.n_updates
         row = dict(metrics)
         row["time/updates_per_second"] = update / max(time.perf_counter() - self._started, 1e-9)
-        for alert in self.monitor.check(update, update, metrics):
-            self._event("alert", message=alert.format())
-            if self.spec.diagnostics.on_alert == "stop" and alert.severity == "critical":
-                self.stop_alert = self.stop_alert or alert
+        self.stop_alert = raise_alerts(
+            self.monitor,
+            self.spec.diagnostics.on_alert,
+            update,
+            update,
+            metrics,
+            lambda message: self._event("alert", message=message),
+            self.stop_alert,
+        )
         row.update(diagnostics_row(self.monitor, metrics))
         self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, update)
         self._event(
@@ -79,6 +89,7 @@ class LMTrainingSession:
             clip_fraction=metrics.get("train/clip_fraction", math.nan),
             explained_variance=metrics.get("train/explained_variance", math.nan),
             kl_beta=metrics.get("lm/kl_beta", math.nan),
+            kl_ref=metrics.get("lm/kl_ref", math.nan),
         )
         every = self.spec.evaluation.every_updates
         if every and update % every == 0 and update < self.spec.budget.updates:

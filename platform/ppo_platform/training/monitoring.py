@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
 from ppo_platform.spec.experiment import ExperimentSpec
-from trainers.diagnostics import DiagnosticsMonitor, Thresholds, explained_variance_informative
+from trainers.diagnostics import (
+    Alert,
+    DiagnosticsMonitor,
+    Thresholds,
+    explained_variance_informative,
+)
 
 
 def thresholds_for(spec: ExperimentSpec) -> Thresholds:
@@ -28,3 +34,22 @@ def diagnostics_row(monitor: DiagnosticsMonitor, metrics: dict[str, float]) -> d
 def alerts_document(monitor: DiagnosticsMonitor) -> dict[str, Any]:
     """`alerts.json`: every alert (one per episode) and the per-signal summary."""
     return {"alerts": [a.to_dict() for a in monitor.alerts], "signals": monitor.summary()}
+
+
+def raise_alerts(
+    monitor: DiagnosticsMonitor,
+    on_alert: str,
+    update: int,
+    steps: int,
+    metrics: dict[str, float],
+    emit: Callable[[str], None],
+    stop_alert: Alert | None,
+) -> Alert | None:
+    """Check an update's metrics: every new alert is emitted (its formatted message), and the
+    first critical one becomes the stop alert when `on_alert` is `stop`. Returns the stop alert
+    (the one passed in if there was one already)."""
+    for alert in monitor.check(update, steps, metrics):
+        emit(alert.format())
+        if on_alert == "stop" and alert.severity == "critical" and stop_alert is None:
+            stop_alert = alert
+    return stop_alert

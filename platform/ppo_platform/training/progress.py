@@ -27,7 +27,8 @@ class ProgressEvent:
     approx_kl: float = math.nan
     clip_fraction: float = math.nan
     explained_variance: float = math.nan
-    kl_beta: float = math.nan  # ppo_kl's adaptive beta
+    kl_beta: float = math.nan  # ppo_kl's adaptive beta (ppo_lm: the KL penalty's beta)
+    kl_ref: float = math.nan  # ppo_lm: lm/kl_ref, the KL to the reference model
     eval_mean: float = math.nan
     message: str = ""
     run_id: str = ""  # `started` only

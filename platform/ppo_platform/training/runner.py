@@ -34,7 +34,7 @@ from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import EnvMaker, build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.final_artifacts import log_final_artifacts
-from ppo_platform.training.monitoring import diagnostics_row, thresholds_for
+from ppo_platform.training.monitoring import diagnostics_row, raise_alerts, thresholds_for
 from ppo_platform.training.progress import EventKind, ProgressEvent
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome
 from ppo_platform.training.result import RunResult as RunResult  # re-exported for callers
@@ -116,11 +116,15 @@ class TrainingSession:
             safe_mean([ep["l"] for ep in model.ep_info_buffer or []])
         )
         row["time/fps"] = (steps - self._start_steps) / elapsed
-        for alert in self.monitor.check(getattr(model, "n_updates_done", 0), steps, metrics):
-            self._event("alert", message=alert.format())
-            stop = self.spec.diagnostics.on_alert == "stop" and alert.severity == "critical"
-            if stop and self.stop_alert is None:
-                self.stop_alert = alert
+        self.stop_alert = raise_alerts(
+            self.monitor,
+            self.spec.diagnostics.on_alert,
+            getattr(model, "n_updates_done", 0),
+            steps,
+            metrics,
+            lambda message: self._event("alert", message=message),
+            self.stop_alert,
+        )
         row.update(diagnostics_row(self.monitor, metrics))
         self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, steps)
         async_eval.collect(self.evaluator)  # asynchronous evaluations that are in

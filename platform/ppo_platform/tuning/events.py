@@ -45,7 +45,7 @@ class TrialFinished:
     @classmethod
     def of(cls, trial: optuna.trial.FrozenTrial) -> TrialFinished:
         attrs = trial.user_attrs
-        value = trial.value if trial.state.name == "COMPLETE" else None
+        value = trial.values[0] if trial.state.name == "COMPLETE" else None
         reason = ""
         if trial.state.name == "PRUNED":
             reason = str(attrs.get("pruned_reason", "pruned"))
@@ -91,12 +91,9 @@ class StudyProgressed:
     def of(cls, study: optuna.Study, n_trials: int) -> StudyProgressed:
         counts = Counter(t.state.name for t in study.get_trials(deepcopy=False))
         best_value, best_trial = None, None
-        try:
-            best = study.best_trial
-        except ValueError:  # no completed trial yet
-            best = None
-        if best is not None and best.value is not None and math.isfinite(best.value):
-            best_value, best_trial = float(best.value), best.number
+        best = _best(study)
+        if best is not None and math.isfinite(best.values[0]):
+            best_value, best_trial = float(best.values[0]), best.number
         return cls(
             counts["COMPLETE"] + counts["PRUNED"] + counts["FAIL"],
             n_trials,
@@ -131,6 +128,75 @@ class StudyProgressed:
         )
 
 
+@dataclass(frozen=True)
+class VerifyStarted:
+    """Held-out verification begins: which trials re-run, on which seeds; `reused` were
+    verified already (a resumed study) and do not run again."""
+
+    trials: tuple[int, ...]
+    seeds: tuple[int, ...]
+    reused: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        again = f" ({len(self.reused)} verified earlier, not re-run)" if self.reused else ""
+        return (
+            f"verifying the top {len(self.trials)} trial(s) on held-out seeds "
+            f"{list(self.seeds)}: trials {list(self.trials)}{again}"
+        )
+
+
+@dataclass(frozen=True)
+class TrialVerified:
+    """One trial's held-out result: its searched and held-out score with the spread over
+    seeds, or the `error` that stopped it. `reused`: from an earlier run of the study."""
+
+    number: int
+    searched_value: float | None
+    held_out_value: float | None
+    seed_values: tuple[float, ...] = ()
+    ci95: tuple[float, float] | None = None
+    run_id: str | None = None
+    error: str = ""
+    reused: bool = False
+
+    @classmethod
+    def of(cls, result: dict[str, Any], reused: bool = False) -> TrialVerified:
+        ci = result.get("ci95")
+        return cls(
+            int(result["number"]),
+            result.get("searched_value"),
+            result.get("held_out_value"),
+            tuple(float(v) for v in result.get("seed_values") or []),
+            None if not ci else (float(ci[0]), float(ci[1])),
+            result.get("run_id"),
+            str(result.get("error") or ""),
+            reused,
+        )
+
+    def describe(self) -> str:
+        searched = "-" if self.searched_value is None else f"{self.searched_value:.4g}"
+        if self.held_out_value is None:
+            return f"trial {self.number}: searched {searched}, held-out failed: {self.error}"
+        seeds = ", ".join(f"{v:.4g}" for v in self.seed_values)
+        earlier = " (verified earlier)" if self.reused else ""
+        return (
+            f"trial {self.number}: searched {searched}, held-out {self.held_out_value:.4g} "
+            f"(seeds: {seeds}){earlier}"
+        )
+
+
+def _best(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
+    """The best trial so far (two objectives: the Pareto front's highest return)."""
+    if len(study.directions) > 1:
+        from ppo_platform.tuning.pareto import pareto_pick
+
+        return pareto_pick(study)
+    try:
+        return study.best_trial
+    except ValueError:  # no completed trial yet
+        return None
+
+
 def failure_reason(trial: optuna.trial.FrozenTrial) -> str:
     """Why a trial failed: its recorded reason, an interruption, or a dead worker."""
     if trial.user_attrs.get("failure"):
@@ -144,5 +210,5 @@ def _short(value: Any) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
-StudyEvent = StudyStarted | TrialFinished | StudyProgressed
+StudyEvent = StudyStarted | TrialFinished | StudyProgressed | VerifyStarted | TrialVerified
 StudyListener = Callable[[StudyEvent], None]

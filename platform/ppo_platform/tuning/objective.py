@@ -6,7 +6,11 @@ reported at that step is the aggregate (mean or quantile) over the seeds run so 
 k-th evaluation. Every trial runs the same seeds with the same evaluation schedule, so steps
 compare across trials, and a trial pruned during its first seed never trains the others.
 
-A trial is never scored unless every seed completed: an invalid or refused spec, a diverged
+With `tune.racing`, a trial is ranked after each rung of seeds and runs the next seeds only if
+it earned them (racing.py); one that did not stops as pruned ("raced out"). What a trial
+scores (one value, or two for return_and_steps) is computed by scoring.py.
+
+A trial is never scored unless every seed it ran completed: an invalid or refused spec, a diverged
 run (TrainingError) or a drift stop (`on_alert: stop`) fails the trial with the reason in its
 `failure` user attribute; a pruned trial is cancelled cleanly through `run_spec`'s cancel event.
 """
@@ -20,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NoReturn
 
-import numpy as np
 import optuna
 
 from ppo_platform import tracing
@@ -31,43 +34,26 @@ from ppo_platform.spec.search import TuneSpec
 from ppo_platform.training.progress import ProgressEvent
 from ppo_platform.training.runner import RunResult, run_spec
 from ppo_platform.tuning.errors import TrialFailed
+from ppo_platform.tuning.racing import RaceDecision, is_rung, race
 from ppo_platform.tuning.runs import TrialRun
+from ppo_platform.tuning.scoring import (
+    SeedCurve,
+    aggregate,
+    intermediate_sign,
+    objective_names,
+    seed_scores,
+    trial_values,
+)
 from ppo_platform.tuning.space import base_data, build_trial_spec, sample
 from ppo_platform.tuning.study import evaluations_per_seed
 
 MAX_REASON = 2000
 
 
-def aggregate(values: list[float], tune: TuneSpec) -> float:
-    """Combine per-seed values: their mean, or the (pessimistic) `tune.quantile`."""
-    if tune.aggregate == "quantile":
-        return float(np.quantile(values, tune.quantile))
-    return float(np.mean(values))
-
-
 def seeds_of(spec: ExperimentSpec) -> list[int]:
-    """The seeds every trial runs: budget.seed, budget.seed + 1, ..."""
+    """The seeds a trial may run: budget.seed, budget.seed + 1, ... (seeds_max of them)."""
     assert spec.tune is not None
-    return [spec.budget.seed + i for i in range(spec.tune.seeds_per_trial)]
-
-
-@dataclass
-class SeedCurve:
-    """The evaluations of one seed: by env step (for AUC) and by evaluation number (pruning)."""
-
-    by_step: dict[int, float] = field(default_factory=dict)
-    by_index: dict[int, float] = field(default_factory=dict)
-
-    def auc(self) -> float:
-        return float(np.mean(list(self.by_step.values())))
-
-
-def seed_value(tune: TuneSpec, result: RunResult, curve: SeedCurve) -> float:
-    """One seed's score under the study's metric (also the held-out runs' score)."""
-    if tune.metric == "eval_auc":
-        return curve.auc()
-    assert result.final_eval_mean is not None
-    return result.final_eval_mean
+    return [spec.budget.seed + i for i in range(spec.tune.seeds_max)]
 
 
 class PruningReporter:
@@ -86,6 +72,10 @@ class PruningReporter:
         self.every, self.total = spec.evaluation.every_timesteps, spec.budget.total_timesteps
         self.per_seed = evaluations_per_seed(spec)
         self.cancel = cancel
+        self.sign = intermediate_sign(tune)
+        self.reports = not tune.multi  # Optuna cannot prune a multi-objective trial
+        # With racing, the pruner acts on the first rung's seeds; racing judges the others.
+        self.may_prune = tune.racing is None or seed_index < tune.seeds_per_trial
         self.curve = SeedCurve()
         self.pruned_at: tuple[int, float] | None = None
 
@@ -99,22 +89,28 @@ class PruningReporter:
         if index in self.curve.by_index:
             return  # the final evaluation repeats the last periodic one's index
         self.curve.by_index[index] = event.eval_mean
+        if not self.reports:
+            return
         values = [c.by_index[index] for c in self.earlier if index in c.by_index]
-        value = aggregate([*values, event.eval_mean], self.tune)
+        value = aggregate([self.sign * v for v in [*values, event.eval_mean]], self.tune)
         step = self.seed_index * self.per_seed + index
         self.trial.report(value, step)
         # Pruning at the last evaluation would save nothing: let the seed finish and score.
-        if event.timesteps < self.total and self.trial.should_prune():
+        if self.may_prune and event.timesteps < self.total and self.trial.should_prune():
             self.pruned_at = (step, value)
             self.cancel.set()
 
 
 @dataclass
 class TrialOutcome:
-    seed_values: list[float] = field(default_factory=list)
+    seed_scores: list[list[float]] = field(default_factory=list)  # [seed][objective]
     curves: list[SeedCurve] = field(default_factory=list)
     timesteps: int = 0
     alerts: int = 0
+
+    def primary(self) -> list[float]:
+        """Every seed's value of the first objective."""
+        return [scores[0] for scores in self.seed_scores]
 
 
 class TrialObjective:
@@ -135,7 +131,7 @@ class TrialObjective:
         self.on_trial_start = on_trial_start
         self.data = base_data(spec)
 
-    def __call__(self, trial: optuna.Trial) -> float:
+    def __call__(self, trial: optuna.Trial) -> float | list[float]:
         if self.on_trial_start is not None:
             self.on_trial_start()  # the trial exists now: other workers may ask for theirs
         trial.set_user_attr("pid", os.getpid())
@@ -159,7 +155,7 @@ class TrialObjective:
                 self._fail(trial, run, TrialOutcome(), invalid)
             trial.set_user_attr("mlflow_run_id", run.run_id)
             trial.set_user_attr(
-                "budget_timesteps", spec.budget.total_timesteps * self.tune.seeds_per_trial
+                "budget_timesteps", spec.budget.total_timesteps * self.tune.seeds_max
             )
             return self._train_seeds(trial, spec, run)
         except (optuna.TrialPruned, TrialFailed):
@@ -174,51 +170,92 @@ class TrialObjective:
             run.finish("FAIL", None, 0, 0, f"{type(error).__name__}: {error}")
             raise
 
-    def _train_seeds(self, trial: optuna.Trial, spec: ExperimentSpec, run: TrialRun) -> float:
+    def _train_seeds(
+        self, trial: optuna.Trial, spec: ExperimentSpec, run: TrialRun
+    ) -> float | list[float]:
         outcome = TrialOutcome()
         for index, seed in enumerate(seeds_of(self.spec)):
-            seed_spec = spec.model_copy(
-                update={"budget": spec.budget.model_copy(update={"seed": seed})}
-            )
-            cancel = threading.Event()
-            reporter = PruningReporter(trial, seed_spec, self.tune, index, outcome.curves, cancel)
-            try:
-                result = run_spec(
-                    seed_spec,
-                    on_progress=reporter,
-                    cancel=cancel,
-                    settings=self.settings,
-                    parent_run_id=run.run_id,
-                    tags=run.seed_tags(self.study_name, trial.number, seed),
-                )
-            except TrainingError as error:
-                self._fail(trial, run, outcome, f"diverged (seed {seed}): {error}")
-            outcome.curves.append(reporter.curve)
-            outcome.timesteps += result.timesteps
-            outcome.alerts += result.alerts
-            trial.set_user_attr("timesteps", outcome.timesteps)
-            if reporter.pruned_at is not None:
-                self._prune(trial, run, outcome, seed, reporter.pruned_at)
-            if result.outcome != "completed":
-                self._fail(trial, run, outcome, _not_completed(result, seed))
-            outcome.seed_values.append(self._seed_value(result, reporter.curve))
-            run.log_seed(index, outcome.seed_values[-1], result.timesteps, result.alerts)
-        value = aggregate(outcome.seed_values, self.tune)
+            self._train_seed(trial, spec, run, outcome, index, seed)
+            if is_rung(self.tune, index + 1):
+                decision = race(trial, self.tune, index + 1, self._score(outcome)[0])
+                if not decision.promoted:
+                    self._race_out(trial, run, outcome, decision)
+        values = self._score(outcome)
         trial.set_user_attr("seeds", seeds_of(self.spec))
-        trial.set_user_attr("seed_values", outcome.seed_values)
+        trial.set_user_attr("seed_values", outcome.primary())
+        trial.set_user_attr(
+            "seed_scores",
+            {
+                n: [s[i] for s in outcome.seed_scores]
+                for i, n in enumerate(objective_names(self.tune))
+            },
+        )
         run.log_curve(self._curve(outcome.curves))
-        run.finish("COMPLETE", value, outcome.timesteps, outcome.alerts)
-        return value
+        run.log_values(dict(zip(objective_names(self.tune), values, strict=True)))
+        run.finish("COMPLETE", values[0], outcome.timesteps, outcome.alerts)
+        return values if self.tune.multi else values[0]
 
-    def _seed_value(self, result: RunResult, curve: SeedCurve) -> float:
-        return seed_value(self.tune, result, curve)
+    def _train_seed(
+        self,
+        trial: optuna.Trial,
+        spec: ExperimentSpec,
+        run: TrialRun,
+        outcome: TrialOutcome,
+        index: int,
+        seed: int,
+    ) -> None:
+        """Train one seed; record its scores, or prune / fail the trial."""
+        seed_spec = spec.model_copy(
+            update={"budget": spec.budget.model_copy(update={"seed": seed})}
+        )
+        cancel = threading.Event()
+        reporter = PruningReporter(trial, seed_spec, self.tune, index, outcome.curves, cancel)
+        try:
+            result = run_spec(
+                seed_spec,
+                on_progress=reporter,
+                cancel=cancel,
+                settings=self.settings,
+                parent_run_id=run.run_id,
+                tags=run.seed_tags(self.study_name, trial.number, seed),
+            )
+        except TrainingError as error:
+            self._fail(trial, run, outcome, f"diverged (seed {seed}): {error}")
+        outcome.curves.append(reporter.curve)
+        outcome.timesteps += result.timesteps
+        outcome.alerts += result.alerts
+        trial.set_user_attr("timesteps", outcome.timesteps)
+        if reporter.pruned_at is not None:
+            self._prune(trial, run, outcome, seed, reporter.pruned_at)
+        if result.outcome != "completed":
+            self._fail(trial, run, outcome, _not_completed(result, seed))
+        assert result.final_eval_mean is not None
+        scores = seed_scores(
+            self.tune, result.final_eval_mean, reporter.curve, spec.budget.total_timesteps
+        )
+        outcome.seed_scores.append(scores)
+        run.log_seed(index, scores[0], result.timesteps, result.alerts)
+
+    def _score(self, outcome: TrialOutcome) -> list[float]:
+        return trial_values(self.tune, outcome.seed_scores)
+
+    def _race_out(
+        self, trial: optuna.Trial, run: TrialRun, outcome: TrialOutcome, decision: RaceDecision
+    ) -> NoReturn:
+        reason = f"{decision.describe()}, after {outcome.timesteps} env steps"
+        trial.set_user_attr("raced_out", decision.seeds)
+        trial.set_user_attr("seed_values", outcome.primary())
+        trial.set_user_attr("pruned_reason", reason)
+        run.log_curve(self._curve(outcome.curves))
+        run.finish("PRUNED", None, outcome.timesteps, outcome.alerts, reason)
+        raise optuna.TrialPruned(reason)
 
     def _curve(self, curves: list[SeedCurve]) -> list[tuple[int, float]]:
         """Aggregate eval return per evaluation, at the first seed's env steps."""
         ordered = [sorted(c.by_step.items()) for c in curves]
         return (
             [
-                (step, aggregate([o[i][1] for o in ordered if len(o) > i], self.tune))
+                (step, aggregate([o[i][1] for o in ordered if len(o) > i], self.tune, "maximize"))
                 for i, (step, _) in enumerate(ordered[0])
             ]
             if ordered

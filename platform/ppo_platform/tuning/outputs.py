@@ -20,6 +20,8 @@ from ppo_platform.spec.loader import dump_spec, load_spec_text
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tuning.errors import TuningError
 from ppo_platform.tuning.events import failure_reason
+from ppo_platform.tuning.method import method_lines
+from ppo_platform.tuning.pareto import pareto_front, pareto_markdown, pareto_pick, track_front
 from ppo_platform.tuning.space import base_data, build_trial_spec, decode
 from ppo_platform.tuning.verify_report import (
     held_out_best,
@@ -28,7 +30,7 @@ from ppo_platform.tuning.verify_report import (
     verification_markdown,
 )
 
-PLOT_FILES = ("optimization_history.png", "param_importances.png")
+PLOT_FILES = ("optimization_history.png", "param_importances.png", "pareto_front.png")
 
 if TYPE_CHECKING:
     import optuna
@@ -80,13 +82,15 @@ def trial_rows(study: optuna.Study) -> list[dict[str, Any]]:
             reason = t.user_attrs.get("pruned_reason", "")
         elif t.state.name == "FAIL":
             reason = failure_reason(t)
-        value = t.value if t.state.name == "COMPLETE" else None  # pruned: last report
+        values = list(t.values) if t.state.name == "COMPLETE" else None  # pruned: none
         rows.append(
             {
                 "number": t.number,
                 "state": t.state.name,
-                "value": value,
+                "value": values[0] if values else None,
+                "values": values,
                 "seed_values": t.user_attrs.get("seed_values"),
+                "raced_out": t.user_attrs.get("raced_out"),
                 "params": t.params,
                 "timesteps": t.user_attrs.get("timesteps"),
                 "budget_timesteps": t.user_attrs.get("budget_timesteps"),
@@ -112,7 +116,6 @@ def summary_markdown(
     states: dict[str, int] = {}
     for row in rows:
         states[row["state"]] = states.get(row["state"], 0) + 1
-    aggregate = f"quantile {tune.quantile}" if tune.aggregate == "quantile" else "mean"
     seeds = best.user_attrs.get("seeds", [])
     values = best.user_attrs.get("seed_values", [])
     lines = [
@@ -120,17 +123,15 @@ def summary_markdown(
         "",
         f"- spec: `{spec.name}` ({spec.env.id}, {spec.budget.total_timesteps} env steps per seed)",
         f"- storage: `{storage_label}`",
-        f"- objective: {tune.direction} {tune.metric}, {tune.seeds_per_trial} seed(s) per trial, "
-        f"aggregated by {aggregate}",
-        f"- sampler: {tune.sampler.type} (seed {tune.sampler.seed}, "
-        f"{tune.sampler.n_startup_trials} startup trials); pruner: {tune.pruner.type}",
+        *method_lines(spec, rows),
         "- trials: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items())),
         totals_line(rows, verified or []),
         "",
         *_verified_lines(spec, verified, best.number),
+        *_pareto_lines(spec, study, best.number),
         f"## Best trial: {best.number}",
         "",
-        f"searched value **{best.value:.4g}**; per seed: "
+        f"searched value **{best.values[0]:.4g}**; per seed: "
         + ", ".join(f"seed {s}: {v:.4g}" for s, v in zip(seeds, values, strict=False)),
         "",
         "| parameter | value |",
@@ -157,6 +158,13 @@ def summary_markdown(
             f"{params} | {note.replace('|', '/')} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _pareto_lines(spec: ExperimentSpec, study: optuna.Study, best: int) -> list[str]:
+    assert spec.tune is not None
+    if not spec.tune.multi:
+        return []
+    return pareto_markdown(pareto_front(study), spec.tune.scoring.threshold, best)
 
 
 def _verified_lines(
@@ -190,6 +198,9 @@ def save_plots(study: optuna.Study, folder: Path) -> list[Path]:
         (PLOT_FILES[0], ovm.plot_optimization_history, 1),
         (PLOT_FILES[1], ovm.plot_param_importances, 2),
     ]
+    if len(study.directions) > 1:  # the two plots above need one objective
+        names = ["final return", "env steps to threshold"]
+        plots = [(PLOT_FILES[2], lambda s: ovm.plot_pareto_front(s, target_names=names), 1)]
     for name, plot, needed in plots:
         if len(complete) < needed:
             continue
@@ -251,30 +262,42 @@ def check_writable(folder: Path) -> None:
 def _chosen(
     spec: ExperimentSpec, study: optuna.Study, verified: list[dict[str, Any]] | None
 ) -> tuple[optuna.trial.FrozenTrial, float, str]:
-    """The best trial, its value and how it was chosen: by held-out score when verified."""
+    """The best trial, its value and how it was chosen: by held-out score when verified, the
+    Pareto front's highest return for two objectives."""
     assert spec.tune is not None
-    try:
-        best = study.best_trial
-    except ValueError:
+    tune = spec.tune
+    best = pareto_pick(study) if tune.multi else _best_trial(study)
+    if best is None:
         raise TuningError(
             f"study {study.study_name!r} has no completed trial: nothing to "
             "report. See the failed/pruned reasons above."
-        ) from None
-    assert best.value is not None
-    held_out = held_out_best(verified or [], spec.tune.direction)
-    if held_out is None:
-        how = (
-            f"{spec.tune.metric} {best.value:.4g} ({spec.tune.aggregate} over seeds "
-            f"{best.user_attrs.get('seeds')}: {best.user_attrs.get('seed_values')})"
         )
-        return best, float(best.value), how
+    name = tune.scoring.type
+    seeds = f"{tune.aggregate} over seeds {best.user_attrs.get('seeds')}"
+    if tune.multi:
+        how = (
+            f"Pareto front, highest final return {best.values[0]:.4g} with "
+            f"{best.values[1]:.0f} env steps to threshold ({seeds})"
+        )
+        return best, float(best.values[0]), how
+    held_out = held_out_best(verified or [], tune.directions[0])
+    if held_out is None:
+        how = f"{name} {best.values[0]:.4g} ({seeds}: {best.user_attrs.get('seed_values')})"
+        return best, float(best.values[0]), how
     trial = next(t for t in study.get_trials(deepcopy=False) if t.number == held_out["number"])
     how = (
-        f"held-out {spec.tune.metric} {held_out['held_out_value']:.4g} ({spec.tune.aggregate} "
+        f"held-out {name} {held_out['held_out_value']:.4g} ({tune.aggregate} "
         f"over held-out seeds {held_out['seeds']}: {held_out['seed_values']}; "
-        f"searched {trial.value:.4g})"
+        f"searched {trial.values[0]:.4g})"
     )
     return trial, float(held_out["held_out_value"]), how
+
+
+def _best_trial(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
+    try:
+        return study.best_trial
+    except ValueError:
+        return None
 
 
 def write_outputs(
@@ -309,10 +332,14 @@ def write_outputs(
         "storage": storage_label,
         "best_trial": best.number,
         "best_value": value,
-        "best_chosen_by": "held_out"
-        if held_out_best(verified or [], spec.tune.direction)
-        else "searched",
-        "best_searched_value": best.value,
+        "best_chosen_by": _chosen_by(spec, verified),
+        "best_searched_value": best.values[0],
+        "best_searched_values": best.values,
+        "objective": spec.tune.scoring.model_dump(mode="json"),
+        "directions": spec.tune.directions,
+        "pruning": "off (multi-objective)" if spec.tune.multi else spec.tune.pruner.type,
+        "racing": None if spec.tune.racing is None else spec.tune.racing.model_dump(mode="json"),
+        "pareto_front": pareto_front(study) if spec.tune.multi else None,
         "best_params": best.params,
         "best_seed_values": best.user_attrs.get("seed_values"),
         **study_totals(rows, verified or []),
@@ -324,7 +351,16 @@ def write_outputs(
     if tracker is not None:
         _track(tracker, [spec_path, summary_path, json_path], plots, best.number, value)
         _track_verified(tracker, verified or [])
+        if spec.tune.multi:
+            track_front(tracker, summary["pareto_front"] or [])
     return StudyOutputs(folder, spec_path, summary_path, json_path, plots, best.number, value)
+
+
+def _chosen_by(spec: ExperimentSpec, verified: list[dict[str, Any]] | None) -> str:
+    assert spec.tune is not None
+    if spec.tune.multi:
+        return "pareto_highest_return"
+    return "held_out" if held_out_best(verified or [], spec.tune.directions[0]) else "searched"
 
 
 def _track(tracker: Any, files: list[Path], plots: list[Path], best: int, value: float) -> None:

@@ -104,6 +104,10 @@ class TrialRun:
             metrics["tune/seed_value"] = value
         self.tracker.log_metrics(metrics, index)
 
+    def log_values(self, values: dict[str, float]) -> None:
+        """The trial's value per objective (`tune/final_return`, `tune/steps_to_threshold`)."""
+        self.tracker.log_metrics({f"tune/{name}": value for name, value in values.items()}, 0)
+
     def log_curve(self, curve: list[tuple[int, float]]) -> None:
         """The trial's learning curve: the seeds' aggregate eval return per evaluation."""
         for step, value in curve:

@@ -56,6 +56,13 @@ def decode(dist: Distribution, value: Any) -> Any:
     return value
 
 
+def encode(dist: Distribution, value: Any) -> Any:
+    """The Optuna parameter value of a spec value (a list choice is its JSON text)."""
+    if isinstance(dist, CategoricalDistribution) and isinstance(value, list):
+        return json.dumps(value)
+    return value
+
+
 def sample(trial: optuna.Trial, space: dict[str, Distribution]) -> dict[str, Any]:
     """Ask the trial for every parameter; returns dotted path -> spec value."""
     params: dict[str, Any] = {}

@@ -35,7 +35,7 @@ from ppo_platform.errors import (
 from ppo_platform.settings import JOURNAL_SCHEME, Settings, masked_url
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.names import refuse_unknown_host
-from ppo_platform.tuning.space import grid_search_space, grid_size
+from ppo_platform.tuning.space import encode, grid_search_space, grid_size
 
 if TYPE_CHECKING:
     import optuna
@@ -240,6 +240,8 @@ def make_pruner(spec: ExperimentSpec) -> optuna.pruners.BasePruner:
 
     assert spec.tune is not None
     pruner = spec.tune.pruner
+    if spec.tune.multi:  # Optuna cannot prune a multi-objective trial
+        return optuna.pruners.NopPruner()
     first_rung = max(1, pruner.n_warmup_evaluations)
     if pruner.type == "median":
         return optuna.pruners.MedianPruner(
@@ -250,7 +252,7 @@ def make_pruner(spec: ExperimentSpec) -> optuna.pruners.BasePruner:
             min_resource=first_rung, reduction_factor=pruner.reduction_factor
         )
     if pruner.type == "hyperband":
-        max_steps = evaluations_per_seed(spec) * spec.tune.seeds_per_trial
+        max_steps = evaluations_per_seed(spec) * spec.tune.seeds_max
         return optuna.pruners.HyperbandPruner(
             min_resource=first_rung,
             max_resource=max(first_rung, max_steps),
@@ -263,14 +265,21 @@ def fingerprint(spec: ExperimentSpec) -> str:
     """What a study's trials depend on: a resumed study must not silently change it."""
     assert spec.tune is not None
     tune = spec.tune
-    parts = {
+    parts: dict[str, Any] = {
         "spec": spec.spec_hash(),
         "space": tune.model_dump(mode="json")["space"],
-        "metric": tune.metric,
+        "metric": tune.metric or "final_eval_return",
         "seeds": tune.seeds_per_trial,
         "aggregate": tune.aggregate,
         "quantile": tune.quantile,
     }
+    if tune.start_points:
+        parts["start_points"] = tune.start_points
+    # Added only when set: a study started before these fields existed still resumes.
+    if tune.objective is not None:
+        parts["objective"] = tune.objective.model_dump(mode="json")
+    if tune.racing is not None:
+        parts["racing"] = tune.racing.model_dump(mode="json")
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -285,7 +294,7 @@ def load_study(
         storage=storage,
         study_name=study_name,
         load_if_exists=True,
-        direction=spec.tune.direction,
+        directions=[optuna.study.StudyDirection[d.upper()] for d in spec.tune.directions],
         pruner=make_pruner(spec),
         sampler=make_sampler(spec, worker_index),
     )
@@ -297,9 +306,14 @@ def prepare_study(spec: ExperimentSpec, storage: BaseStorage, study_name: str) -
     assert spec.tune is not None
     expected = fingerprint(spec)
     found = study.user_attrs.get(FINGERPRINT_ATTR)
-    if found is None:
+    if found is None:  # a new study: its start points run first
         study.set_user_attr(FINGERPRINT_ATTR, expected)
-    elif found != expected or study.direction.name.lower() != spec.tune.direction:
+        for point in spec.tune.start_points:
+            study.enqueue_trial(
+                {path: encode(spec.tune.space[path], v) for path, v in point.items()},
+                skip_if_exists=True,
+            )
+    elif found != expected or [d.name.lower() for d in study.directions] != spec.tune.directions:
         raise ConflictError(
             [
                 SpecIssue(
@@ -334,10 +348,12 @@ def trials_used(study: optuna.Study) -> int:
 
 
 def may_start_trial(study: optuna.Study, n_trials: int) -> bool:
-    """A waiting (retried) trial always runs; a new one only while the budget lasts."""
+    """A retried (waiting) trial always runs; a new one or a start point only while the
+    budget lasts."""
     from optuna.trial import TrialState
 
-    if study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
+    waiting = study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
+    if any("failed_trial" in t.system_attrs for t in waiting):
         return True
     return trials_used(study) < n_trials
 

@@ -15,7 +15,7 @@ from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.names import check_name, path_inside, refuse_overwrite
 from ppo_platform.tuning.board import StudyBoard
-from ppo_platform.tuning.events import StudyListener, StudyStarted
+from ppo_platform.tuning.events import StudyEvent, StudyListener, StudyStarted
 from ppo_platform.tuning.outputs import OUTPUT_FILES, StudyOutputs, check_writable, write_outputs
 from ppo_platform.tuning.runs import open_study_run
 from ppo_platform.tuning.space import check_space
@@ -110,7 +110,9 @@ def run_study(
             on_event(StudyStarted(study_name, parent_run_id, config.n_trials))
         board = StudyBoard(study, config.n_trials, stream=progress, live=live, on_event=on_event)
         _run_with_board(config, workers, board)
-        verified = _verify(spec, study, study_name, parent_run_id, settings, workers, progress)
+        verified = _verify(
+            spec, study, study_name, parent_run_id, settings, workers, progress, on_event
+        )
         outputs = write_outputs(spec, study, folder, label, tracker, verified)
     return TuneResult(study_name, label, parent_run_id, outputs)
 
@@ -123,31 +125,27 @@ def _verify(
     settings: Settings,
     workers: int,
     progress: TextIO | None,
+    on_event: StudyListener | None,
 ) -> list[dict[str, Any]] | None:
-    """With `tune.verify`: the top trials re-run on the held-out seeds (verify.py)."""
+    """With `tune.verify`: the top trials re-run on the held-out seeds (verify.py), each
+    result an event; trials verified by an earlier run of the study are not re-run."""
     assert spec.tune is not None
     verify = spec.tune.verify
     if verify is None:
         return None
-    from ppo_platform.tuning.verify import VerifyConfig, verify_top_trials
+    from ppo_platform.tuning.verify import VerifyConfig
+    from ppo_platform.tuning.verify_study import verify_study
 
     stream = progress or sys.stderr
-    print(
-        f"verifying the top {verify.top_trials} trial(s) on held-out seeds {verify.seeds}",
-        file=stream,
-        flush=True,
-    )
+
+    def tell(event: StudyEvent) -> None:
+        print(event.describe(), file=stream, flush=True)
+        if on_event is not None:
+            on_event(event)
+
     config = VerifyConfig(spec, study_name, parent_run_id, settings)
     n_workers, _ = worker_count(workers, verify.top_trials)
-    verified = verify_top_trials(config, study, n_workers)
-    for v in verified:
-        held_out = "failed" if v["held_out_value"] is None else f"{v['held_out_value']:.4g}"
-        print(
-            f"trial {v['number']}: searched {v['searched_value']:.4g}, held-out {held_out}",
-            file=stream,
-            flush=True,
-        )
-    return verified
+    return verify_study(config, study, n_workers, tell)
 
 
 def _worker_config(

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ppo_platform.errors import TrainingError
-from ppo_platform.execution import Task, run_tasks
+from ppo_platform.execution import Task, TaskResult, run_tasks
 from ppo_platform.execution.choose import pool_executor
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -69,7 +70,7 @@ def top_trials(study: optuna.Study, spec: ExperimentSpec) -> list[optuna.trial.F
     assert spec.tune is not None and spec.tune.verify is not None
     complete = [t for t in study.get_trials(deepcopy=False) if t.state.name == "COMPLETE"]
     ranked = sorted(
-        complete, key=lambda t: float(t.value or 0.0), reverse=spec.tune.direction == "maximize"
+        complete, key=lambda t: float(t.value or 0.0), reverse=spec.tune.directions[0] == "maximize"
     )
     return ranked[: spec.tune.verify.top_trials]
 
@@ -89,9 +90,9 @@ def held_out_spec(spec: ExperimentSpec, trial_spec: ExperimentSpec, seed: int) -
 def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
     """Train one trial's spec on every held-out seed; its held-out score and spread."""
     from ppo_platform.training.runner import run_spec
-    from ppo_platform.tuning.objective import SeedCurve, aggregate, seed_value
     from ppo_platform.tuning.outputs import best_spec
     from ppo_platform.tuning.runs import TrialRun
+    from ppo_platform.tuning.scoring import SeedCurve, aggregate, seed_scores
 
     spec = config.spec
     assert spec.tune is not None and spec.tune.verify is not None
@@ -114,7 +115,8 @@ def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[
             if result.outcome != "completed" or result.final_eval_mean is None:
                 run.finish("FAIL", None, timesteps, alerts, f"seed {seed}: {result.outcome}")
                 raise RuntimeError(f"held-out seed {seed}: {result.outcome} {result.message}")
-            values.append(seed_value(spec.tune, result, curve))
+            total = trial_spec.budget.total_timesteps
+            values.append(seed_scores(spec.tune, result.final_eval_mean, curve, total)[0])
             run.log_seed(index, values[-1], result.timesteps, result.alerts)
         score = aggregate(values, spec.tune)
         run.finish("COMPLETE", score, timesteps, alerts)
@@ -165,12 +167,16 @@ def _seed_tags(study_name: str, number: int, seed: int) -> dict[str, str]:
     }
 
 
-def verify_top_trials(
-    config: VerifyConfig, study: optuna.Study, workers: int
+def verify_trials(
+    config: VerifyConfig,
+    trials: list[optuna.trial.FrozenTrial],
+    workers: int,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
-    """Verify the top trials (in worker processes when `workers` > 1); one entry per trial,
-    best searched first. A trial whose verification failed carries `error` and no score."""
-    trials = top_trials(study, config.spec)
+    """Verify `trials` (in worker processes when `workers` > 1); one entry per trial, in
+    order, each also given to `on_result` as it ends. A trial whose verification failed
+    carries `error` and no score."""
+    tell = on_result or (lambda _: None)
     tasks = [Task(f"verify-trial-{t.number}", verify_trial, (config, t)) for t in trials]
     if workers <= 1 or len(tasks) <= 1:
         results = []
@@ -179,12 +185,20 @@ def verify_top_trials(
                 results.append(task.fn(*task.args))
             except (RuntimeError, TrainingError) as error:
                 results.append(_failed(task.args[1], str(error)))
+            tell(results[-1])
         return results
+    by_key = {task.key: trial for task, trial in zip(tasks, trials, strict=True)}
+
+    def done(result: TaskResult) -> None:
+        tell(result.value if result.ok else _failed(by_key[result.key], result.error or "lost"))
+
     executor = pool_executor(config.settings, min(workers, len(tasks)))
-    done = run_tasks(tasks, executor=executor, max_attempts=config.settings.max_attempts)
+    finished = run_tasks(
+        tasks, executor=executor, max_attempts=config.settings.max_attempts, on_done=done
+    )
     return [
         r.value if r.ok else _failed(t, r.error or "lost")
-        for r, t in zip(done, trials, strict=True)
+        for r, t in zip(finished, trials, strict=True)
     ]
 
 

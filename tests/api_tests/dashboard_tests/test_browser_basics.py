@@ -38,10 +38,10 @@ def test_a_second_key_sees_none_of_the_first_keys_experiments(
     response = second.go(f"/experiments/{job['id']}")
     assert response.status == 404
     expect(second.page.get_by_role("alert")).to_contain_text("no experiment")
-    events = second.page.request.get(f"{second.base_url}/ui/experiments/{job['id']}/events")
+    events = second.page.request.get(f"{second.base_url}/v1/experiments/{job['id']}/events")
     assert events.status == 404
     spec = second.page.request.get(
-        f"{second.base_url}/ui/experiments/{job['id']}/artifacts/resolved_spec.yaml"
+        f"{second.base_url}/v1/experiments/{job['id']}/artifacts/resolved_spec.yaml"
     )
     assert spec.status == 404
     assert first.errors == []

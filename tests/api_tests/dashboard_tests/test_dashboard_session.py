@@ -7,7 +7,7 @@ import re
 import httpx
 
 from api.dashboard.markdown import render
-from api.dashboard.session import csrf_token, csrf_valid
+from api.session import csrf_token, csrf_valid
 from ppo_platform.jobs.web_sessions import OpenSession
 
 SECRET = b"s" * 32
@@ -51,7 +51,7 @@ def test_pages_without_a_session_go_to_the_login_form(server) -> None:
     for path in ("/", "/submit", "/plan", "/experiments/nope"):
         response = httpx.get(f"{server.url}{path}", cookies={"ppo_session": "forged.value"})
         assert (response.status_code, response.headers["location"]) == (303, "/login"), path
-    assert httpx.get(f"{server.url}/ui/experiments/x/events").status_code == 401
+    assert httpx.get(f"{server.url}/v1/experiments/x/events").status_code == 401
 
 
 def test_writes_without_the_csrf_token_or_from_another_origin_are_refused(server, keys) -> None:
@@ -67,5 +67,10 @@ def test_writes_without_the_csrf_token_or_from_another_origin_are_refused(server
         "/ui/specs/validate", content=spec, headers={**headers, "X-CSRF-Token": token}
     )
     assert good.status_code == 200 and good.json()["valid"] is True
+    # The /v1 routes take the session cookie as they take a key, with the same CSRF rule.
+    for refused in (headers, evil):
+        assert client.post("/v1/specs/validate", content=spec, headers=refused).status_code == 403
+    signed = {**headers, "X-CSRF-Token": token}
+    assert client.post("/v1/specs/validate", content=spec, headers=signed).status_code == 200
     assert client.post("/logout", data={}).status_code == 403
     assert client.post("/logout", data={"csrf_token": token}).status_code == 303

@@ -92,3 +92,42 @@ def test_run_trains_the_lm_spec_as_an_mlflow_run(demo_home):
     assert len(table["rows"]) == 16 and {"prompt", "response", "reward"} <= set(table["rows"][0])
     models = {a.path for a in client.list_artifacts(run.info.run_id, "model")}
     assert "model/model.safetensors" in models and "model/value_head.pt" in models
+
+
+def plan_rlhf(demo_home: Path, out: Path, *extra: str) -> list[str]:
+    folder = demo_home / "lm" / "arithmetic"
+    return [
+        "plan", "--use-case", "rlhf", "--model-dir", str(folder / "sft"),
+        "--prompts", str(folder / "train.jsonl"), "--budget", "16", "--out", str(out), *extra,
+    ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_plan_rlhf_writes_an_lm_spec_that_validates_and_trains(demo_home, tmp_path):
+    planned = CliRunner().invoke(app, plan_rlhf(demo_home, tmp_path))
+    assert planned.exit_code == 0, planned.output
+    assert "8 per update (2 updates)" in planned.output
+    spec = tmp_path / "spec.yaml"
+    assert "algorithm: ppo_lm" in spec.read_text()
+    assert "`update.learning_rate`" in (tmp_path / "skill-ppo-trainer.md").read_text()
+    assert CliRunner().invoke(app, ["validate", str(spec)]).exit_code == 0
+    result = CliRunner().invoke(app, ["run", str(spec), "--quiet"])
+    assert result.exit_code == 0, result.output
+    client = MlflowClient(f"sqlite:///{(demo_home / 'mlflow.db').resolve()}")
+    (experiment,) = [e for e in client.search_experiments() if e.name == "sft-ppo-lm"]
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED"
+    rewards = client.get_metric_history(run.info.run_id, "lm/reward_mean")
+    assert [m.step for m in rewards] == [1, 2]
+    assert 0.0 <= run.data.metrics["lm/kl_ref"] < run.data.metrics["lm/kl_target"]
+
+
+def test_plan_rlhf_refuses_prompts_without_answers(demo_home, tmp_path):
+    prompts = tmp_path / "bare.jsonl"
+    prompts.write_text('{"prompt": "1+1="}\n')
+    args = plan_rlhf(demo_home, tmp_path)
+    args[args.index("--prompts") + 1] = str(prompts)
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "--prompts" in result.output and "answer" in result.output
+    assert not (tmp_path / "spec.yaml").exists()

@@ -93,7 +93,13 @@ def test_validate_show_prints_the_resolved_yaml(cartpole):
 def test_schema_command_exits_0_with_json(repo_root):
     result = runner.invoke(app, ["schema"])
     assert result.exit_code == 0
-    assert json.loads(result.stdout)["properties"]["name"]["pattern"]
+    schema = json.loads(result.stdout)
+    assert schema["oneOf"] == [
+        {"$ref": "#/$defs/ExperimentSpec"},
+        {"$ref": "#/$defs/LMExperimentSpec"},
+    ]
+    assert schema["$defs"]["ExperimentSpec"]["properties"]["name"]["pattern"]
+    assert schema["$defs"]["LMExperimentSpec"]["properties"]["algorithm"]["const"] == "ppo_lm"
 
 
 def test_validate_runs_as_a_subprocess(repo_root):

@@ -8,6 +8,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from stable_baselines3.common.vec_env import DummyVecEnv
 from typer.testing import CliRunner
 
 from ppo_platform.cli import app
@@ -82,12 +83,23 @@ def test_validate_exits_2_on_a_refused_vectorization(tmp_path) -> None:  # type:
         build_train_env(spec("Pendulum-v1", "native"))
 
 
-def test_evaluation_builds_the_training_envs_kind_with_the_same_spaces() -> None:
+def test_the_service_refuses_it_as_validate_does() -> None:
+    """The REST API's intake (a SpecError there is a 422 naming the same field)."""
+    from ppo_platform.jobs.intake import parse_spec
+
+    text = CARTPOLE.format(env="Pendulum-v1", mode="native", extra="", steps=2048, seed=0)
+    with pytest.raises(SpecError) as refused:
+        parse_spec(text)
+    assert [(i.path, i.value) for i in refused.value.issues] == [("env.vectorization", "native")]
+
+
+def test_native_training_evaluates_per_env_with_the_same_spaces() -> None:
+    """Eval env i plays what one env seeded seed + i plays (test_evaluation.py), natively too."""
     cartpole = spec(extra=", normalize: {obs: true}")
     train, evaluation = build_train_env(cartpole), build_eval_env(cartpole)
     try:
         assert isinstance(train.unwrapped, NativeVecEnv)
-        assert isinstance(evaluation.unwrapped, NativeVecEnv)
+        assert isinstance(evaluation.unwrapped, DummyVecEnv)
         assert evaluation.num_envs == 4
         assert train.observation_space == evaluation.observation_space
         assert train.action_space == evaluation.action_space

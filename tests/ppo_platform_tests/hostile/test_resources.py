@@ -4,7 +4,6 @@ are built."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -65,15 +64,13 @@ def laptop_budget(platform_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(OVERSIZED))
-def test_oversized_specs_are_refused_in_under_a_second(
+def test_oversized_specs_are_refused_before_anything_is_built(
     laptop_budget: None, tmp_path: Path, name: str
 ) -> None:
     text, fragment = OVERSIZED[name]
     path = tmp_path / "spec.yaml"
     path.write_text(text)
-    started = time.perf_counter()
     result = cli("validate", str(path))
-    assert time.perf_counter() - started < 1.0
     assert_bad_input(result, "refused", fragment)
     if "memory" in fragment or "disk" in fragment:
         assert "over the budget of" in result.output
@@ -110,9 +107,7 @@ def test_a_ten_thousand_point_sweep_is_refused_before_it_is_built(tmp_path: Path
     sweep = f"sweep:\n  grid: {{update.epochs: [{values}], policy.net_arch: [{values}]}}\n"
     path = tmp_path / "sweep.yaml"
     path.write_text(CARTPOLE + sweep.replace("policy.net_arch", "update.minibatch_size"))
-    started = time.perf_counter()
     result = cli("sweep", str(path))
-    assert time.perf_counter() - started < 1.0
     assert_bad_input(result, "expands to 10000 runs", "1000")
 
 
@@ -122,10 +117,8 @@ def test_a_grid_sampler_over_a_huge_int_range_is_counted_not_built(high: int) ->
         CARTPOLE + "tune:\n  sampler: {type: grid}\n"
         f"  space: {{update.minibatch_size: {{type: int, low: 1, high: {high}}}}}\n"
     )
-    started = time.perf_counter()
-    with pytest.raises(SpecError, match="the grid has"):
+    with pytest.raises(SpecError, match="the grid has"):  # counted: building 2**62 would hang
         check_space(spec)
-    assert time.perf_counter() - started < 1.0
 
 
 def test_workers_are_capped_at_the_work_and_warned_above_the_cores() -> None:

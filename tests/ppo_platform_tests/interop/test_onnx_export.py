@@ -53,9 +53,9 @@ def test_exported_graph_acts_as_the_torch_policy(
     assert "normalization folded in" in result.stdout and "agreed with torch" in result.stdout
     # Checked again here, independently, on observations the export never saw.
     model, env = load_policy(trained_run(get_settings(), runs[env_id]))
-    observations = env_observations(model, env, steps=64)[::-1].copy()
+    observations = env_observations(model, env, steps=64)["observation"][::-1].copy()
     observations += np.random.default_rng(7).normal(0, 0.01, observations.shape).astype(np.float32)
-    expected = torch_actions(model, env, observations)  # type: ignore[arg-type]
+    expected = torch_actions(model, env, {"observation": observations})  # type: ignore[arg-type]
     session = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
     [actions] = session.run(["action"], {"observation": observations})
     assert actions.shape[0] == len(observations)
@@ -101,5 +101,5 @@ def test_an_atari_cnn_policy_exports_with_its_stacked_frames(
     model, env = load_policy(trained_run(get_settings(), run_id))
     observations = env_observations(model, env, steps=32)
     session = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
-    [actions] = session.run(["action"], {"observation": observations})
+    [actions] = session.run(["action"], observations)  # {"observation": frames}
     np.testing.assert_array_equal(actions, torch_actions(model, None, observations))

@@ -48,7 +48,6 @@ USE_CASE_ENVS = [
     ("classic-control", "Acrobot-v1", 100_000),
     ("continuous-control", "Pendulum-v1", 200_000),
     ("atari", IMAGE_ENV_ID, 10_000_000),
-    ("rlhf", "CartPole-v1", 100_000),
 ]
 
 
@@ -177,20 +176,12 @@ def test_image_observations_plan_the_atari_defaults():
     assert "categorical policy, Nature CNN" in plan.markdown
 
 
-def test_rlhf_plan_uses_the_seed_rlhf_column():
-    spec = plan_experiment("CartPole-v1", 100_000, "rlhf").spec
-    assert 1 <= spec.update.epochs <= 4
-    assert 1e-6 <= spec.update.learning_rate.start <= 1e-5
-    assert (spec.advantage.gamma, spec.surrogate.entropy_coef) == (1.0, 0.0)
-
-
-def test_rlhf_plan_says_plainly_that_it_is_a_plan_only():
-    plan = plan_experiment("CartPole-v1", 100_000, "rlhf")
-    assert plan.plan_only
-    assert "ppo-platform does not train language models" in plan.markdown
-    assert "KL(pi || pi_ref)" in plan.markdown
-    assert "# PLAN ONLY (rlhf)" in plan.spec_yaml()
-    assert plan.spec.name == "cartpole-v1-rlhf-standin"
+def test_rlhf_on_a_gymnasium_env_is_refused_with_the_language_model_way():
+    with pytest.raises(SpecError) as error:
+        plan_experiment("CartPole-v1", 100_000, "rlhf")
+    issue = single_issue(error)
+    assert issue.path == "use_case" and issue.value == "rlhf"
+    assert "--model-dir DIR --prompts FILE.jsonl" in issue.fix
 
 
 def test_too_few_updates_is_a_warning_in_the_plan():
@@ -209,7 +200,9 @@ def test_every_planned_field_has_a_reason_in_the_markdown():
 def test_markdown_flags_sustained_clip_fraction_above_0_4_as_drift():
     plan = plan_experiment("CartPole-v1", 100_000)
     window = plan.spec.diagnostics.window
-    assert f"| above 0.4 for {window} updates in a row | **drift**" in plan.markdown
+    assert f"| above 0.4 for {window} updates in a row, with the KL above 0.02 | **drift**" in (
+        plan.markdown
+    )
 
 
 def test_plan_never_emits_more_than_30_epochs_or_epsilon_above_0_3():

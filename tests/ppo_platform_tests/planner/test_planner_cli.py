@@ -119,10 +119,17 @@ def test_plan_warns_on_stderr_when_the_budget_buys_few_updates(tmp_path):
     assert result.stderr.startswith("warning: the budget buys only 40 updates")
 
 
-def test_plan_rlhf_says_it_is_a_plan_only(tmp_path):
+def test_plan_rlhf_on_an_env_exits_2_naming_the_model_dir_way(tmp_path):
     result = runner.invoke(app, plan_args(tmp_path, "--use-case", "rlhf"))
-    assert result.exit_code == EXIT_OK, result.output
-    assert "plan only: ppo-platform does not train language models" in result.stdout
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert "--model-dir DIR --prompts FILE.jsonl" in result.stderr
+    assert not (tmp_path / "spec.yaml").exists()
+
+
+def test_plan_without_env_or_model_dir_exits_2_naming_env(tmp_path):
+    result = runner.invoke(app, ["plan", "--budget", "1000", "--out", str(tmp_path)])
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert "--env" in result.stderr and "is required" in result.stderr
 
 
 def test_plan_subprocess_writes_files_and_exits_0(tmp_path):

@@ -114,11 +114,14 @@ def test_spec_hash_changes_when_a_value_changes(load, minimal_spec):
 def test_schema_command_prints_json_schema_with_descriptions():
     result = CliRunner().invoke(app, ["schema"])
     assert result.exit_code == 0, result.output
-    schema = json.loads(result.stdout)
-    assert schema["title"] == "ExperimentSpec"
+    published = json.loads(result.stdout)
+    assert published["title"] == "Spec" and "algorithm" in published["description"]
+    schema = published["$defs"]["ExperimentSpec"]
     assert schema["additionalProperties"] is False
     assert set(schema["required"]) == {"name", "env"}
-    epochs = schema["$defs"]["UpdateSpec"]["properties"]["epochs"]
+    lm = published["$defs"]["LMExperimentSpec"]
+    assert set(lm["required"]) == {"name", "algorithm", "lm"}
+    epochs = published["$defs"]["UpdateSpec"]["properties"]["epochs"]
     assert epochs["default"] == 10
     assert "refused above 30" in epochs["description"]
 

@@ -65,3 +65,27 @@ def test_a_run_whose_setup_fails_after_it_was_opened_is_closed_failed_with_the_r
     [run] = client.search_runs([e.experiment_id for e in client.search_experiments()])
     assert run.info.status == "FAILED"
     assert run.data.tags[tags.FAILURE].startswith("FileNotFoundError while starting")
+
+
+def test_a_run_whose_tracking_process_died_is_closed_failed_by_a_fresh_one(
+    platform_home: Path,
+) -> None:
+    """No MLflow in the caller even then: a short-lived tracking process closes the run, by its
+    id, or (the id never came back) every RUNNING run this process owns."""
+    settings = get_settings()
+    known, unanswered = TrackingProcess(), TrackingProcess()
+    run = RemoteRun.open(known, settings, tiny_spec())
+    run_id = run.run_id
+    orphan = RemoteRun.open(unanswered, settings, tiny_spec(name="orphan"))
+    orphan_id = orphan.run_id
+    for process in (known, unanswered):  # killed: nothing closes the runs at its exit
+        process.process.kill()
+        process.process.wait(timeout=10)
+    run.fail("its tracking process was killed")
+    # A handle whose open was never answered: its run is found by this process's owner tag.
+    RemoteRun(unanswered, 10**6, settings).fail("killed before the answer")
+    client = MlflowClient(settings.tracking_uri)
+    stored, lost = client.get_run(run_id), client.get_run(orphan_id)
+    assert (stored.info.status, lost.info.status) == ("FAILED", "FAILED")
+    assert stored.data.tags[tags.FAILURE] == "its tracking process was killed"
+    assert lost.data.tags[tags.FAILURE] == "killed before the answer"

@@ -11,7 +11,7 @@ import pytest
 from optuna.storages import fail_stale_trials
 from optuna.trial import TrialState
 
-from ppo_platform.errors import BadInputError, ConflictError
+from ppo_platform.errors import BadInputError, ConflictError, SpecError
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tuning.study import (
@@ -147,3 +147,30 @@ def test_grid_budget_is_capped_at_the_grid_size(tiny_spec: Factory) -> None:
         }
     )
     assert study_budget(spec) == 3
+
+
+def test_start_points_are_the_first_trials_of_a_new_study_only(
+    tmp_path: Path, tiny_spec: Factory
+) -> None:
+    storage = journal(tmp_path)
+    spec = tiny_spec(
+        **{
+            "tune.space": {
+                "update.learning_rate.start": {"type": "float", "low": 1e-3, "high": 3e-3},
+                "policy.net_arch": {"type": "categorical", "choices": [[8], [16, 16]]},
+            },
+            "tune.start_points": [{"update.learning_rate.start": 2e-3, "policy.net_arch": [8]}],
+        }
+    )
+    study = prepare_study(spec, storage, "primed")
+    (waiting,) = study.get_trials(states=(TrialState.WAITING,))
+    fixed = waiting.system_attrs["fixed_params"]
+    assert fixed == {"update.learning_rate.start": 2e-3, "policy.net_arch": "[8]"}
+    prepare_study(spec, storage, "primed")  # resumed: not queued again
+    assert len(study.get_trials()) == 1
+
+
+def test_a_start_point_outside_the_space_is_refused_naming_it(tiny_spec: Factory) -> None:
+    with pytest.raises(SpecError) as raised:
+        tiny_spec(**{"tune.start_points": [{"update.learning_rate.start": 9e-3}]})
+    assert "tune.start_points[0].update.learning_rate.start" in raised.value.render()

@@ -1,4 +1,5 @@
-"""The dashboard's session cookie and the CSRF token tied to it.
+"""The dashboard's session cookie and the CSRF token tied to it (checked by `api/deps.py`'s
+owner dependency on every write that a cookie, not a bearer key, authenticates).
 
 The cookie holds only a random session id (`ppo_platform.jobs.web_sessions`: the store keeps
 its hash, owner, expiry and logout), never the API key. It is HttpOnly (page scripts never see
@@ -16,6 +17,9 @@ import hmac
 import os
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
+
+from fastapi import HTTPException, Request
 
 from ppo_platform.jobs.web_sessions import OpenSession
 
@@ -23,6 +27,7 @@ COOKIE = "ppo_session"
 MAX_AGE_SECONDS = 12 * 3600
 SECRET_ENV = "PPO_PLATFORM_DASHBOARD_SECRET"
 SECRET_FILE = "dashboard.secret"
+CSRF_HEADER = "X-CSRF-Token"
 
 
 def load_secret(home: Path) -> bytes:
@@ -46,3 +51,20 @@ def csrf_token(secret: bytes, session: OpenSession) -> str:
 
 def csrf_valid(secret: bytes, session: OpenSession, token: str | None) -> bool:
     return bool(token) and hmac.compare_digest(str(token), csrf_token(secret, session))
+
+
+def check_origin(request: Request) -> None:
+    """A browser's POST names its origin: it must be this server (403 otherwise)."""
+    origin = request.headers.get("origin")
+    if origin is None:  # not a browser, or a same-origin GET
+        return
+    if urlsplit(origin).netloc != request.headers.get("host"):
+        raise HTTPException(403, f"cross-origin request from {origin!r} refused.")
+
+
+def check_csrf(request: Request, secret: bytes, session: OpenSession, token: str | None) -> None:
+    """403 unless the request comes from this origin with the session's CSRF token (`token`,
+    a form field, else the `X-CSRF-Token` header)."""
+    check_origin(request)
+    if not csrf_valid(secret, session, token or request.headers.get(CSRF_HEADER)):
+        raise HTTPException(403, "missing or wrong CSRF token: reload the page and retry.")

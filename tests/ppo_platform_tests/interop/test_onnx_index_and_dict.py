@@ -1,0 +1,120 @@
+"""`ppo-platform export --onnx` for Discrete observations (int64 indices, one-hot encoded in the
+graph as SB3 preprocesses them) and Dict observations (one graph input per key), checked by
+onnxruntime against the torch policy on the run's own env."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import onnxruntime
+import pytest
+from gymnasium import spaces
+from stable_baselines3 import PPO
+from typer.testing import CliRunner
+
+from ppo_platform.cli import app
+from ppo_platform.errors import BadInputError
+from ppo_platform.interop.onnx_export import check_exportable, env_observations, torch_actions
+from ppo_platform.settings import get_settings
+from ppo_platform.spec.loader import validate_data
+from ppo_platform.training.play import load_policy, trained_run
+from ppo_platform.training.runner import run_spec
+from tests.ppo_platform_tests.interop.test_onnx_export import spec as exported_spec
+
+pytestmark = pytest.mark.slow  # real (tiny) training runs
+runner = CliRunner()
+DICT_ENV_ID = "OnnxDictCorridor-v0"
+
+
+class DictCorridor(gym.Env):
+    """Walk a 1-D corridor to a goal cell; observes {"position": Box(2), "goal": Discrete(3)}."""
+
+    observation_space = spaces.Dict(
+        {"position": spaces.Box(-1.0, 1.0, (2,), np.float32), "goal": spaces.Discrete(3)}
+    )
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        self.render_mode = render_mode
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        self.x, self.goal = 0.0, int(self.np_random.integers(3))
+        return self._obs(), {}
+
+    def _obs(self) -> dict[str, Any]:
+        return {"position": np.array([self.x, -self.x], np.float32), "goal": self.goal}
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict]:
+        self.x = float(np.clip(self.x + (0.25 if action else -0.25), -1.0, 1.0))
+        at_goal = abs(self.x - (self.goal - 1) * 0.5) < 1e-6
+        return self._obs(), float(at_goal), at_goal, False, {}
+
+
+def spec(env_id: str) -> dict[str, Any]:
+    """test_onnx_export's tiny run, without observation normalization: SB3's VecNormalize
+    refuses Discrete observations (and a Dict with a Discrete key)."""
+    return {**exported_spec(env_id), "env": {"id": env_id, "n_envs": 2}}
+
+
+@pytest.fixture(scope="module")
+def dict_env() -> None:
+    if DICT_ENV_ID not in gym.registry:
+        gym.register(DICT_ENV_ID, entry_point=DictCorridor, max_episode_steps=20)
+
+
+def _export(run_id: str, out: Path) -> str:
+    result = runner.invoke(app, ["export", run_id, "--onnx", str(out)])
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def test_discrete_observations_export_as_int64_indices(shared_home: Path, tmp_path: Path) -> None:
+    run_id = run_spec(validate_data(spec("FrozenLake-v1"))).run_id
+    out = tmp_path / "frozen.onnx"
+    assert "`observation` (int64 [batch])" in _export(run_id, out)
+    model, _ = load_policy(trained_run(get_settings(), run_id))
+    cells = {"observation": np.arange(16, dtype=np.int64)}  # every cell of the 4x4 lake
+    session = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    [actions] = session.run(["action"], cells)
+    np.testing.assert_array_equal(actions, torch_actions(model, None, cells))
+
+
+def test_dict_observations_export_one_input_per_key(
+    shared_home: Path, tmp_path: Path, dict_env: None
+) -> None:
+    run_id = run_spec(validate_data(spec(DICT_ENV_ID))).run_id
+    out = tmp_path / "dict.onnx"
+    shown = _export(run_id, out)
+    assert "`position` (float32 [batch, 2])" in shown and "`goal` (int64 [batch])" in shown
+    model, env = load_policy(trained_run(get_settings(), run_id))
+    observations = env_observations(model, env, steps=32)
+    session = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    assert sorted(i.name for i in session.get_inputs()) == ["goal", "position"]
+    [actions] = session.run(["action"], observations)
+    np.testing.assert_array_equal(actions, torch_actions(model, None, observations))
+
+
+class BitsEnv(gym.Env):
+    """MultiBinary observations: SB3 trains on them, the export refuses them."""
+
+    observation_space = spaces.MultiBinary(3)
+    action_space = spaces.Discrete(2)
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        return np.zeros(3, np.int8), {}
+
+    def step(self, action: int) -> tuple[Any, float, bool, bool, dict]:
+        return np.ones(3, np.int8), 0.0, True, False, {}
+
+
+def test_other_observation_spaces_are_refused_naming_the_fix() -> None:
+    with pytest.raises(BadInputError) as refused:
+        check_exportable(PPO("MlpPolicy", BitsEnv(), n_steps=8, batch_size=8, device="cpu"))
+    [issue] = refused.value.issues
+    assert issue.path == "observation_space" and issue.value == "MultiBinary"
+    assert "flatten_observation" in (issue.fix or "")
