@@ -132,6 +132,13 @@ class TrialObjective:
         self.data = base_data(spec)
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
+        try:
+            return self._run_trial(trial)
+        except KeyboardInterrupt:  # also one that came before the trial run was open
+            trial.set_user_attr("interrupted", True)
+            raise
+
+    def _run_trial(self, trial: optuna.Trial) -> float | list[float]:
         if self.on_trial_start is not None:
             self.on_trial_start()  # the trial exists now: other workers may ask for theirs
         trial.set_user_attr("pid", os.getpid())
