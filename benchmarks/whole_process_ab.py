@@ -45,6 +45,7 @@ for steps in steps_list:
         }
         cmds[name] = [
             PY,
+            "-P",  # no working directory on sys.path: each tree's own trainers, not this one's
             "-m",
             "ppo_platform.cli",
             "run",
