@@ -8,6 +8,7 @@ run's requests on top of it.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -105,6 +106,19 @@ class TrackingProcess:
             f"{counts or 'nothing'} ({rows} metric rows unacknowledged). A store locked by "
             "another process or an overloaded machine; the run stops here"
         )
+
+    def open_runs(self) -> frozenset[int]:
+        """The handles of the runs asked for here and not finished yet."""
+        with self._state:
+            return frozenset(self._open_runs)
+
+    def close_runs(self, handles: frozenset[int], status: str, tags: dict[str, str]) -> None:
+        """Close `handles` (newest first) with `status` and `tags`, each waited for at most
+        `INTERRUPTED_REPLY_TIMEOUT`; one that cannot be closed does not keep the others open."""
+        for handle in sorted(handles, reverse=True):
+            with contextlib.suppress(TrackingError):
+                seq = self.request("finish", awaited=True, run=handle, status=status, tags=tags)
+                self.wait(seq, INTERRUPTED_REPLY_TIMEOUT)
 
     @property
     def pending(self) -> int:

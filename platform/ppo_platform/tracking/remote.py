@@ -19,7 +19,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -49,6 +49,25 @@ def shared_tracking_process() -> TrackingProcess:
             _process, _process_pid = TrackingProcess(), os.getpid()
             atexit.register(_process.close)
         return _process
+
+
+@contextlib.contextmanager
+def runs_closed_on_interrupt() -> Iterator[None]:
+    """Runs asked for inside the block and still open when an interrupt leaves it are closed
+    KILLED: a Ctrl-C or a cancel can land between asking for a run and holding its handle
+    (a worker process lives on, so its tracking process would keep such a run RUNNING)."""
+    process = shared_tracking_process()
+    before = process.open_runs()
+    try:
+        yield
+    except KeyboardInterrupt as error:
+        reason = "terminated (SIGTERM)" if isinstance(error, Terminated) else "interrupted"
+        left_open = process.open_runs() - before
+        if left_open:
+            tracing.mark(f"interrupted: closing {len(left_open)} run(s) left open")
+            tags = {tag.OUTCOME: "cancelled", tag.FAILURE: reason}
+            process.close_runs(left_open, "KILLED", tags)
+        raise
 
 
 def _warn(message: str) -> None:

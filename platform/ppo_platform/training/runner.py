@@ -28,7 +28,11 @@ from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
-from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
+from ppo_platform.tracking.remote import (
+    RemoteRun,
+    runs_closed_on_interrupt,
+    shared_tracking_process,
+)
 from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
@@ -348,9 +352,10 @@ def run_spec(
     tracing.mark("run_spec: model built")
     # Training starts while the tracking process creates the run (its MLflow import and store
     # open overlap torch's); the first progress event waits for the run to exist.
-    tracker = RemoteRun.open(process, settings, spec, parent_run_id=parent_run_id, tags=tags)
-    session = TrainingSession(spec, tracker, on_progress, cancel, make_env)
-    return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
+    with runs_closed_on_interrupt():  # also one between asking for the run and holding it
+        tracker = RemoteRun.open(process, settings, spec, parent_run_id=parent_run_id, tags=tags)
+        session = TrainingSession(spec, tracker, on_progress, cancel, make_env)
+        return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
 
 
 def resume_run(
@@ -370,8 +375,8 @@ def resume_run(
     env = build_train_env(spec, normalize_stats=last.normalize, make_env=make_env)
     model = load_model(spec, str(last.model), env)  # on fresh envs, reset before the first step
     resumed = {tag.RESUMED_FROM_STEP: str(last.timesteps)}
-    tracker = RemoteRun.reopen(process, settings, run_id, run_dir, resumed)
-    session = TrainingSession(spec, tracker, on_progress, cancel, make_env)
-    return session.train(
-        model, build_eval_env(spec, make_env), spec.budget.total_timesteps - last.timesteps, False
-    )
+    with runs_closed_on_interrupt():
+        tracker = RemoteRun.reopen(process, settings, run_id, run_dir, resumed)
+        session = TrainingSession(spec, tracker, on_progress, cancel, make_env)
+        remaining = spec.budget.total_timesteps - last.timesteps
+        return session.train(model, build_eval_env(spec, make_env), remaining, False)

@@ -31,6 +31,7 @@ from ppo_platform.errors import SpecError, TrainingError
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.search import TuneSpec
+from ppo_platform.tracking.remote import runs_closed_on_interrupt
 from ppo_platform.training.progress import ProgressEvent
 from ppo_platform.training.runner import RunResult, run_spec
 from ppo_platform.tuning.errors import TrialFailed
@@ -133,7 +134,8 @@ class TrialObjective:
 
     def __call__(self, trial: optuna.Trial) -> float | list[float]:
         try:
-            return self._run_trial(trial)
+            with runs_closed_on_interrupt():  # also runs asked for and not held yet
+                return self._run_trial(trial)
         except KeyboardInterrupt:  # also one that came before the trial run was open
             trial.set_user_attr("interrupted", True)
             raise

@@ -12,7 +12,7 @@ from mlflow.tracking import MlflowClient
 from ppo_platform.errors import Terminated
 from ppo_platform.settings import get_settings
 from ppo_platform.tracking import tags
-from ppo_platform.tracking.remote import RemoteRun
+from ppo_platform.tracking.remote import RemoteRun, runs_closed_on_interrupt
 from ppo_platform.tracking.requests import find_runs, terminate_run
 
 
@@ -84,3 +84,22 @@ def test_mlflow_system_tags_are_spelled_as_mlflow_spells_them() -> None:
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
     assert (tags.RUN_NAME, tags.PARENT_RUN_ID) == (MLFLOW_RUN_NAME, MLFLOW_PARENT_RUN_ID)
+
+
+def test_an_interrupt_before_a_run_is_held_still_closes_it_killed(platform_home: Path) -> None:
+    """A cancel can land between asking for a run and holding its handle (a Ray worker lives
+    on after it, and so does its tracking process): the run asked for inside the block is
+    closed KILLED; a run opened before the block, and one already closed, are left alone."""
+    outer = RemoteRun.open_kind("study", {tags.RUN_NAME: "outer"}, experiment="held")
+    asked: list[RemoteRun] = []
+    with pytest.raises(KeyboardInterrupt), runs_closed_on_interrupt():
+        done = RemoteRun.open_kind("trial", {tags.PARENT_RUN_ID: outer.run_id})
+        done.finish("FINISHED")
+        asked.append(RemoteRun.open_kind("trial", {tags.PARENT_RUN_ID: outer.run_id}))
+        raise KeyboardInterrupt  # before the handle's `with` (nobody would close it)
+    left = _run(asked[0].run_id)
+    assert (left.info.status, left.data.tags[tags.FAILURE]) == ("KILLED", "interrupted")
+    assert _run(done.run_id).info.status == "FINISHED"
+    assert _run(outer.run_id).info.status == "RUNNING"
+    outer.finish("FINISHED")
+    assert _run(outer.run_id).info.status == "FINISHED"
