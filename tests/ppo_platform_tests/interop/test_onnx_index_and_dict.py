@@ -13,6 +13,7 @@ import onnxruntime
 import pytest
 from gymnasium import spaces
 from stable_baselines3 import PPO
+from stable_baselines3.common.vec_env import VecNormalize
 from typer.testing import CliRunner
 
 from ppo_platform.cli import app
@@ -118,3 +119,57 @@ def test_other_observation_spaces_are_refused_naming_the_fix() -> None:
     [issue] = refused.value.issues
     assert issue.path == "observation_space" and issue.value == "MultiBinary"
     assert "flatten_observation" in (issue.fix or "")
+
+
+class DictDrift(gym.Env):
+    """Steer a drifting point; observes {"position": Box(2) far from unit scale, "goal":
+    Discrete(3)}, acts in Box(1): normalization matters and every action is a float."""
+
+    observation_space = spaces.Dict(
+        {"position": spaces.Box(-np.inf, np.inf, (2,), np.float32), "goal": spaces.Discrete(3)}
+    )
+    action_space = spaces.Box(-1.0, 1.0, (1,), np.float32)
+
+    def __init__(self, render_mode: str | None = None) -> None:
+        self.render_mode = render_mode
+
+    def reset(self, *, seed: int | None = None, options: Any = None) -> tuple[Any, dict]:
+        super().reset(seed=seed)
+        self.x, self.goal = (
+            50.0 + float(self.np_random.normal(0, 5)),
+            int(self.np_random.integers(3)),
+        )
+        return self._obs(), {}
+
+    def _obs(self) -> dict[str, Any]:
+        return {"position": np.array([self.x, 200.0 - 3 * self.x], np.float32), "goal": self.goal}
+
+    def step(self, action: np.ndarray) -> tuple[Any, float, bool, bool, dict]:
+        self.x += 4.0 * float(action[0])
+        return self._obs(), -abs(self.x - 45.0 - 5 * self.goal), False, False, {}
+
+
+def test_dict_observations_export_with_their_normalization_folded_in(
+    shared_home: Path, tmp_path: Path
+) -> None:
+    if "OnnxDictDrift-v0" not in gym.registry:
+        gym.register("OnnxDictDrift-v0", entry_point=DictDrift, max_episode_steps=20)
+    data = {**spec("OnnxDictDrift-v0"), "budget": {"total_timesteps": 512}}
+    data["env"] = {**data["env"], "normalize": {"obs": True}}  # the Box key only
+    run_id = run_spec(validate_data(data)).run_id
+    out = tmp_path / "dict_normalized.onnx"
+    assert "normalization folded in" in _export(run_id, out)
+    model, stats = load_policy(trained_run(get_settings(), run_id))
+    assert isinstance(stats, VecNormalize) and sorted(stats.obs_rms) == ["position"]
+    assert stats.obs_rms["position"].mean[0] > 30  # far from identity: the folding matters
+    observations = env_observations(model, stats, steps=64)
+    rng = np.random.default_rng(3)  # positions the export's own check never saw
+    observations["position"] = observations["position"][::-1] + rng.normal(0, 2, (80, 2)).astype(
+        np.float32
+    )
+    session = onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    [actions] = session.run(["action"], observations)
+    expected = torch_actions(model, stats, observations)  # SB3: VecNormalize, then predict
+    np.testing.assert_allclose(actions, expected, atol=1e-5)
+    unnormalized = torch_actions(model, None, observations)
+    assert np.abs(actions - unnormalized).max() > 1e-3  # not the raw observations' actions
