@@ -255,6 +255,73 @@ def diagnostics_summary(home: Path, run_id: str) -> dict:
     return summary
 
 
+def stopped_record(home: Path, job: dict, command: str, load: float) -> dict:
+    """A run stopped before its budget (Ctrl-C when the time ran out), read back from the one
+    run in `home`'s MLflow store: the steps it reached, its evaluations, its diagnostics."""
+    from ppo_platform.tracking.gateway import tracking_client
+    from ppo_platform.tracking.queries import metric_history
+
+    client = tracking_client(f"sqlite:///{home / 'mlflow.db'}")
+    [run] = client.search_runs([e.experiment_id for e in client.search_experiments()])
+    run_id = run.info.run_id
+    fps = metric_history(client, run_id, ["time/fps"])["time/fps"]
+    history = eval_history(home, run_id)
+    return {
+        **job,
+        "stopped_at": max(step for step, _ in fps),
+        "status": run.info.status,
+        "command": command,
+        "evaluations": history,
+        "steps_to_threshold": next((s for s, v in history if v >= job["threshold"]), None),
+        "wall_s": ((run.info.end_time or run.info.start_time) - run.info.start_time) / 1000,
+        "load1_at_start": load,
+        "diagnostics": diagnostics_summary(home, run_id),
+    }
+
+
+def add_stopped(args: argparse.Namespace) -> None:
+    """Fold one stopped run (`--add-stopped HOME`) into the results, with its command."""
+    env_id, [variant], [seed] = args.envs[0], args.variants, args.seed_ids
+    job = {"env": env_id, "variant": variant, "seed": seed, "budget": args.budget}
+    job["threshold"] = ENVS[env_id][2]
+    record = stopped_record(args.add_stopped, job, args.run_command, args.load)
+    report = {
+        "command": args.run_command,
+        "machine": machine(),
+        "versions": package_versions(sys.executable, ["stable-baselines3", "torch", "gymnasium"]),
+        "envs": [env_id],
+        "runs": [record],
+        "shared": {},
+        "skipped": {},
+    }
+    folded = merged(report, args.out.with_suffix(".json"), [])
+    kept = [r for r in folded["runs"] if not _same_stopped(r, record)]
+    save({**folded, "runs": [*kept, record]}, args.out)
+
+
+def _same_stopped(run: dict, record: dict) -> bool:
+    keys = ("env", "variant", "seed", "budget")
+    return "stopped_at" in run and all(run[k] == record[k] for k in keys)
+
+
+def _stopped_lines(report: dict) -> list[str]:
+    """One line per stopped run: how far it got and its evaluation curve."""
+    stopped = [r for r in report["runs"] if "stopped_at" in r]
+    if not stopped:
+        return []
+    lines = ["", "Runs stopped before their budget (the time on 2 shared cores ran out):", ""]
+    for r in stopped:
+        curve = ", ".join(f"{v:.0f} at {s:,}" for s, v in r["evaluations"])
+        lines.append(
+            f"- {r['env']} {r['variant']} seed {r['seed']}: reached {r['stopped_at']:,} of "
+            f"{r['budget']:,} env steps in {r['wall_s']:.0f} s (1-min load "
+            f"{r['load1_at_start']:.1f} at its start), evaluations "
+            f"({EVAL_EPISODES.get(r['env'], EPISODES)} deterministic episodes each): "
+            f"{curve or 'none'}. Command: `{r['command']}`."
+        )
+    return lines
+
+
 def jobs_for(
     envs: list[str],
     seeds: list[int],
@@ -293,6 +360,14 @@ def _row(env_id: str, variant: str, runs: list[dict], shared: bool) -> str:
     _, _, threshold, _ = ENVS[env_id]
     budget = runs[0]["budget"] if runs else ENVS[env_id][0]
     done = sorted((r for r in runs if "final_mean" in r), key=lambda r: r["seed"])
+    stopped = [r for r in runs if "stopped_at" in r]
+    if not done and stopped:
+        reached = ", ".join(f"{r['stopped_at']:,}" for r in stopped)
+        last = ", ".join(f"{r['evaluations'][-1][1]:.1f}" for r in stopped if r["evaluations"])
+        return (
+            f"| {env_id} | {variant} | {budget:,} | stopped at {reached} steps (below), last "
+            f"evaluation {last or '-'} | | | | |"
+        )
     if not done:
         return f"| {env_id} | {variant} | {budget:,} | not run | | | | |"
     mean, std = _stats([r["final_mean"] for r in done])
@@ -332,7 +407,9 @@ def markdown(report: dict) -> str:
         for variant in ("planner", "zoo"):
             source = "planner" if shared else variant
             runs = [r for r in report["runs"] if r["env"] == env_id and r["variant"] == source]
-            lines.append(_row(env_id, variant, runs, shared and variant == "zoo"))
+            for budget in sorted({r["budget"] for r in runs}) or [None]:  # a row per budget
+                same = [r for r in runs if r["budget"] == budget]
+                lines.append(_row(env_id, variant, same, shared and variant == "zoo"))
     lines += ["", "Thresholds and rl-baselines3-zoo's published PPO results (benchmark.md):", ""]
     lines += ["| env | threshold | zoo budget | budget here | published (zoo budget) |"]
     lines += ["|---|---|---|---|---|"]
@@ -345,6 +422,7 @@ def markdown(report: dict) -> str:
             f"{', '.join(f'{b:,}' for b in ran)} | "
             f"{mean:.1f} +- {std:.1f} at {at}, {episodes} episodes |"
         )
+    lines += _stopped_lines(report)
     for env_id, reason in report.get("skipped", {}).items():
         lines += ["", f"{env_id} skipped: {reason}"]
     errors = [r for r in report["runs"] if "error" in r]
@@ -438,7 +516,18 @@ def main() -> None:
         "--merge-from", type=Path, nargs="+", help="fold these results files into --out, no runs"
     )
     parser.add_argument("--scale", type=float, default=1.0, help="budget factor (smoke tests)")
+    parser.add_argument(
+        "--add-stopped",
+        type=Path,
+        help="fold in the run in this PPO_PLATFORM_HOME, stopped before --budget (one --envs, "
+        "--variants, --seed-ids), with --run-command and --load",
+    )
+    parser.add_argument("--run-command", default="", help="the command that ran it")
+    parser.add_argument("--load", type=float, default=0.0, help="1-min load at its start")
     args = parser.parse_args()
+    if args.add_stopped:
+        add_stopped(args)
+        return
     seeds = args.seed_ids if args.seed_ids is not None else list(range(args.seeds))
     if args.merge_from:
         fold(args.out, args.merge_from)
