@@ -255,15 +255,14 @@ def diagnostics_summary(home: Path, run_id: str) -> dict:
     return summary
 
 
-def stopped_record(home: Path, job: dict, command: str, load: float) -> dict:
-    """A run stopped before its budget (Ctrl-C when the time ran out), read back from the one
-    run in `home`'s MLflow store: the steps it reached, its evaluations, its diagnostics."""
+def stopped_record(home: Path, job: dict, command: str, load: float, run_id: str) -> dict:
+    """A run stopped before its budget (Ctrl-C when the time ran out), read back from
+    `home`'s MLflow store: the steps it reached, its evaluations, its diagnostics."""
     from ppo_platform.tracking.gateway import tracking_client
     from ppo_platform.tracking.queries import metric_history
 
     client = tracking_client(f"sqlite:///{home / 'mlflow.db'}")
-    [run] = client.search_runs([e.experiment_id for e in client.search_experiments()])
-    run_id = run.info.run_id
+    run = client.get_run(run_id)
     fps = metric_history(client, run_id, ["time/fps"])["time/fps"]
     history = eval_history(home, run_id)
     return {
@@ -284,7 +283,7 @@ def add_stopped(args: argparse.Namespace) -> None:
     env_id, [variant], [seed] = args.envs[0], args.variants, args.seed_ids
     job = {"env": env_id, "variant": variant, "seed": seed, "budget": args.budget}
     job["threshold"] = ENVS[env_id][2]
-    record = stopped_record(args.add_stopped, job, args.run_command, args.load)
+    record = stopped_record(args.add_stopped, job, args.run_command, args.load, args.run_id)
     report = {
         "command": args.run_command,
         "machine": machine(),
@@ -519,9 +518,10 @@ def main() -> None:
     parser.add_argument(
         "--add-stopped",
         type=Path,
-        help="fold in the run in this PPO_PLATFORM_HOME, stopped before --budget (one --envs, "
+        help="fold in --run-id of this PPO_PLATFORM_HOME, stopped before --budget (one --envs, "
         "--variants, --seed-ids), with --run-command and --load",
     )
+    parser.add_argument("--run-id", default="", help="with --add-stopped: the MLflow run id")
     parser.add_argument("--run-command", default="", help="the command that ran it")
     parser.add_argument("--load", type=float, default=0.0, help="1-min load at its start")
     args = parser.parse_args()
