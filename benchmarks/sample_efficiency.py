@@ -160,7 +160,12 @@ NOTES = (
     "5025 at 425k (published at 1e6: rl-baselines3-zoo's HalfCheetah-v3 agent 5819 +- 664, "
     "deterministic; CleanRL's `ppo_continuous_action`, its own hyperparameters, 1442 +- 46 "
     "on HalfCheetah-v4, episodic training return over 3 seeds); the curve is not monotone "
-    "(2857 at 100k after 3468 at 75k; 2228 at 250k after 4602 at 225k). HOPPER_RESULT "
+    "(2857 at 100k after 3468 at 75k; 2228 at 250k after 4602 at 225k). Hopper-v5 reached "
+    "275,456 steps in 933 s (297 CPU s) and does not hop: it peaked at 1018-1026 (75k, "
+    "125k), its training return (100-episode mean) collapsed twice (514 at 61k to 197 at "
+    "72k; 578 at 123k to 189 at 164k) and stayed near 320 after 200k (episodes of ~140 "
+    "steps: it falls), against 2410 +- 10 (zoo, Hopper-v3) and 2383 +- 272 (CleanRL, "
+    "Hopper-v4) published at 1e6. ZOO_HOPPER "
     "What did not fit on 2 shared cores: any run to 1e6 steps; seeds 1-2; the zoo's "
     "imported MuJoCo specs at 1e6; an Atari game beyond a throughput probe. At the "
     "measured rate one HalfCheetah-v5 run to 1e6 needs about 21 CPU minutes (about 25 min "
@@ -180,7 +185,14 @@ NOTES = (
     "at 319k around the 259k alert (the 250k evaluation, 2228, had already dropped). The "
     "run recovered from both without a change, to 5025. So the KL alerts do mark real, "
     "temporary regressions on this known-good config, but not a broken run: as critical "
-    "alerts on a config that ends at the published return they overstate. HOPPER_ALERTS",
+    "alerts on a config that ends at the published return they overstate. Hopper-v5 (538 "
+    "updates): 9 critical KL alerts and one clip_fraction_high; median KL 0.028 with spikes "
+    "of 0.60 (25k), 0.60 (59k), 1.04 (125k), 0.45 (165k) and 0.30 (184k). Here they mean "
+    "something: both collapses of the training return follow a cluster of them, and the run "
+    "never gets back to its best. The planner's MuJoCo rule is the zoo's HalfCheetah-like "
+    "setting (gamma 0.99, lambda 0.95, K 10, minibatch 64, LR 5e-5); the zoo tunes Hopper "
+    "differently (gamma 0.999, lambda 0.99, K 5, minibatch 32, LR 9.8e-5, entropy 0.0023). "
+    "ZOO_HOPPER_ALERTS",
 )
 TRAINING_SECTIONS = ("env", "algorithm", "rollout", "update", "surrogate", "advantage", "policy")
 DONE = re.compile(
