@@ -152,14 +152,15 @@ def study_env_steps(spec: ExperimentSpec, source: str) -> int:
 def check_sampled_envs(spec: ExperimentSpec, source: str) -> None:
     """Every env a study's space can sample passes the checks a submitted env passes (an id or
     kwarg that imports by name, the kwargs' size, an env PPO can train, the resource budget):
-    the spec is checked with each env parameter at each value the space can reach, and with
-    every tuned kwarg at its largest at once. Nothing is built from kwargs that fail the size
-    and name rules."""
+    the spec is checked with each env parameter (and rollout.n_steps, for the budget) at each
+    value the space can reach, and with every tuned kwarg at its largest at once. Nothing is
+    built from kwargs that fail the size and name rules."""
     from ppo_platform.tuning.space import base_data, build_trial_spec, trial_data
 
     assert spec.tune is not None
     data = base_data(spec)
-    tuned = [p for p in spec.tune.space if p == "env" or p.startswith("env.")]
+    sized = ("env", "rollout.n_steps")  # what the env and the rollout's memory depend on
+    tuned = [p for p in spec.tune.space if p in sized or p.startswith("env.")]
     widest = {  # each tuned kwarg at its longest value (as JSON)
         path: max((v for _, v in _reachable(spec, path)), key=lambda v: len(repr(v)))
         for path in tuned
