@@ -68,7 +68,12 @@ class MinibatchStep:
         for parameter in self.parameters:
             parameter.grad = None
         loss.backward()
-        grads = [p.grad for p in self.parameters]
+        return self.with_grads([p.grad for p in self.parameters], max_grad_norm)
+
+    def with_grads(self, grads: list[Tensor | None], max_grad_norm: float) -> Tensor:
+        """Step with gradients already computed (`manual.ManualLoss`), in parameters' order."""
+        for parameter, grad in zip(self.parameters, grads, strict=True):
+            parameter.grad = grad
         if not self.lean or any(g is None for g in grads):
             norm = torch.nn.utils.clip_grad_norm_(self.parameters, max_grad_norm)
             self.optimizer.step()
