@@ -76,7 +76,7 @@ def _forward(layers: _Layers, x: Tensor) -> tuple[Tensor, list[Tensor], list[Ten
 
 
 def _backward(
-    layers: _Layers, inputs: list[Tensor], outputs: list[Tensor], grad: Tensor, into: dict
+    layers: _Layers, inputs: list[Tensor], outputs: list[Tensor], grad: Tensor, into: list
 ) -> None:
     """autograd's gradients of the layers' parameters, given the gradient of the last output."""
     for k in range(len(layers) - 1, -1, -1):
@@ -85,8 +85,8 @@ def _backward(
             grad = torch.ops.aten.tanh_backward(grad, outputs[k])
         elif activation == "relu":
             grad = torch.ops.aten.threshold_backward(grad, outputs[k], 0)
-        into[bias] = grad.sum([0], keepdim=True).view(bias.shape)  # the engine's sum_to
-        into[weight] = grad.t().mm(inputs[k])  # mm_mat2_backward of weight.t(), transposed
+        into.append(grad.sum([0], keepdim=True).view(bias.shape))  # the engine's sum_to
+        into.append(grad.t().mm(inputs[k]))  # mm_mat2_backward of weight.t(), transposed
         if k > 0 or inputs[0].requires_grad:
             grad = grad.mm(weight)  # mm_mat1_backward
 
@@ -98,6 +98,10 @@ class ManualLoss:
         self.parameters = list(policy.parameters())
         self.pi = [*pi, (policy.action_net.weight, policy.action_net.bias, None)]
         self.vf = [*vf, (policy.value_net.weight, policy.value_net.bias, None)]
+        # _backward appends (bias, weight) gradients from the last layer to the first.
+        order = [p for layers in (self.vf, self.pi) for w, b, _ in reversed(layers) for p in (b, w)]
+        position = {id(p): i for i, p in enumerate(order)}
+        self.order = [position.get(id(p), -1) for p in self.parameters]
 
     @classmethod
     def build(cls, policy: nn.Module) -> ManualLoss | None:
@@ -159,12 +163,19 @@ class ManualLoss:
             if clip_range_vf is not None:
                 inside = (difference >= -clip_range_vf).logical_and_(difference <= clip_range_vf)
                 grad_values = torch.where(inside, grad_values, torch.zeros((), dtype=one.dtype))
-            grads: dict = {}
+            grads: list[Tensor] = []
             _backward(self.vf, vf_in, vf_out, grad_values.view(raw_values.shape), grads)
             _backward(self.pi, pi_in, pi_out, policy.backward(one, one * ent_coef), grads)
         return ManualOutput(
-            policy.out, value_loss, entropy_loss, loss, [grads[p] for p in self.parameters]
+            policy.out, value_loss, entropy_loss, loss, [grads[i] for i in self.order]
         )
+
+    def log_prob(self, observations: Tensor, actions: Tensor) -> Tensor:
+        """The policy's log-probabilities of `actions` (no gradients): Categorical.log_prob."""
+        with torch.no_grad():
+            params = _forward(self.pi, observations.float().flatten(1))[0]
+            logits = params - params.logsumexp(dim=-1, keepdim=True)
+            return logits.gather(-1, actions.long().flatten().unsqueeze(-1)).squeeze(-1)
 
 
 class _PolicyTerms:

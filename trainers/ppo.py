@@ -278,9 +278,16 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
         loss = out.loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
         return out, value_loss, entropy_loss, loss, None
 
-    def _post_update_kl(self, rollout: _RolloutTensors, discrete: bool) -> Tensor:
+    def _post_update_kl(
+        self, rollout: _RolloutTensors, discrete: bool, manual: ManualLoss | None
+    ) -> Tensor:
         """k3 KL(pi_rollout || pi_now) over the whole rollout: no gradients, no random draws."""
         observations, actions, old_log_prob = rollout.whole()
+        if manual is not None and isinstance(observations, Tensor):  # no mode-dependent layer
+            starts = range(0, rollout.size, POST_KL_CHUNK)
+            rows = [slice(start, start + POST_KL_CHUNK) for start in starts]
+            log_prob = [manual.log_prob(observations[r], actions[r]) for r in rows]
+            return k3_kl(torch.cat(log_prob), old_log_prob)
         if discrete:
             actions = actions.long().flatten()
         self.policy.set_training_mode(False)  # e.g. batch-norm statistics stay as they are
@@ -343,14 +350,14 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
                     record.grad_norms.append(step.with_grads(grads, self.max_grad_norm))
             self._n_updates += 1
             if self.target_kl is not None and self.kl_source == "post_update":
-                post_kl = self._post_update_kl(rollout, discrete)  # where this epoch ended
+                post_kl = self._post_update_kl(rollout, discrete, manual)  # where this epoch ended
                 if post_kl.item() > TARGET_KL_FACTOR * self.target_kl:
                     early_stop_epoch = epoch
             if early_stop_epoch is not None:
                 break
 
         if post_kl is None:  # not measured after the last epoch yet
-            post_kl = self._post_update_kl(rollout, discrete)
+            post_kl = self._post_update_kl(rollout, discrete, manual)
         extra = {
             "train/approx_kl_post": post_kl,
             **rollout_statistics(self.rollout_buffer, self.policy),
