@@ -170,6 +170,21 @@ class ManualLoss:
             policy.out, value_loss, entropy_loss, loss, [grads[i] for i in self.order]
         )
 
+    def forward(self, obs: Tensor, deterministic: bool = False) -> tuple[Tensor, Tensor, Tensor]:
+        """`ActorCriticPolicy.forward` (actions, values, log-probs) for rollout collection: the
+        same kernels and the same random draw as torch's Categorical, without the modules' and
+        the distribution's Python."""
+        x = obs.float().flatten(1)
+        params = _forward(self.pi, x)[0]
+        values = _forward(self.vf, x)[0]
+        logits = params - params.logsumexp(dim=-1, keepdim=True)
+        if deterministic:
+            actions = torch.argmax(torch.softmax(logits, dim=-1), dim=1)
+        else:  # Categorical.sample
+            actions = torch.multinomial(torch.softmax(logits, dim=-1), 1, True).T.reshape(-1)
+        log_prob = logits.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+        return actions, values, log_prob
+
     def log_prob(self, observations: Tensor, actions: Tensor) -> Tensor:
         """The policy's log-probabilities of `actions` (no gradients): Categorical.log_prob."""
         with torch.no_grad():
