@@ -22,6 +22,7 @@ Anything else (a custom optimizer, gSDE, other distributions, a policy that over
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -71,7 +72,7 @@ class MinibatchStep:
         loss.backward()
         return self.with_grads([p.grad for p in self.parameters], max_grad_norm)
 
-    def with_grads(self, grads: list[Tensor | None], max_grad_norm: float) -> Tensor:
+    def with_grads(self, grads: Sequence[Tensor | None], max_grad_norm: float) -> Tensor:
         """Step with gradients already computed (`manual.ManualLoss`), in parameters' order."""
         for parameter, grad in zip(self.parameters, grads, strict=True):
             parameter.grad = grad
@@ -79,7 +80,7 @@ class MinibatchStep:
             norm = torch.nn.utils.clip_grad_norm_(self.parameters, max_grad_norm)
             self.optimizer.step()
             return norm
-        present: list[Tensor] = grads  # type: ignore[assignment]  # no None (checked above)
+        present: list[Tensor] = list(grads)  # type: ignore[arg-type]  # no None (checked above)
         norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(present, 2.0)), 2.0)
         # clip_grad_norm_'s arithmetic: coefficient max_norm / (norm + 1e-6), at most 1.
         torch._foreach_mul_(present, torch.clamp(max_grad_norm / (norm + 1e-6), max=1.0))

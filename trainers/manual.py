@@ -45,7 +45,8 @@ def _layers(net: nn.Module) -> _Layers | None:
     """(weight, bias, activation) of a Sequential of Linear (+ Tanh/ReLU) layers, else None."""
     if type(net) is not nn.Sequential:
         return None
-    modules, layers, i = list(net), [], 0
+    modules, i = list(net), 0
+    layers: _Layers = []
     while i < len(modules):
         linear = modules[i]
         if type(linear) is not nn.Linear or linear.bias is None:
@@ -96,8 +97,10 @@ class ManualLoss:
 
     def __init__(self, policy: ActorCriticPolicy, pi: _Layers, vf: _Layers) -> None:
         self.parameters = list(policy.parameters())
-        self.pi = [*pi, (policy.action_net.weight, policy.action_net.bias, None)]
-        self.vf = [*vf, (policy.value_net.weight, policy.value_net.bias, None)]
+        action_net, value_net = policy.action_net, policy.value_net
+        assert isinstance(action_net, nn.Linear) and isinstance(value_net, nn.Linear)
+        self.pi: _Layers = [*pi, (action_net.weight, action_net.bias, None)]
+        self.vf: _Layers = [*vf, (value_net.weight, value_net.bias, None)]
         # _backward appends (bias, weight) gradients from the last layer to the first.
         order = [p for layers in (self.vf, self.pi) for w, b, _ in reversed(layers) for p in (b, w)]
         position = {id(p): i for i, p in enumerate(order)}
