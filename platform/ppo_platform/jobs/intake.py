@@ -177,28 +177,56 @@ def prepare_lm_submission(text: str, max_env_steps: int, source: str) -> Submiss
     one an action) count against max_env_steps."""
     spec = load_any_spec_text(text, source, from_outside=True)
     assert isinstance(spec, LMExperimentSpec)
+    tokens, runs = lm_tokens_bound(spec), 1
     if spec.tune is not None:
-        issue = SpecIssue("tune", "ppo_lm specs cannot be tuned yet.", None, fix="remove tune.")
-        raise SpecError([issue], source)
-    lm = spec.lm
-    tokens = spec.budget.updates * lm.prompts_per_update * lm.generation.max_new_tokens
+        from ppo_platform.tuning import check_space
+        from ppo_platform.tuning.study import study_budget
+
+        check_space(spec)  # every path and bound of the space, before anything is queued
+        runs = spec.tune.seeds_max * study_budget(spec)
+    tokens *= runs
     if tokens > max_env_steps:
         issue = SpecIssue(
             "budget.updates",
-            f"the run could generate {tokens} tokens (updates x prompts_per_update x "
-            f"max_new_tokens), over the limit max_env_steps = {max_env_steps} per experiment.",
+            f"the {'study' if runs > 1 else 'run'} could generate {tokens} tokens (updates x "
+            f"prompts_per_update x max_new_tokens{' x seeds x trials' if runs > 1 else ''}, "
+            f"at the space's highest values), over the limit max_env_steps = {max_env_steps} "
+            "per experiment.",
             spec.budget.updates,
-            fix="lower budget.updates, lm.prompts_per_update or lm.generation.max_new_tokens.",
+            fix="lower budget.updates, lm.prompts_per_update or lm.generation.max_new_tokens "
+            "(or tune.n_trials and the seeds).",
             rule="max_env_steps",
         )
         raise SpecError([issue], source)
     return Submission(
-        kind="run",
+        kind="tune" if spec.tune is not None else "run",
         name=spec.name,
         spec=spec.resolved(),
         spec_hash=spec.spec_hash(),
         total_timesteps=tokens,
     )
+
+
+LM_SIZE_PATHS = ("budget.updates", "lm.prompts_per_update", "lm.generation.max_new_tokens")
+
+
+def lm_tokens_bound(spec: LMExperimentSpec) -> int:
+    """Tokens one run can generate: updates x prompts_per_update x max_new_tokens, each at
+    the highest value the tune space can sample (a space over them is checked by then)."""
+    highest = {
+        "budget.updates": spec.budget.updates,
+        "lm.prompts_per_update": spec.lm.prompts_per_update,
+        "lm.generation.max_new_tokens": spec.lm.generation.max_new_tokens,
+    }
+    space = spec.tune.space if spec.tune is not None else {}
+    for path in LM_SIZE_PATHS:
+        dist = space.get(path)
+        if dist is not None:
+            values = dist.choices if dist.type == "categorical" else [dist.high]
+            highest[path] = max(int(v) for v in values if isinstance(v, int | float))
+    return highest["budget.updates"] * highest["lm.prompts_per_update"] * highest[
+        "lm.generation.max_new_tokens"
+    ]
 
 
 def plan_for_service(env_id: str, budget: int, use_case: str, overrides: list[str]) -> Any:
