@@ -34,6 +34,15 @@ def short_spec(**changes: object) -> str:
     return yaml.safe_dump(data)
 
 
+def tune_section(space: dict[str, list[object]], n_trials: int = 2) -> dict[str, object]:
+    return {
+        "n_trials": n_trials,
+        "sampler": {"type": "random", "seed": 0},
+        "pruner": {"type": "none"},
+        "space": {path: {"type": "categorical", "choices": c} for path, c in space.items()},
+    }
+
+
 @pytest.fixture(scope="module")
 def lm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("lm_api")
@@ -60,6 +69,22 @@ def test_an_lm_spec_runs_as_a_job(lm_server):
         assert spec.status_code == 200 and "algorithm: ppo_lm" in spec.text
 
 
+@pytest.mark.slow
+def test_an_lm_spec_with_tune_runs_as_a_study_job(lm_server):
+    tune = tune_section({"lm.kl.beta": [0.01, 0.1]}, n_trials=1)
+    with lm_server.client("alice") as alice:
+        response = submit(alice, short_spec(budget__updates=2, tune=tune))
+        assert response.status_code == 202, response.text
+        assert response.json()["kind"] == "tune"
+        job = wait_for(alice, response.json()["id"], timeout=600)
+        assert job["status"] == "succeeded", job["error"]
+        result = job["result"]
+        assert result["best_trial"] == 0 and 0.0 <= result["best_value"] <= 1.0
+        best = yaml.safe_load(result["best_spec"])
+        assert best["algorithm"] == "ppo_lm" and best["lm"]["kl"]["beta"] in (0.01, 0.1)
+        assert "tune" not in best
+
+
 @pytest.mark.parametrize(
     ("changes", "path"),
     [
@@ -68,6 +93,7 @@ def test_an_lm_spec_runs_as_a_job(lm_server):
         ({"update__epochs": 31}, "update.epochs"),
         ({"surrogate__clip_epsilon": 0.35}, "surrogate.clip_epsilon.start"),
         ({"lm__reduction": None}, "lm.reduction"),
+        ({"tune": tune_section({"lm.max_tokens": [2, 4]})}, "tune.space.lm.max_tokens.choices[0]"),
     ],
 )
 def test_bad_lm_specs_are_422_naming_the_field(lm_server, changes, path):
