@@ -5,6 +5,7 @@ sweep members or search space, and the per-key env-step limit.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import lru_cache
 from typing import Any
@@ -224,9 +225,41 @@ def lm_tokens_bound(spec: LMExperimentSpec) -> int:
         if dist is not None:
             values = dist.choices if dist.type == "categorical" else [dist.high]
             highest[path] = max(int(v) for v in values if isinstance(v, int | float))
-    return highest["budget.updates"] * highest["lm.prompts_per_update"] * highest[
-        "lm.generation.max_new_tokens"
-    ]
+    return (
+        highest["budget.updates"]
+        * highest["lm.prompts_per_update"]
+        * highest["lm.generation.max_new_tokens"]
+    )
+
+
+SERVICE_FIELDS = {"--model-dir": "model_dir", "--prompts": "prompts", "--budget": "budget"}
+
+
+def plan_lm_for_service(model_dir: str, prompts: str, budget: int, overrides: list[str]) -> Any:
+    """The rlhf plan of a request: `model_dir` and `prompts` relative to the operator's LM
+    folder (as an LM spec's paths from outside); the planned spec names them so, and can be
+    submitted as it is. Issues name the request's fields."""
+    from ppo_platform.planner import plan_lm_experiment
+    from ppo_platform.settings import get_settings
+    from ppo_platform.spec.lm_inputs import InputProblem, resolve
+
+    root = get_settings().lm_folder
+    try:
+        folder = resolve(model_dir, "model_dir", root, from_outside=True)
+        prompt_file = resolve(prompts, "prompts", root, from_outside=True)
+        return plan_lm_experiment(folder, prompt_file, budget, overrides, (model_dir, prompts))
+    except InputProblem as problem:
+        raise SpecError([problem.issue], "request") from None
+    except SpecError as error:
+        issues = [
+            dataclasses.replace(
+                issue,
+                path=SERVICE_FIELDS.get(issue.path, issue.path),
+                message=issue.message.replace(f"{root}/", ""),
+            )
+            for issue in error.issues
+        ]
+        raise SpecError(issues, "request") from None
 
 
 def plan_for_service(env_id: str, budget: int, use_case: str, overrides: list[str]) -> Any:

@@ -175,9 +175,7 @@ def _pareto_lines(spec: AnySpec, study: optuna.Study, best: int) -> list[str]:
     return pareto_markdown(pareto_front(study), spec.tune.scoring.threshold, best)
 
 
-def _verified_lines(
-    spec: AnySpec, verified: list[dict[str, Any]] | None, best: int
-) -> list[str]:
+def _verified_lines(spec: AnySpec, verified: list[dict[str, Any]] | None, best: int) -> list[str]:
     if verified is None:
         return []
     assert spec.tune is not None and spec.tune.verify is not None

@@ -31,7 +31,12 @@ TUNE: dict[str, Any] = {
     "sampler": {"type": "random", "seed": 0},
     "pruner": {"type": "median", "n_startup_trials": 5, "n_warmup_evaluations": 0},
     "space": {
-        "update.learning_rate.start": {"type": "float", "low": LR_LOW, "high": LR_HIGH, "log": True},
+        "update.learning_rate.start": {
+            "type": "float",
+            "low": LR_LOW,
+            "high": LR_HIGH,
+            "log": True,
+        },
         "lm.kl.beta": {"type": "categorical", "choices": [0.01, 0.1]},
     },
 }
