@@ -93,6 +93,7 @@ class PlanCreate(BaseModel):
         None,
         min_length=1,
         max_length=512,
+        pattern=r"^[^\x00]+$",
         description="use_case rlhf: the model folder (transformers format), relative to the "
         "operator's LM folder, e.g. arithmetic/sft.",
     )
@@ -100,6 +101,7 @@ class PlanCreate(BaseModel):
         None,
         min_length=1,
         max_length=512,
+        pattern=r"^[^\x00]+$",
         description="use_case rlhf: the JSONL prompt file (with `answer`s), relative to the "
         "operator's LM folder.",
     )

@@ -119,3 +119,33 @@ def test_validate_takes_an_lm_spec_as_yaml_and_as_typed_json(lm_server):
         assert as_json.json()["spec_hash"] == body["spec_hash"]
         refused = alice.post("/v1/specs/validate", json=yaml.safe_load(short_spec(lm__kl__beta=-1)))
         assert refused.status_code == 422 and "lm.kl.beta" in refused.text
+
+
+def test_plans_rlhf_writes_an_lm_spec_the_service_takes(lm_server):
+    body = {
+        "use_case": "rlhf",
+        "model_dir": "arithmetic/sft",
+        "prompts": "arithmetic/train.jsonl",
+        "budget": 1280,
+    }
+    with lm_server.client("alice") as alice:
+        planned = alice.post("/v1/plans", json=body)
+        assert planned.status_code == 200, planned.text
+        spec = yaml.safe_load(planned.json()["spec_yaml"])
+        assert spec["algorithm"] == "ppo_lm" and spec["lm"]["model"]["policy"] == "arithmetic/sft"
+        assert spec["lm"]["prompts"]["path"] == "arithmetic/train.jsonl"
+        assert spec["lm"]["prompts_per_update"] * spec["budget"]["updates"] >= 1280
+        checked = alice.post(
+            "/v1/specs/validate",
+            content=planned.json()["spec_yaml"],
+            headers={"Content-Type": "application/yaml"},
+        )
+        assert checked.status_code == 200, checked.text
+        mixed = alice.post("/v1/plans", json={**body, "env_id": "CartPole-v1"})
+        assert mixed.status_code == 422 and mixed.json()["issues"][0]["path"] == "env_id"
+        missing = alice.post("/v1/plans", json={"use_case": "rlhf", "budget": 1280})
+        assert [i["path"] for i in missing.json()["issues"]] == ["model_dir", "prompts"]
+        outside = alice.post("/v1/plans", json={**body, "model_dir": "/etc"})
+        assert outside.status_code == 422, outside.text
+        (issue,) = outside.json()["issues"]
+        assert issue["path"] == "model_dir" and "LM folder" in issue["fix"]
