@@ -18,7 +18,8 @@ release with trl/experimental/ppo. Then, from the project's venv:
 
     nice -n 10 .venv/bin/python benchmarks/trl_side_by_side.py --updates 200
 
-runs the platform, then TRL (one after the other), and writes
+runs the platform, then TRL (one after the other; `--parallel`: both at once, each process's
+own CPU time measured), and writes
 benchmarks/results/trl_side_by_side.{json,md}: mean training reward per update (the rollouts'
 share of correct sums), greedy held-out accuracy of each final policy (200 held-out prompts,
 the same function for both), wall and CPU seconds, and the load average.
@@ -29,7 +30,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -172,17 +172,25 @@ def trl_worker(args: argparse.Namespace) -> None:
 # --- Driver: runs in the project's venv --------------------------------------------------------
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[str, float, float]:
-    """(stdout, wall seconds, CPU seconds of the child) of one command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    done = subprocess.run(command, env=env, text=True, capture_output=True, check=False)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"{command[:3]} failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return done.stdout, wall, cpu
+class Timed:
+    """One command started now; `wait()` -> (wall seconds, CPU seconds of that process)."""
+
+    def __init__(self, command: list[str], env: dict[str, str], log: Path) -> None:
+        self.command, self.log = command, log
+        self.started = time.perf_counter()
+        with log.open("w") as out:
+            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=out)
+
+    def wait(self) -> tuple[float, float]:
+        _, status, usage = os.wait4(self.process.pid, 0)
+        wall = time.perf_counter() - self.started
+        self.process.returncode = os.waitstatus_to_exitcode(status)
+        if self.process.returncode != 0:
+            raise SystemExit(
+                f"{self.command[:3]} failed ({self.process.returncode}):\n"
+                + self.log.read_text()[-4000:]
+            )
+        return wall, usage.ru_utime + usage.ru_stime
 
 
 def fifths(values: list[float]) -> tuple[float, float]:
@@ -190,17 +198,21 @@ def fifths(values: list[float]) -> tuple[float, float]:
     return sum(values[:fifth]) / fifth, sum(values[-fifth:]) / fifth
 
 
-def platform_run(home: Path, updates: int, env: dict[str, str]) -> dict[str, Any]:
-    from mlflow.tracking import MlflowClient
-
-    from ppo_platform.training.lm_demo import heldout_accuracy, split_records
-
+def platform_start(updates: int, env: dict[str, str], work: Path) -> Timed:
     command = [
         str(Path(sys.executable).parent / "ppo-platform"), "run",
         str(REPO / "specs" / "lm_arithmetic.yaml"), "--quiet",
         "--set", f"budget.updates={updates}", "--set", "evaluation.every_updates=0",
     ]  # fmt: skip
-    _, wall, cpu = timed(command, env)
+    return Timed(command, env, work / "platform.log")
+
+
+def platform_result(home: Path, timed: Timed) -> dict[str, Any]:
+    from mlflow.tracking import MlflowClient
+
+    from ppo_platform.training.lm_demo import heldout_accuracy, split_records
+
+    wall, cpu = timed.wait()
     client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
     (experiment,) = [e for e in client.search_experiments() if e.name == "lm-arithmetic"]
     (run,) = client.search_runs([experiment.experiment_id])
@@ -215,16 +227,19 @@ def platform_run(home: Path, updates: int, env: dict[str, str]) -> dict[str, Any
     }
 
 
-def trl_run(demo: Any, updates: int, env: dict[str, str], work: Path) -> dict[str, Any]:
-    from ppo_platform.training.lm_demo import heldout_accuracy, split_records
-
-    out = work / "trl.json"
+def trl_start(demo: Any, updates: int, env: dict[str, str], work: Path) -> Timed:
     command = [
         str(TRL_PYTHON), __file__, "--trl-worker", "--model", str(demo.model),
-        "--train", str(demo.train), "--updates", str(updates), "--out", str(out),
+        "--train", str(demo.train), "--updates", str(updates), "--out", str(work / "trl.json"),
     ]  # fmt: skip
-    _, wall, cpu = timed(command, env)
-    found = json.loads(out.read_text())
+    return Timed(command, env, work / "trl.log")
+
+
+def trl_result(timed: Timed, work: Path) -> dict[str, Any]:
+    from ppo_platform.training.lm_demo import heldout_accuracy, split_records
+
+    wall, cpu = timed.wait()
+    found = json.loads((work / "trl.json").read_text())
     return {
         "rewards": [row["objective/scores"] for row in found["logs"]],
         "kl_final": found["logs"][-1].get("objective/kl") if found["logs"] else None,
@@ -241,10 +256,14 @@ def report(result: dict[str, Any], updates: int) -> str:
     lines = [
         "# ppo-platform vs TRL PPOTrainer on the language-model demo",
         "",
-        f"`nice -n 10 .venv/bin/python benchmarks/trl_side_by_side.py --updates {updates}` "
+        f"`nice -n 10 .venv/bin/python benchmarks/trl_side_by_side.py --updates {updates}"
+        + (" --parallel" if result["parallel"] else "")
+        + "` "
         f"(2 shared CPU cores; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the "
         "end, other work running: wall times are not comparable as absolutes, CPU seconds are "
-        "the better measure). Runs one after the other, one seed each; trl 1.12.0 "
+        "the better measure). "
+        + ("Both ran at once" if result["parallel"] else "Runs one after the other")
+        + ", one seed each; trl 1.12.0 "
         "(trl.experimental.ppo), transformers 5.24.0, torch 2.13.0 CPU.",
         "",
         f"SFT greedy held-out accuracy: {result['sft_accuracy']:.3f}. Same model, prompts, "
@@ -272,11 +291,34 @@ def report(result: dict[str, Any], updates: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def demo_files(home: Path, copy_from: Path | None) -> Any:
+    """`lm init-demo` in `home`, or a copy of the demo another home built (same seed)."""
+    import shutil
+
+    from ppo_platform.settings import get_settings
+    from ppo_platform.training.lm_demo import DemoFiles, greedy_accuracy, init_demo, split_records
+
+    if copy_from is None:
+        return init_demo(get_settings())
+    shutil.copytree(copy_from / "lm", home / "lm")
+    folder = home / "lm" / "arithmetic"
+    accuracy = greedy_accuracy(folder / "sft", split_records()[1])
+    return DemoFiles(
+        folder, folder / "sft", folder / "train.jsonl", folder / "heldout.jsonl", accuracy, 0.0
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--updates", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out-name", default="trl_side_by_side")
+    parser.add_argument(
+        "--demo-from", type=Path, help="A platform home whose lm/ holds the built demo."
+    )
+    parser.add_argument(
+        "--parallel", action="store_true", help="Run both at once (a loaded machine's choice)."
+    )
     parser.add_argument("--trl-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--train", help=argparse.SUPPRESS)
@@ -291,13 +333,18 @@ def main() -> None:
     home = Path(tempfile.mkdtemp(prefix="trl_side_by_side_"))
     os.environ["PPO_PLATFORM_HOME"] = str(home)
     env = {**os.environ, "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-    from ppo_platform.settings import get_settings
-    from ppo_platform.training.lm_demo import init_demo
-
-    demo = init_demo(get_settings())
+    demo = demo_files(home, args.demo_from)
     result: dict[str, Any] = {"sft_accuracy": demo.sft_accuracy, "updates": args.updates}
-    result["platform"] = platform_run(home, args.updates, env)
-    result["trl"] = trl_run(demo, args.updates, env, home)
+    if args.parallel:  # both at once, each process's own CPU time measured
+        platform, trl = (
+            platform_start(args.updates, env, home),
+            trl_start(demo, args.updates, env, home),
+        )
+        result["platform"], result["trl"] = platform_result(home, platform), trl_result(trl, home)
+    else:
+        result["platform"] = platform_result(home, platform_start(args.updates, env, home))
+        result["trl"] = trl_result(trl_start(demo, args.updates, env, home), home)
+    result["parallel"] = args.parallel
     result["load_average"] = os.getloadavg()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / f"{args.out_name}.json").write_text(json.dumps(result, indent=1))
