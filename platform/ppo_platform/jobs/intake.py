@@ -9,7 +9,7 @@ import dataclasses
 import json
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from pydantic import TypeAdapter
 
@@ -24,7 +24,7 @@ from ppo_platform.spec.env_ids import (
 )
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
-from ppo_platform.spec.lm_loader import load_any_spec_text
+from ppo_platform.spec.lm_loader import AnySpec, load_any_spec_text
 from ppo_platform.spec.loader import load_spec_text
 from ppo_platform.spec.resources import budget_refusals
 from ppo_platform.spec.rules import (
@@ -85,7 +85,7 @@ def refuse_rollout_over_budget(spec: ExperimentSpec, source: str) -> None:
         raise SpecError([issue], source)
 
 
-def _reachable(spec: ExperimentSpec, param: str) -> list[tuple[str, Any]]:
+def _reachable(spec: AnySpec, param: str) -> list[tuple[str, Any]]:
     """(bound, value) for every extreme a study's space can sample for `param` (none if the
     space does not tune it)."""
     from ppo_platform.tuning.space import reachable_values
@@ -95,7 +95,7 @@ def _reachable(spec: ExperimentSpec, param: str) -> list[tuple[str, Any]]:
     return [] if dist is None else reachable_values(dist)
 
 
-def _range(spec: ExperimentSpec, param: str, current: int) -> tuple[int, int]:
+def _range(spec: AnySpec, param: str, current: int) -> tuple[int, int]:
     """The smallest and largest whole number a study can sample for `param` (the spec's own
     if not tuned)."""
     numbers = [
@@ -137,9 +137,9 @@ def run_steps_bound(spec: ExperimentSpec, source: str) -> int:
     return largest_budget + largest - 1
 
 
-def study_env_steps(spec: ExperimentSpec, source: str) -> int:
-    """Env steps of every run a study can start: each trial on its most seeds (racing's
-    seeds_max), then each verified trial once per held-out seed; every run at its bound."""
+def study_runs(spec: AnySpec) -> int:
+    """Training runs a study can start: each trial on its most seeds (racing's seeds_max),
+    then each verified trial once per held-out seed."""
     from ppo_platform.tuning.study import study_budget
 
     assert spec.tune is not None
@@ -147,7 +147,12 @@ def study_env_steps(spec: ExperimentSpec, source: str) -> int:
     runs = trials * spec.tune.seeds_max
     if spec.tune.verify is not None:
         runs += min(spec.tune.verify.top_trials, trials) * len(spec.tune.verify.seeds)
-    return run_steps_bound(spec, source) * runs
+    return runs
+
+
+def study_env_steps(spec: ExperimentSpec, source: str) -> int:
+    """Env steps of every run a study can start, every run at its bound."""
+    return run_steps_bound(spec, source) * study_runs(spec)
 
 
 def check_sampled_envs(spec: ExperimentSpec, source: str) -> None:
@@ -175,7 +180,7 @@ def check_sampled_envs(spec: ExperimentSpec, source: str) -> None:
         issue = replace(first, path="tune.space", value=sorted(widest), message=message)
         raise SpecError([issue], source) from None
     probes = [
-        (path, bound, value, build_trial_spec(data, {path: value}))
+        (path, bound, value, cast(ExperimentSpec, build_trial_spec(data, {path: value})))
         for path in tuned
         for bound, value in _reachable(spec, path)
     ]
@@ -258,12 +263,11 @@ def prepare_lm_submission(text: str, max_env_steps: int, source: str) -> Submiss
     spec = load_any_spec_text(text, source, from_outside=True)
     assert isinstance(spec, LMExperimentSpec)
     tokens, runs = lm_tokens_bound(spec), 1
-    if spec.tune is not None:
+    if spec.tune is not None:  # counted as a gymnasium study is (study_runs)
         from ppo_platform.tuning import check_space
-        from ppo_platform.tuning.study import study_budget
 
         check_space(spec)  # every path and bound of the space, before anything is queued
-        runs = spec.tune.seeds_max * study_budget(spec)
+        runs = study_runs(spec)
     tokens *= runs
     if tokens > max_env_steps:
         issue = SpecIssue(
@@ -292,23 +296,17 @@ LM_SIZE_PATHS = ("budget.updates", "lm.prompts_per_update", "lm.generation.max_n
 
 def lm_tokens_bound(spec: LMExperimentSpec) -> int:
     """Tokens one run can generate: updates x prompts_per_update x max_new_tokens, each at
-    the highest value the tune space can sample (a space over them is checked by then)."""
-    highest = {
-        "budget.updates": spec.budget.updates,
-        "lm.prompts_per_update": spec.lm.prompts_per_update,
-        "lm.generation.max_new_tokens": spec.lm.generation.max_new_tokens,
-    }
-    space = spec.tune.space if spec.tune is not None else {}
-    for path in LM_SIZE_PATHS:
-        dist = space.get(path)
-        if dist is not None:
-            values = dist.choices if dist.type == "categorical" else [dist.high]
-            highest[path] = max(int(v) for v in values if isinstance(v, int | float))
-    return (
-        highest["budget.updates"]
-        * highest["lm.prompts_per_update"]
-        * highest["lm.generation.max_new_tokens"]
+    the largest value the tune space can sample (the spec's own when not tuned)."""
+    tune = spec.tune is not None
+    sizes = (
+        ("budget.updates", spec.budget.updates),
+        ("lm.prompts_per_update", spec.lm.prompts_per_update),
+        ("lm.generation.max_new_tokens", spec.lm.generation.max_new_tokens),
     )
+    tokens = 1
+    for path, current in sizes:
+        tokens *= _range(spec, path, current)[1] if tune else current
+    return tokens
 
 
 SERVICE_FIELDS = {"--model-dir": "model_dir", "--prompts": "prompts", "--budget": "budget"}

@@ -111,3 +111,19 @@ def test_an_lm_study_without_held_out_prompts_is_refused(demo_home: Path, tmp_pa
     result = CliRunner().invoke(app, ["tune", str(path)])
     assert result.exit_code == 2
     assert "lm.eval_prompts" in result.output and "held-out" in result.output
+
+
+def test_an_lm_study_counts_every_trial_seed_at_its_largest_size(demo_home: Path, tmp_path: Path):
+    from ppo_platform.errors import SpecError
+    from ppo_platform.jobs.intake import prepare_lm_submission
+
+    space = {"lm.prompts_per_update": {"type": "categorical", "choices": [8, 16]}}
+    text = lm_tune_spec(tmp_path, space).read_text()
+    # 2 trials x 1 seed x (2 updates x 16 prompts x 4 new tokens) at the space's largest
+    submission = prepare_lm_submission(text, 256, "request")
+    assert (submission.kind, submission.total_timesteps) == ("tune", 256)
+    with pytest.raises(SpecError) as refused:
+        prepare_lm_submission(text, 255, "request")
+    (issue,) = refused.value.issues
+    assert issue.path == "budget.updates" and issue.rule == "max_env_steps"
+    assert "256 tokens" in issue.message
