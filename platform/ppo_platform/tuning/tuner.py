@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ppo_platform.execution import worker_count
+from ppo_platform.execution.local import worker_count
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec

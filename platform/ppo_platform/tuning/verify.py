@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ppo_platform.errors import TrainingError
-from ppo_platform.execution import Task, TaskResult, run_tasks
+from ppo_platform.execution.base import Task, TaskResult
 from ppo_platform.execution.choose import pool_executor
+from ppo_platform.execution.local import run_tasks
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag

@@ -18,8 +18,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppo_platform import tracing
-from ppo_platform.execution import Task, run_tasks
+from ppo_platform.execution.base import Task
 from ppo_platform.execution.choose import pool_executor
+from ppo_platform.execution.local import run_tasks
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm_loader import AnySpec
