@@ -98,6 +98,7 @@ def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[
     spec = config.spec
     assert spec.tune is not None and spec.tune.verify is not None
     trial_spec = best_spec(spec, trial)
+    assert isinstance(trial_spec, ExperimentSpec)  # check_space refuses verify for ppo_lm
     run = TrialRun(_open_verify_run(config, trial, trial_spec))
     values: list[float] = []
     timesteps = alerts = 0
