@@ -150,12 +150,17 @@ def lm_spec_section() -> str:
     from ppo_platform.spec.lm import LMExperimentSpec
 
     schema = LMExperimentSpec.model_json_schema()
-    rows = field_rows(schema.get("$defs", {}), schema, "", set())
-    return "\n".join(
-        [
-            "## Language-model specs (`algorithm: ppo_lm`)\n",
-            "A spec with `algorithm: ppo_lm` trains a local causal language model "
-            "([language models](../guides/language-models.md)). Its fields:\n",
-            table(HEADERS, list(rows)),
-        ]
-    )
+    defs, seen = schema.get("$defs", {}), set(spec_schema().get("$defs", {}))
+    parts = [
+        "## Language-model specs (`algorithm: ppo_lm`)\n",
+        "A spec with `algorithm: ppo_lm` trains a local causal language model "
+        "([language models](../guides/language-models.md)). Its fields:\n",
+        table(HEADERS, list(field_rows(defs, schema, "", seen))),
+    ]
+    # Types only a language-model spec uses, held in lists (the reward terms of lm.rewards).
+    for name in [n for n in sorted(defs) if n not in seen and "properties" in defs[n]]:
+        parts.append(f"### {name}\n")
+        if defs[name].get("description"):
+            parts.append(cell(defs[name]["description"]) + "\n")
+        parts.append(table(HEADERS, list(field_rows(defs, defs[name], "", seen))))
+    return "\n".join(parts)

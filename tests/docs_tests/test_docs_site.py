@@ -66,11 +66,17 @@ def spec_fields(schema: dict[str, Any]) -> dict[str, str]:
 
 def test_every_spec_field_appears_with_its_description(site: SiteBuild) -> None:
     from ppo_platform.spec.experiment import ExperimentSpec
+    from ppo_platform.spec.lm import LMExperimentSpec
 
     schema = ExperimentSpec.model_json_schema()
     codes, text = site.code_spans("reference/spec"), site.squeezed("reference/spec")
     fields = spec_fields(schema)
     assert {"name", "env", "epochs", "clip_epsilon", "gae_lambda", "space"} <= set(fields)
+    # A language-model spec's fields (`algorithm: ppo_lm`) are named too.
+    lm_fields = spec_fields(LMExperimentSpec.model_json_schema())
+    assert {"lm", "model", "prompts_per_update", "reward_model"} <= set(lm_fields)
+    unnamed = [n for n in lm_fields if not any(c == n or c.endswith(f".{n}") for c in codes)]
+    assert not unnamed, f"language-model spec fields missing from the reference: {unnamed}"
     for name, description in fields.items():
         assert any(code == name or code.endswith(f".{name}") for code in codes), name
         assert squeeze(description) in text, (name, description)

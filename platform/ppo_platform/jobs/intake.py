@@ -5,9 +5,11 @@ sweep members or search space, and the per-key env-step limit.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from dataclasses import replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from pydantic import TypeAdapter
 
@@ -22,10 +24,14 @@ from ppo_platform.spec.env_ids import (
 )
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
-from ppo_platform.spec.lm_loader import load_any_spec_text
+from ppo_platform.spec.lm_loader import AnySpec, load_any_spec_text
 from ppo_platform.spec.loader import load_spec_text
 from ppo_platform.spec.resources import budget_refusals
-from ppo_platform.spec.rules import rollout_over_budget_issue, trained_steps
+from ppo_platform.spec.rules import (
+    rollout_over_budget_issue,
+    search_space_refusal,
+    trained_steps,
+)
 from ppo_platform.spec.vectorization import check_vectorization
 from ppo_platform.spec.yaml_source import check_spec_size, parse_yaml
 
@@ -54,8 +60,7 @@ def _env_sizes(env_id: str, kwargs_json: str, wrappers_json: str, source: str) -
 def check_env_remembered(spec: ExperimentSpec, source: str) -> None:
     """`check_spec_env` with the env check remembered; the resource budget is checked anew.
     Sizes and names come first: nothing is built (or hashed) from kwargs that fail them."""
-    refuse_oversized_kwargs(spec.env.kwargs, source)
-    refuse_importing_env(spec.env.id, spec.env.kwargs, source)
+    _refuse_named_or_oversized(spec, source)
     kwargs = json.dumps(spec.env.kwargs, sort_keys=True, default=repr)
     wrappers = json.dumps([w.model_dump(mode="json") for w in spec.env.wrappers], sort_keys=True)
     issues = budget_refusals(spec, *_env_sizes(spec.env.id, kwargs, wrappers, source))
@@ -80,41 +85,121 @@ def refuse_rollout_over_budget(spec: ExperimentSpec, source: str) -> None:
         raise SpecError([issue], source)
 
 
-def _largest(spec: ExperimentSpec, param: str, current: int) -> int:
-    """The largest value a study's space can sample for `param` (the spec's own if not tuned)."""
+def _reachable(spec: AnySpec, param: str) -> list[tuple[str, Any]]:
+    """(bound, value) for every extreme a study's space can sample for `param` (none if the
+    space does not tune it)."""
+    from ppo_platform.tuning.space import reachable_values
+
     assert spec.tune is not None
     dist = spec.tune.space.get(param)
-    if dist is None:
-        return current
-    values = dist.choices if dist.type == "categorical" else [dist.high]
-    numbers = [int(v) for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    return max(numbers, default=current)
+    return [] if dist is None else reachable_values(dist)
 
 
-def trial_steps_bound(spec: ExperimentSpec, source: str) -> int:
-    """Env steps one trial's run can train at most: its budget rounded up to whole rollouts of
-    the largest rollout the space can sample (refused if that rollout exceeds the budget)."""
-    largest = _largest(spec, "env.n_envs", spec.env.n_envs) * _largest(
-        spec, "rollout.n_steps", spec.rollout.n_steps
+def _range(spec: AnySpec, param: str, current: int) -> tuple[int, int]:
+    """The smallest and largest whole number a study can sample for `param` (the spec's own
+    if not tuned)."""
+    numbers = [
+        int(value)
+        for _, value in _reachable(spec, param)
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    ]
+    return min(numbers, default=current), max(numbers, default=current)
+
+
+def run_steps_bound(spec: ExperimentSpec, source: str) -> int:
+    """Env steps one run of a study (a trial's seed, a held-out run) can train at most: the
+    largest budget its space can sample, rounded up to whole rollouts of the largest rollout
+    it can sample; refused if that rollout is larger than the smallest budget it can sample."""
+    assert spec.tune is not None
+    largest = (
+        _range(spec, "env.n_envs", spec.env.n_envs)[1]
+        * _range(spec, "rollout.n_steps", spec.rollout.n_steps)[1]
     )
-    total = spec.budget.total_timesteps
-    if largest > total:
+    smallest_budget, largest_budget = _range(
+        spec, "budget.total_timesteps", spec.budget.total_timesteps
+    )
+    if largest > smallest_budget:
         issue = SpecIssue(
             "tune.space",
             f"refused: the space can sample a rollout of {largest} env steps (env.n_envs x "
-            f"rollout.n_steps), larger than budget.total_timesteps = {total}; training "
-            "collects whole rollouts, so a trial would train past its budget.",
+            f"rollout.n_steps), larger than a budget.total_timesteps it can run "
+            f"({smallest_budget}); training collects whole rollouts, so a trial would train "
+            "past its budget.",
             largest,
             fix="lower the highest env.n_envs or rollout.n_steps the space samples, or raise "
-            "budget.total_timesteps.",
+            "the lowest budget.total_timesteps.",
             rule="rollout_over_budget",
         )
         raise SpecError([issue], source)
-    assert spec.tune is not None
     if not {"env.n_envs", "rollout.n_steps"} & set(spec.tune.space):
-        return trained_steps(spec)  # every trial collects the spec's own rollouts
+        return -(-largest_budget // largest) * largest  # rollouts of the spec's one size
     # Whole rollouts of any size up to `largest` overshoot the budget by less than one.
-    return total + largest - 1
+    return largest_budget + largest - 1
+
+
+def study_runs(spec: AnySpec) -> int:
+    """Training runs a study can start: each trial on its most seeds (racing's seeds_max),
+    then each verified trial once per held-out seed."""
+    from ppo_platform.tuning.study import study_budget
+
+    assert spec.tune is not None
+    trials = study_budget(spec)
+    runs = trials * spec.tune.seeds_max
+    if spec.tune.verify is not None:
+        runs += min(spec.tune.verify.top_trials, trials) * len(spec.tune.verify.seeds)
+    return runs
+
+
+def study_env_steps(spec: ExperimentSpec, source: str) -> int:
+    """Env steps of every run a study can start, every run at its bound."""
+    return run_steps_bound(spec, source) * study_runs(spec)
+
+
+def check_sampled_envs(spec: ExperimentSpec, source: str) -> None:
+    """Every env a study's space can sample passes the checks a submitted env passes (an id or
+    kwarg that imports by name, the kwargs' size, an env PPO can train, the resource budget):
+    the spec is checked with each env parameter (and rollout.n_steps, for the budget) at each
+    value the space can reach, and with every tuned kwarg at its largest at once. Nothing is
+    built from kwargs that fail the size and name rules."""
+    from ppo_platform.tuning.space import base_data, build_trial_spec, trial_data
+
+    assert spec.tune is not None
+    data = base_data(spec)
+    sized = ("env", "rollout.n_steps")  # what the env and the rollout's memory depend on
+    tuned = [p for p in spec.tune.space if p in sized or p.startswith("env.")]
+    widest = {  # each tuned kwarg at its longest value (as JSON)
+        path: max((v for _, v in _reachable(spec, path)), key=lambda v: len(repr(v)))
+        for path in tuned
+        if path.startswith("env.kwargs.")
+    }
+    try:
+        refuse_oversized_kwargs(trial_data(data, widest)["env"]["kwargs"], source)
+    except SpecError as error:
+        first = error.issues[0]
+        message = "refused: the space can sample " + first.message.removeprefix("refused: ")
+        issue = replace(first, path="tune.space", value=sorted(widest), message=message)
+        raise SpecError([issue], source) from None
+    probes = [
+        (path, bound, value, cast(ExperimentSpec, build_trial_spec(data, {path: value})))
+        for path in tuned
+        for bound, value in _reachable(spec, path)
+    ]
+    # The name and size rules for every value first: no env is built from one that fails them.
+    for check in (_refuse_named_or_oversized, check_env_remembered):
+        for path, bound, value, probe in probes:
+            try:
+                check(probe, source)
+            except SpecError as error:
+                issues = [
+                    replace(search_space_refusal(path, bound, value, issue), rule=issue.rule)
+                    for issue in error.issues
+                ]
+                raise SpecError(issues, source) from None
+
+
+def _refuse_named_or_oversized(spec: ExperimentSpec, source: str) -> None:
+    refuse_oversized_kwargs(spec.env.kwargs, source)
+    refuse_importing_env(spec.env.id, spec.env.kwargs, source)
 
 
 def total_env_steps(spec: ExperimentSpec, source: str) -> int:
@@ -132,10 +217,10 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
         return sum(trained_steps(m.spec) for m in members)
     if kind == "tune":
         from ppo_platform.tuning import check_space
-        from ppo_platform.tuning.study import study_budget
 
         check_space(spec)
-        return trial_steps_bound(spec, source) * study_budget(spec)
+        check_sampled_envs(spec, source)
+        return study_env_steps(spec, source)
     return trained_steps(spec)
 
 
@@ -177,28 +262,81 @@ def prepare_lm_submission(text: str, max_env_steps: int, source: str) -> Submiss
     one an action) count against max_env_steps."""
     spec = load_any_spec_text(text, source, from_outside=True)
     assert isinstance(spec, LMExperimentSpec)
-    if spec.tune is not None:
-        issue = SpecIssue("tune", "ppo_lm specs cannot be tuned yet.", None, fix="remove tune.")
-        raise SpecError([issue], source)
-    lm = spec.lm
-    tokens = spec.budget.updates * lm.prompts_per_update * lm.generation.max_new_tokens
+    tokens, runs = lm_tokens_bound(spec), 1
+    if spec.tune is not None:  # counted as a gymnasium study is (study_runs)
+        from ppo_platform.tuning import check_space
+
+        check_space(spec)  # every path and bound of the space, before anything is queued
+        runs = study_runs(spec)
+    tokens *= runs
     if tokens > max_env_steps:
         issue = SpecIssue(
             "budget.updates",
-            f"the run could generate {tokens} tokens (updates x prompts_per_update x "
-            f"max_new_tokens), over the limit max_env_steps = {max_env_steps} per experiment.",
+            f"the {'study' if runs > 1 else 'run'} could generate {tokens} tokens (updates x "
+            f"prompts_per_update x max_new_tokens{' x seeds x trials' if runs > 1 else ''}, "
+            f"at the space's highest values), over the limit max_env_steps = {max_env_steps} "
+            "per experiment.",
             spec.budget.updates,
-            fix="lower budget.updates, lm.prompts_per_update or lm.generation.max_new_tokens.",
+            fix="lower budget.updates, lm.prompts_per_update or lm.generation.max_new_tokens "
+            "(or tune.n_trials and the seeds).",
             rule="max_env_steps",
         )
         raise SpecError([issue], source)
     return Submission(
-        kind="run",
+        kind="tune" if spec.tune is not None else "run",
         name=spec.name,
         spec=spec.resolved(),
         spec_hash=spec.spec_hash(),
         total_timesteps=tokens,
     )
+
+
+LM_SIZE_PATHS = ("budget.updates", "lm.prompts_per_update", "lm.generation.max_new_tokens")
+
+
+def lm_tokens_bound(spec: LMExperimentSpec) -> int:
+    """Tokens one run can generate: updates x prompts_per_update x max_new_tokens, each at
+    the largest value the tune space can sample (the spec's own when not tuned)."""
+    tune = spec.tune is not None
+    sizes = (
+        ("budget.updates", spec.budget.updates),
+        ("lm.prompts_per_update", spec.lm.prompts_per_update),
+        ("lm.generation.max_new_tokens", spec.lm.generation.max_new_tokens),
+    )
+    tokens = 1
+    for path, current in sizes:
+        tokens *= _range(spec, path, current)[1] if tune else current
+    return tokens
+
+
+SERVICE_FIELDS = {"--model-dir": "model_dir", "--prompts": "prompts", "--budget": "budget"}
+
+
+def plan_lm_for_service(model_dir: str, prompts: str, budget: int, overrides: list[str]) -> Any:
+    """The rlhf plan of a request: `model_dir` and `prompts` relative to the operator's LM
+    folder (as an LM spec's paths from outside); the planned spec names them so, and can be
+    submitted as it is. Issues name the request's fields."""
+    from ppo_platform.planner import plan_lm_experiment
+    from ppo_platform.settings import get_settings
+    from ppo_platform.spec.lm_inputs import InputProblem, resolve
+
+    root = get_settings().lm_folder
+    try:
+        folder = resolve(model_dir, "model_dir", root, from_outside=True)
+        prompt_file = resolve(prompts, "prompts", root, from_outside=True)
+        return plan_lm_experiment(folder, prompt_file, budget, overrides, (model_dir, prompts))
+    except InputProblem as problem:
+        raise SpecError([problem.issue], "request") from None
+    except SpecError as error:
+        issues = [
+            dataclasses.replace(
+                issue,
+                path=SERVICE_FIELDS.get(issue.path, issue.path),
+                message=issue.message.replace(f"{root}/", ""),
+            )
+            for issue in error.issues
+        ]
+        raise SpecError(issues, "request") from None
 
 
 def plan_for_service(env_id: str, budget: int, use_case: str, overrides: list[str]) -> Any:

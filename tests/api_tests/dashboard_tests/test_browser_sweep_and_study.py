@@ -1,5 +1,6 @@
 """A finished sweep's page shows its comparison report; a finished study's its trials, best
-value and a best_spec.yaml download."""
+value and a best_spec.yaml download. The sweep's grid carries a value that once ran script on
+this page (markdown that nests a link in an image's alt): it shows as text, runs nothing."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ update: {epochs: 2, minibatch_size: 64}
 budget: {total_timesteps: 256}
 evaluation: {every_timesteps: 256, episodes: 2}
 """
-SWEEP = "name: dash-sweep\n" + BASE + "sweep: {grid: {update.epochs: [1, 2]}, seeds: [0]}\n"
+PAYLOAD = "![[t](http://x/y)](http://x/onerror=alert``//)"
+SWEEP = (
+    "name: dash-sweep\n" + BASE + "sweep: {grid: {update.epochs: [1, 2], "
+    f"tracking.tags.note: ['{PAYLOAD}']}}, seeds: [0]}}\n"
+)
 TUNE = (
     "name: dash-tune\n" + BASE + "tune:\n  n_trials: 2\n  seeds_per_trial: 1\n"
     "  sampler: {type: random, seed: 0}\n"
@@ -39,10 +44,22 @@ def test_a_finished_sweep_and_study_show_report_trials_and_best_spec(
     report = tab.page.locator("#report")
     expect(report.locator("h2").first).to_contain_text("Sweep report: dash-sweep")
     expect(report.locator("table").first.locator("tbody tr")).to_have_count(2)
-    for image in report.locator("img").all():  # returns.png and kl.png load from artifacts
+    plots = report.locator("img[src*='/artifacts/']").all()
+    assert plots
+    for image in plots:  # returns.png, kl.png ... load from artifacts
         assert image.evaluate("img => img.complete && img.naturalWidth > 0")
-
-    assert tab.errors == []
+    # The grid value reached the report, and not one element of it carries a handler (the
+    # CSP would also block one, and log the attempt as a console error: tab.errors).
+    expect(report.locator("table").first).to_contain_text("tracking.tags.note")
+    handlers = report.evaluate(
+        "r => [...r.querySelectorAll('*')].flatMap(e => [...e.attributes])"
+        ".filter(a => a.name.startsWith('on')).length"
+    )
+    assert handlers == 0
+    # The payload's image of another site is kept as an image and blocked by the CSP: the only
+    # error the page may log. An inline handler's would name script-src.
+    blocked = "Loading the image 'http://x/"
+    assert [e for e in tab.errors if not e.startswith(blocked)] == [], tab.errors
 
     tab = tab_bob
     tab.go(f"/experiments/{study['id']}")

@@ -163,3 +163,28 @@ def test_jobs_start_only_while_their_memory_fits_beside_the_running_ones(
             assert _status(alice, second) == "succeeded"  # and ran once the first ended
     finally:
         server.kill()
+
+
+def test_a_key_may_queue_only_so_many_experiments(server_factory, tmp_path, tiny) -> None:
+    # Two queued per key: alice's third waiting submission is a 429; bob's queue is his own.
+    server = server_factory(tmp_path, PPO_PLATFORM_MAX_QUEUED="2")
+    try:
+        with server.client("alice") as alice, server.client("bob") as bob:
+            answers = [
+                alice.post(
+                    "/v1/experiments", content=tiny(steps=100_000, name=f"q{i}"), headers=YAML
+                )
+                for i in range(4)  # at most one runs (one running job per key): two wait
+            ]
+            statuses = [a.status_code for a in answers]
+            assert statuses[:2] == [202, 202] and statuses[-1] == 429, statuses
+            refused = answers[-1].json()
+            assert refused["type"] == "LimitError" and "max_queued" in refused["message"]
+            assert (
+                bob.post("/v1/experiments", content=tiny(steps=64), headers=YAML).status_code == 202
+            )
+            for answer in answers:
+                if answer.status_code == 202:
+                    alice.post(f"/v1/experiments/{answer.json()['id']}/cancel")
+    finally:
+        server.kill()

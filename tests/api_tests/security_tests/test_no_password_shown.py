@@ -9,6 +9,7 @@ import httpx
 
 from api.dashboard.details import mlflow_link
 from ppo_platform.settings import Settings, masked_url
+from tests.api_tests.conftest import wait_for
 
 PASSWORD = "s3cret-pw"
 
@@ -62,5 +63,17 @@ def test_no_page_or_response_shows_the_tracking_password(server_factory, tmp_pat
                 http.get("/v1/experiments", headers=headers),
             ):
                 assert PASSWORD not in response.text, response.url
+            # The run fails on the store it cannot reach: its error, events and page name the
+            # store without the password.
+            with server.client("alice") as api:
+                failed = wait_for(api, job["id"])
+            assert failed["status"] == "failed", failed
+            for response in (
+                http.get(f"/v1/experiments/{job['id']}", headers=headers),
+                http.get(f"/v1/experiments/{job['id']}/events", headers=headers),
+                http.get(f"/experiments/{job['id']}"),
+                http.get("/"),
+            ):
+                assert response.status_code == 200 and PASSWORD not in response.text, response.url
     finally:
         server.kill()

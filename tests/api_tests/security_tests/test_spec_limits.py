@@ -105,3 +105,60 @@ def test_a_study_that_can_sample_a_rollout_over_the_budget_is_refused(alice) -> 
     assert issue["rule"] == "rollout_over_budget" and issue["value"] == 1024
     allowed = text.replace("1024", "128")
     assert alice.post("/v1/specs/validate", content=allowed, headers=YAML).status_code == 200
+
+
+STUDY = """name: study
+env: {id: ppo_platform/GridWorld-v0, n_envs: 1}
+rollout: {n_steps: 64}
+update: {minibatch_size: 64}
+budget: {total_timesteps: %d}
+evaluation: {every_timesteps: 0, episodes: 1}
+tune:
+  n_trials: 2
+  pruner: {type: none}
+  space:
+    update.epochs: {type: int, low: 1, high: 3}
+"""
+
+
+@pytest.mark.parametrize(
+    ("budget", "extra", "trained"),
+    [
+        # 2 trials x 20 seeds x 150,016 (whole rollouts of 64): counted as 2 runs before.
+        (150_000, "  seeds_per_trial: 20\n", 6_000_640),
+        (150_000, "  seeds_per_trial: 2\n  racing: {seeds_max: 20}\n", 6_000_640),
+        # 2 trials, then the 2 best on 20 held-out seeds: 42 runs of 128,000.
+        (128_000, f"  verify: {{seeds: {list(range(100, 120))}, top_trials: 3}}\n", 5_376_000),
+        # A budget the space samples: each trial may train its highest.
+        (1_000, "    budget.total_timesteps: {type: int, low: 1000, high: 10000000}\n", 20_000_000),
+    ],
+)
+def test_a_study_is_counted_by_every_run_it_can_start(alice, post_spec, budget, extra, trained):
+    issue = _issues(post_spec(alice, STUDY % budget + extra))["budget.total_timesteps"]
+    assert issue["rule"] == "max_env_steps", issue
+    assert f"would train {trained} env steps" in issue["message"], issue["message"]
+
+
+HUGE_DESC = "F" * 20_000
+
+
+@pytest.mark.parametrize(
+    ("space", "rule"),
+    [
+        ("env.id: {type: categorical, choices: [CartPole-v1, GymV26Environment-v0]}",
+         "imports_by_name"),
+        ("env.kwargs.env_id: {type: categorical, choices: [a, 'os:system']}", "imports_by_name"),
+        (f"env.kwargs.desc: {{type: categorical, choices: [SF, {HUGE_DESC}]}}",
+         "oversized_env_kwargs"),
+        ("budget.total_timesteps: {type: int, low: 32, high: 4096}", "rollout_over_budget"),
+    ],
+)  # fmt: skip
+def test_a_study_cannot_sample_what_a_spec_may_not_ask(alice, space, rule) -> None:
+    # Each value of the space passes the rules a submitted spec passes, before any env is
+    # built from it: a trial is never the first to meet it.
+    text = (STUDY % 1_000).replace("    update.epochs", f"    {space}\n    update.epochs")
+    response = alice.post("/v1/specs/validate", content=text, headers=YAML)
+    assert response.status_code == 422, response.text
+    rules = {issue["rule"] for issue in response.json()["issues"]}
+    assert rules == {rule}, response.json()["issues"]
+    assert all(i["path"].startswith("tune.space") for i in response.json()["issues"])

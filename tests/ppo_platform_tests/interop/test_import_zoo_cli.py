@@ -68,3 +68,43 @@ def test_note_on_the_effective_minibatch_goes_to_stderr():
     result = runner.invoke(app, ["import-zoo", str(ZOO), "MountainCarContinuous-v0"])
     assert result.exit_code == EXIT_OK, result.output
     assert "note: batch_size 256 is larger than the rollout" in result.stderr
+
+
+# Run in a process where mujoco and Box2D cannot be imported, as on a machine without the
+# `mujoco` and `box2d` extras (None in sys.modules: find_spec finds nothing, import fails).
+WITHOUT_EXTRAS = """
+import json, sys
+sys.modules["mujoco"] = sys.modules["Box2D"] = None
+from typer.testing import CliRunner
+from ppo_platform.cli import app
+from ppo_platform.spec.loader import load_spec_text
+answers = {}
+for entry in sys.argv[2:]:
+    result = CliRunner().invoke(app, ["import-zoo", sys.argv[1], entry])
+    spec = load_spec_text(result.stdout, entry) if result.exit_code == 0 else None
+    answers[entry] = [result.exit_code, result.stderr, spec.env.id if spec else None]
+print(json.dumps(answers))
+"""
+
+
+def test_mujoco_and_box2d_entries_convert_without_their_extras():
+    import json
+    import subprocess
+    import sys
+
+    entries = {"HalfCheetah-v4": "mujoco", "Hopper-v4": "mujoco", "Swimmer-v4": "mujoco",
+               "LunarLander-v3": "box2d"}  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", WITHOUT_EXTRAS, str(ZOO), *entries],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    answers = json.loads(done.stdout.strip().splitlines()[-1])
+    for entry, extra in entries.items():
+        code, stderr, env_id = answers[entry]
+        assert code == EXIT_OK, (entry, stderr)
+        assert env_id and env_id.split("-v")[0] == entry.split("-v")[0]
+        assert f"pip install 'ppo-platform[{extra}]'" in stderr, (entry, stderr)
+        assert "cannot be created on this machine" in stderr
