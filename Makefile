@@ -13,7 +13,8 @@ SPEC ?= specs/cartpole.yaml
 # (transformers, tokenizers) and its tests.
 EXTRAS ?= dev,ray,docs,atari,mujoco,video,export,lm,envpool
 
-.PHONY: run test lint setup docs bench bench-zoo-venv bench-cleanrl-venv bench-cleanrl bench-full
+.PHONY: run test lint setup docs bench bench-zoo-venv bench-cleanrl-venv bench-cleanrl bench-full \
+	bench-trl-venv bench-trl
 
 setup: $(VENV)/.installed
 
@@ -88,3 +89,18 @@ $(ZOO_VENV)/.installed:
 	test -x $(ZOO_VENV)/bin/python || $(PYTHON) -m venv $(ZOO_VENV)
 	timeout 900 $(ZOO_VENV)/bin/python -m pip install --quiet "$(TORCH_PIN)" rl_zoo3
 	touch $@
+
+# TRL's PPOTrainer side by side with `ppo_lm` on the LM demo, TRL only in its own venv (never a
+# project dependency): trl 1.12.0 is the last release with trl/experimental/ppo.
+TRL_VENV ?= benchmarks/.venv-trl
+bench-trl-venv: $(TRL_VENV)/.installed
+
+$(TRL_VENV)/.installed:
+	test -x $(TRL_VENV)/bin/python || $(PYTHON) -m venv $(TRL_VENV)
+	timeout 900 $(TRL_VENV)/bin/python -m pip install --quiet "$(TORCH_PIN)" \
+		transformers==5.24.0 trl==1.12.0
+	touch $@
+
+# Into benchmarks/results/trl_side_by_side.{json,md} (~25 min on 2 loaded cores).
+bench-trl: setup bench-trl-venv
+	HF_HUB_OFFLINE=1 nice -n 10 $(BIN)/python benchmarks/trl_side_by_side.py --updates 200

@@ -81,14 +81,33 @@ class PlanCreate(BaseModel):
 
     model_config = ConfigDict(strict=True, extra="forbid")
 
-    env_id: str = Field(
+    env_id: str | None = Field(
+        None,
         min_length=1,
         max_length=128,
         pattern=ENV_ID_PATTERN,
-        description="A registered gymnasium id, e.g. CartPole-v1.",
+        description="A registered gymnasium id, e.g. CartPole-v1 (every use case but rlhf).",
         examples=["CartPole-v1"],
     )
-    budget: int = Field(gt=0, le=10**10, description="Training budget in env steps.")
+    model_dir: str | None = Field(
+        None,
+        min_length=1,
+        max_length=512,
+        pattern=r"^[^\x00]+$",
+        description="use_case rlhf: the model folder (transformers format), relative to the "
+        "operator's LM folder, e.g. arithmetic/sft.",
+    )
+    prompts: str | None = Field(
+        None,
+        min_length=1,
+        max_length=512,
+        pattern=r"^[^\x00]+$",
+        description="use_case rlhf: the JSONL prompt file (with `answer`s), relative to the "
+        "operator's LM folder.",
+    )
+    budget: int = Field(
+        gt=0, le=10**10, description="Training budget: env steps, or responses for rlhf."
+    )
     use_case: UseCaseName = Field("auto", description="`auto` picks one from the env.")
     overrides: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*=", max_length=500)]] = (
         Field(

@@ -27,6 +27,14 @@ from stable_baselines3.common.utils import LinearSchedule
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from trainers.ppo import MonitoredPPO
 
+
+class AutogradPPO(MonitoredPPO):
+    """Ours without `trainers.manual`: the loss's gradients by autograd."""
+
+    def _manual_loss(self) -> None:
+        return None
+
+
 KWARGS = {
     "n_steps": 32,
     "batch_size": 256,
@@ -67,7 +75,11 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="cProfile ours (CPU time)")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    models = {"stock SB3 PPO": model_with_rollout(PPO), "ours": model_with_rollout(MonitoredPPO)}
+    models = {
+        "stock SB3 PPO": model_with_rollout(PPO),
+        "ours, autograd": model_with_rollout(AutogradPPO),
+        "ours": model_with_rollout(MonitoredPPO),
+    }
     if args.profile:
         profiler = cProfile.Profile(time.thread_time)
         profiler.runcall(lambda: [models["ours"].train() for _ in range(args.updates)])
@@ -85,11 +97,15 @@ def main() -> None:
             per_step[name].append(1e6 * (cpu_seconds() - started) / steps)
     for name, values in per_step.items():
         print(
-            f"{name:14} {statistics.median(values):7.1f} us CPU per Adam step "
+            f"{name:15} {statistics.median(values):7.1f} us CPU per Adam step "
             f"({min(values):.1f}-{max(values):.1f}, {args.rounds} rounds)"
         )
-    ratio = statistics.median(per_step["ours"]) / statistics.median(per_step["stock SB3 PPO"])
-    print(f"ours / stock: {ratio:.2f}x; 1-min load {os.getloadavg()[0]:.1f}")
+    medians = {name: statistics.median(values) for name, values in per_step.items()}
+    print(
+        f"ours / stock: {medians['ours'] / medians['stock SB3 PPO']:.2f}x; ours / ours "
+        f"autograd: {medians['ours'] / medians['ours, autograd']:.2f}x; "
+        f"1-min load {os.getloadavg()[0]:.1f}"
+    )
 
 
 if __name__ == "__main__":

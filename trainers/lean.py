@@ -22,6 +22,7 @@ Anything else (a custom optimizer, gSDE, other distributions, a policy that over
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -62,18 +63,24 @@ class MinibatchStep:
         self.parameters = parameters
         self.lean = _plain_adam(optimizer, parameters)
         self._state: tuple[list[Tensor], list[Tensor], list[Tensor]] | None = None
+        self._count: float | None = None  # the shared Adam step count, once all are equal
 
     def __call__(self, loss: Tensor, max_grad_norm: float) -> Tensor:
         """Step on `loss`; returns the gradient norm before clipping (a 0-d tensor, no sync)."""
         for parameter in self.parameters:
             parameter.grad = None
         loss.backward()
-        grads = [p.grad for p in self.parameters]
+        return self.with_grads([p.grad for p in self.parameters], max_grad_norm)
+
+    def with_grads(self, grads: Sequence[Tensor | None], max_grad_norm: float) -> Tensor:
+        """Step with gradients already computed (`manual.ManualLoss`), in parameters' order."""
+        for parameter, grad in zip(self.parameters, grads, strict=True):
+            parameter.grad = grad
         if not self.lean or any(g is None for g in grads):
             norm = torch.nn.utils.clip_grad_norm_(self.parameters, max_grad_norm)
             self.optimizer.step()
             return norm
-        present: list[Tensor] = grads  # type: ignore[assignment]  # no None (checked above)
+        present: list[Tensor] = list(grads)  # type: ignore[arg-type]  # no None (checked above)
         norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(present, 2.0)), 2.0)
         # clip_grad_norm_'s arithmetic: coefficient max_norm / (norm + 1e-6), at most 1.
         torch._foreach_mul_(present, torch.clamp(max_grad_norm / (norm + 1e-6), max=1.0))
@@ -91,16 +98,46 @@ class MinibatchStep:
                 [state[p]["exp_avg_sq"] for p in self.parameters],
                 [state[p]["step"] for p in self.parameters],
             )
+            counts = {float(step.item()) for step in self._state[2]}  # once per update
+            self._count = counts.pop() if len(counts) == 1 else None
         exp_avgs, exp_avg_sqs, steps = self._state
         group: dict[str, Any] = self.optimizer.param_groups[0]
         beta1, beta2 = group["betas"]
         with torch.no_grad():  # what Optimizer.step's decorator does
+            if self._count is not None and group["weight_decay"] == 0:
+                self._count = _foreach_adam(
+                    (self.parameters, grads, exp_avgs, exp_avg_sqs, steps),
+                    self._count, group["lr"], (beta1, beta2), group["eps"],
+                )  # fmt: skip
+                return
             _multi_tensor_adam(
                 self.parameters, grads, exp_avgs, exp_avg_sqs, [], steps, None, None,
                 amsgrad=False, has_complex=False, beta1=beta1, beta2=beta2, lr=group["lr"],
                 weight_decay=group["weight_decay"], eps=group["eps"], maximize=False,
                 capturable=False, differentiable=False, decoupled_weight_decay=False,
             )  # fmt: skip
+
+
+def _foreach_adam(
+    tensors: tuple[list[Tensor], ...], count: float, lr: float, betas: tuple, eps: float
+) -> float:
+    """torch's `_multi_tensor_adam` for one CPU group without weight decay: the same kernels
+    with the same scalars, but the bias corrections computed once from `count` (the shared step
+    count, kept in Python) instead of one `.item()` per parameter. Returns the new count."""
+    params, grads, exp_avgs, exp_avg_sqs, steps = tensors
+    beta1, beta2 = betas
+    torch._foreach_add_(steps, torch.tensor(1.0, device="cpu"), alpha=1.0)
+    count += 1
+    torch._foreach_lerp_(exp_avgs, grads, 1 - beta1)
+    torch._foreach_mul_(exp_avg_sqs, beta2)
+    torch._foreach_addcmul_(exp_avg_sqs, grads, grads, 1 - beta2)
+    step_size = (lr / (1 - beta1**count)) * -1
+    bias_correction2_sqrt = (1 - beta2**count) ** 0.5
+    exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs)
+    torch._foreach_div_(exp_avg_sq_sqrt, [bias_correction2_sqrt] * len(params))
+    torch._foreach_add_(exp_avg_sq_sqrt, eps)
+    torch._foreach_addcdiv_(params, exp_avgs, exp_avg_sq_sqrt, [step_size] * len(params))
+    return count
 
 
 def _inlined_distribution(policy: ActorCriticPolicy) -> bool:

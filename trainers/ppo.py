@@ -32,6 +32,7 @@ from .losses import (
     ratio_quantiles,
     return_spread,
 )
+from .manual import ManualLoss
 from .reporting import UpdateReportingMixin
 from .rollout import LeanRolloutMixin
 
@@ -238,9 +239,55 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
         self.kl_source = kl_source
         super().__init__(*args, **kwargs)
 
-    def _post_update_kl(self, rollout: _RolloutTensors, discrete: bool) -> Tensor:
+    def _manual_loss(self) -> ManualLoss | None:
+        """The autograd-free loss when it covers this policy and this class's objective."""
+        if type(self)._policy_objective is not ClipPPO._policy_objective:
+            return None
+        return ManualLoss.build(self.policy)
+
+    def _minibatch(
+        self,
+        batch: RolloutBufferSamples,
+        manual: ManualLoss | None,
+        discrete: bool,
+        clips: tuple[float, float | None],
+    ) -> tuple[PolicyLossOutput, Tensor, Tensor, Tensor, list[Tensor] | None]:
+        """The loss terms of one minibatch, and its gradients when `manual` computes them."""
+        clip_epsilon, clip_range_vf = clips
+        advantages = batch.advantages
+        # A minibatch of one has no spread to normalize by (SB3 issue #325).
+        if self.normalize_advantage and len(advantages) > 1:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        if manual is not None:
+            coefficients = (clip_epsilon, self.ent_coef, self.vf_coef, clip_range_vf)
+            return manual(
+                batch.observations, batch.actions, batch.old_log_prob, advantages,
+                batch.old_values, batch.returns, coefficients,
+            )  # fmt: skip
+        actions = batch.actions.long().flatten() if discrete else batch.actions
+        values, log_prob, entropy = evaluate_actions(self.policy, batch.observations, actions)
+        values = values.flatten()
+        out = self._policy_objective(log_prob, batch.old_log_prob, advantages, clip_epsilon)
+        if clip_range_vf is not None:
+            values = batch.old_values + torch.clamp(
+                values - batch.old_values, -clip_range_vf, clip_range_vf
+            )
+        value_loss = F.mse_loss(batch.returns, values)
+        # Without an analytical entropy, -log_prob estimates it.
+        entropy_loss = -torch.mean(-log_prob) if entropy is None else -torch.mean(entropy)
+        loss = out.loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
+        return out, value_loss, entropy_loss, loss, None
+
+    def _post_update_kl(
+        self, rollout: _RolloutTensors, discrete: bool, manual: ManualLoss | None
+    ) -> Tensor:
         """k3 KL(pi_rollout || pi_now) over the whole rollout: no gradients, no random draws."""
         observations, actions, old_log_prob = rollout.whole()
+        if manual is not None and isinstance(observations, Tensor):  # no mode-dependent layer
+            starts = range(0, rollout.size, POST_KL_CHUNK)
+            rows = [slice(start, start + POST_KL_CHUNK) for start in starts]
+            log_prob = [manual.log_prob(observations[r], actions[r]) for r in rows]
+            return k3_kl(torch.cat(log_prob), old_log_prob)
         if discrete:
             actions = actions.long().flatten()
         self.policy.set_training_mode(False)  # e.g. batch-norm statistics stay as they are
@@ -276,30 +323,16 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
         rollout = _RolloutTensors(self.rollout_buffer)
         # Looked up once: policy.parameters() walks every submodule on each call.
         step = MinibatchStep(self.policy.optimizer, list(self.policy.parameters()))
+        manual = self._manual_loss()
         early_stop_epoch = None
         post_kl: Tensor | None = None
 
         for epoch in range(1, self.n_epochs + 1):
             record.start_epoch()
             for batch in rollout.minibatches(self.batch_size):
-                actions = batch.actions.long().flatten() if discrete else batch.actions
-                values, log_prob, entropy = evaluate_actions(
-                    self.policy, batch.observations, actions
+                out, value_loss, entropy_loss, loss, grads = self._minibatch(
+                    batch, manual, discrete, (clip_epsilon, clip_range_vf)
                 )
-                values = values.flatten()
-                advantages = batch.advantages
-                # A minibatch of one has no spread to normalize by (SB3 issue #325).
-                if self.normalize_advantage and len(advantages) > 1:
-                    advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
-                out = self._policy_objective(log_prob, batch.old_log_prob, advantages, clip_epsilon)
-                if clip_range_vf is not None:
-                    values = batch.old_values + torch.clamp(
-                        values - batch.old_values, -clip_range_vf, clip_range_vf
-                    )
-                value_loss = F.mse_loss(batch.returns, values)
-                # Without an analytical entropy, -log_prob estimates it.
-                entropy_loss = -torch.mean(-log_prob) if entropy is None else -torch.mean(entropy)
-                loss = out.loss + self.ent_coef * entropy_loss + self.vf_coef * value_loss
                 record.add(out, value_loss, entropy_loss, loss)
 
                 # The one sync we cannot avoid, and only when asked for: step or stop?
@@ -311,17 +344,20 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
                     early_stop_epoch = epoch
                     break
                 # Returns the norm before clipping: the diagnostic we want.
-                record.grad_norms.append(step(loss, self.max_grad_norm))
+                if grads is None:
+                    record.grad_norms.append(step(loss, self.max_grad_norm))
+                else:
+                    record.grad_norms.append(step.with_grads(grads, self.max_grad_norm))
             self._n_updates += 1
             if self.target_kl is not None and self.kl_source == "post_update":
-                post_kl = self._post_update_kl(rollout, discrete)  # where this epoch ended
+                post_kl = self._post_update_kl(rollout, discrete, manual)  # where this epoch ended
                 if post_kl.item() > TARGET_KL_FACTOR * self.target_kl:
                     early_stop_epoch = epoch
             if early_stop_epoch is not None:
                 break
 
         if post_kl is None:  # not measured after the last epoch yet
-            post_kl = self._post_update_kl(rollout, discrete)
+            post_kl = self._post_update_kl(rollout, discrete, manual)
         extra = {
             "train/approx_kl_post": post_kl,
             **rollout_statistics(self.rollout_buffer, self.policy),

@@ -20,7 +20,16 @@ class LeanRolloutMixin:
     """For an SB3 on-policy algorithm: `collect_rollouts` in inference mode, unvalidated."""
 
     def collect_rollouts(self, *args: Any, **kwargs: Any) -> bool:
+        from .manual import ManualLoss
         from .ppo import distribution_checks_off  # ppo imports this module
 
+        policy = self.policy  # type: ignore[attr-defined]
+        manual = ManualLoss.build(policy)
         with distribution_checks_off(), torch.inference_mode():
-            return super().collect_rollouts(*args, **kwargs)  # type: ignore[misc, no-any-return]
+            if manual is None:
+                return super().collect_rollouts(*args, **kwargs)  # type: ignore[misc, no-any-return]
+            policy.forward = manual.forward  # the policy's own forward, minus its overhead
+            try:
+                return super().collect_rollouts(*args, **kwargs)  # type: ignore[misc, no-any-return]
+            finally:
+                del policy.forward

@@ -12,7 +12,8 @@ from api.deps import IntakeDep, OwnerDep
 from api.errors import ERROR_RESPONSES, error_responses
 from api.schemas import PlanCreate, PlanPublic, ValidationPublic
 from api.spec_body import SPEC_BODY, read_spec_text
-from ppo_platform.jobs.intake import plan_for_service
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.jobs.intake import plan_for_service, plan_lm_for_service
 from ppo_platform.jobs.intake_pool import validation_summary
 
 router = APIRouter(prefix="/v1", tags=["specs"], responses=ERROR_RESPONSES)
@@ -40,9 +41,9 @@ async def validate_spec(request: Request, _owner: OwnerDep, intake: IntakeDep) -
     },
 )
 def create_plan(body: PlanCreate, _owner: OwnerDep, accept: str | None = Header(None)) -> Any:
-    """Plan a run for an env and budget: spec.yaml and skill-ppo-trainer.md (or just the
-    markdown with `Accept: text/markdown`)."""
-    plan = plan_for_service(body.env_id, body.budget, body.use_case, body.overrides)
+    """Plan a run for an env and budget (or, use case rlhf, a model folder and prompts):
+    spec.yaml and skill-ppo-trainer.md (or just the markdown with `Accept: text/markdown`)."""
+    plan = plan_request(body)
     if accept and "text/markdown" in accept and "application/json" not in accept:
         return PlainTextResponse(plan.markdown, media_type="text/markdown")
     public = PlanPublic(
@@ -52,3 +53,56 @@ def create_plan(body: PlanCreate, _owner: OwnerDep, accept: str | None = Header(
         warnings=list(plan.warnings),
     )
     return JSONResponse(public.model_dump())
+
+
+def plan_request(body: PlanCreate) -> Any:
+    """The planner for the request's use case; a field of the other kind is 422, named."""
+    rlhf = body.use_case == "rlhf"
+    wrong = [
+        SpecIssue(field, message, value, fix=fix)
+        for field, value, bad, message, fix in (
+            (
+                "env_id",
+                body.env_id,
+                rlhf and body.env_id is not None,
+                "has no place in an rlhf plan (PPO on a language model).",
+                "leave out env_id; give model_dir and prompts.",
+            ),
+            (
+                "model_dir",
+                body.model_dir,
+                rlhf and body.model_dir is None,
+                "is required for an rlhf plan.",
+                "give the model folder, relative to the LM folder (e.g. arithmetic/sft).",
+            ),
+            (
+                "prompts",
+                body.prompts,
+                rlhf and body.prompts is None,
+                "is required for an rlhf plan.",
+                "give the JSONL prompt file, relative to the LM folder.",
+            ),
+            (
+                "env_id",
+                None,
+                not rlhf and body.env_id is None,
+                f"is required for use case {body.use_case}.",
+                "give a registered env id, or use_case rlhf with model_dir and prompts.",
+            ),
+            (
+                "model_dir",
+                body.model_dir,
+                not rlhf and body.model_dir is not None,
+                "only plans use case rlhf.",
+                "set use_case to rlhf, or leave out model_dir.",
+            ),
+        )
+        if bad
+    ]
+    if wrong:
+        raise SpecError(wrong, "request")
+    if rlhf:
+        assert body.model_dir is not None and body.prompts is not None
+        return plan_lm_for_service(body.model_dir, body.prompts, body.budget, body.overrides)
+    assert body.env_id is not None
+    return plan_for_service(body.env_id, body.budget, body.use_case, body.overrides)

@@ -34,6 +34,15 @@ def short_spec(**changes: object) -> str:
     return yaml.safe_dump(data)
 
 
+def tune_section(space: dict[str, list[object]], n_trials: int = 2) -> dict[str, object]:
+    return {
+        "n_trials": n_trials,
+        "sampler": {"type": "random", "seed": 0},
+        "pruner": {"type": "none"},
+        "space": {path: {"type": "categorical", "choices": c} for path, c in space.items()},
+    }
+
+
 @pytest.fixture(scope="module")
 def lm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     tmp = tmp_path_factory.mktemp("lm_api")
@@ -60,6 +69,22 @@ def test_an_lm_spec_runs_as_a_job(lm_server):
         assert spec.status_code == 200 and "algorithm: ppo_lm" in spec.text
 
 
+@pytest.mark.slow
+def test_an_lm_spec_with_tune_runs_as_a_study_job(lm_server):
+    tune = tune_section({"lm.kl.beta": [0.01, 0.1]}, n_trials=1)
+    with lm_server.client("alice") as alice:
+        response = submit(alice, short_spec(budget__updates=2, tune=tune))
+        assert response.status_code == 202, response.text
+        assert response.json()["kind"] == "tune"
+        job = wait_for(alice, response.json()["id"], timeout=600)
+        assert job["status"] == "succeeded", job["error"]
+        result = job["result"]
+        assert result["best_trial"] == 0 and 0.0 <= result["best_value"] <= 1.0
+        best = yaml.safe_load(result["best_spec"])
+        assert best["algorithm"] == "ppo_lm" and best["lm"]["kl"]["beta"] in (0.01, 0.1)
+        assert "tune" not in best
+
+
 @pytest.mark.parametrize(
     ("changes", "path"),
     [
@@ -68,6 +93,7 @@ def test_an_lm_spec_runs_as_a_job(lm_server):
         ({"update__epochs": 31}, "update.epochs"),
         ({"surrogate__clip_epsilon": 0.35}, "surrogate.clip_epsilon.start"),
         ({"lm__reduction": None}, "lm.reduction"),
+        ({"tune": tune_section({"lm.max_tokens": [2, 4]})}, "tune.space.lm.max_tokens.choices[0]"),
     ],
 )
 def test_bad_lm_specs_are_422_naming_the_field(lm_server, changes, path):
@@ -93,3 +119,33 @@ def test_validate_takes_an_lm_spec_as_yaml_and_as_typed_json(lm_server):
         assert as_json.json()["spec_hash"] == body["spec_hash"]
         refused = alice.post("/v1/specs/validate", json=yaml.safe_load(short_spec(lm__kl__beta=-1)))
         assert refused.status_code == 422 and "lm.kl.beta" in refused.text
+
+
+def test_plans_rlhf_writes_an_lm_spec_the_service_takes(lm_server):
+    body = {
+        "use_case": "rlhf",
+        "model_dir": "arithmetic/sft",
+        "prompts": "arithmetic/train.jsonl",
+        "budget": 1280,
+    }
+    with lm_server.client("alice") as alice:
+        planned = alice.post("/v1/plans", json=body)
+        assert planned.status_code == 200, planned.text
+        spec = yaml.safe_load(planned.json()["spec_yaml"])
+        assert spec["algorithm"] == "ppo_lm" and spec["lm"]["model"]["policy"] == "arithmetic/sft"
+        assert spec["lm"]["prompts"]["path"] == "arithmetic/train.jsonl"
+        assert spec["lm"]["prompts_per_update"] * spec["budget"]["updates"] >= 1280
+        checked = alice.post(
+            "/v1/specs/validate",
+            content=planned.json()["spec_yaml"],
+            headers={"Content-Type": "application/yaml"},
+        )
+        assert checked.status_code == 200, checked.text
+        mixed = alice.post("/v1/plans", json={**body, "env_id": "CartPole-v1"})
+        assert mixed.status_code == 422 and mixed.json()["issues"][0]["path"] == "env_id"
+        missing = alice.post("/v1/plans", json={"use_case": "rlhf", "budget": 1280})
+        assert [i["path"] for i in missing.json()["issues"]] == ["model_dir", "prompts"]
+        outside = alice.post("/v1/plans", json={**body, "model_dir": "/etc"})
+        assert outside.status_code == 422, outside.text
+        (issue,) = outside.json()["issues"]
+        assert issue["path"] == "model_dir" and "LM folder" in issue["fix"]

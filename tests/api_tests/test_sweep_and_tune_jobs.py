@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import httpx
 import pytest
 
@@ -86,6 +88,21 @@ def test_a_tune_job_with_held_out_verification_reports_it(
     assert summary["best_chosen_by"] == "held_out"
     assert job["result"]["best_trial"] == verified["number"] == summary["best_trial"]
     assert job["result"]["best_value"] == verified["held_out_value"]
+    frames = alice.get(f"/v1/experiments/{job['id']}/events").text.split("\n\n")
+    verify = [
+        json.loads(frame.split("\ndata: ", 1)[1])
+        for frame in frames
+        if "\nevent: verify\n" in f"\n{frame}"
+    ]
+    assert [(e["kind"], e["data"]["stage"]) for e in verify] == [
+        ("verify", "started"),
+        ("verify", "trial"),
+    ]
+    assert verify[0]["data"]["seeds"] == [5, 6]
+    assert verify[0]["data"]["trials"] == [verified["number"]]
+    assert verify[1]["data"]["number"] == verified["number"]
+    assert verify[1]["data"]["held_out_value"] == verified["held_out_value"]
+    assert verify[1]["data"]["run_id"] == verified["run_id"]
     with httpx.Client(base_url=server.url, timeout=30) as browser:  # the study page shows it
         assert browser.post("/login", data={"api_key": keys["alice"]}).status_code == 303
         page = browser.get(f"/experiments/{job['id']}").text

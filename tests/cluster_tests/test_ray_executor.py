@@ -8,7 +8,7 @@ import time
 import pytest
 
 from ppo_platform.errors import BadInputError, UnavailableError
-from ppo_platform.execution import Task, TaskResult
+from ppo_platform.execution.base import Task, TaskResult
 from ppo_platform.execution.choose import job_executor, pool_executor
 from ppo_platform.execution.ray_executor import RayExecutor, connect
 from ppo_platform.settings import Settings
@@ -66,7 +66,7 @@ def test_a_dead_worker_process_is_lost_not_failed(ray_address: str) -> None:
 
 
 def test_a_lost_task_runs_again_as_told_up_to_max_attempts(ray_address: str) -> None:
-    from ppo_platform.execution import run_tasks
+    from ppo_platform.execution.local import run_tasks
 
     def again(task: Task, lost: TaskResult) -> Task:
         assert lost.lost

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from cluster_services import READY_LINE, Cluster, _bin
 
-from ppo_platform.execution import Task
+from ppo_platform.execution.base import Task
 from ppo_platform.jobs import Dispatcher, JobStore, ServiceSettings, prepare_submission
 from ppo_platform.jobs.models import TERMINAL
 

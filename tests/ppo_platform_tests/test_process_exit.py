@@ -43,6 +43,8 @@ def test_a_finished_run_exits_at_once_after_its_tracking_process_made_all_durabl
     assert done.stdout.startswith("completed: run ")
     marks = _marks(done.stderr)
     order = [
+        "cli: tracking process started early",  # before the CLI's own imports: one process
+        "cli: run command",
         "tracking: finish answered",
         "finish: tracking process confirmed all durable",
         "tracking: os._exit",
@@ -52,6 +54,7 @@ def test_a_finished_run_exits_at_once_after_its_tracking_process_made_all_durabl
     ]
     positions = [marks.index(mark) for mark in order]  # ValueError if one is missing
     assert positions == sorted(positions), marks
+    assert marks.count("tracking: serving, importing mlflow") == 1, marks
     run_id = done.stdout.split()[2].rstrip(",")
     run = MlflowClient(f"sqlite:///{platform_home / 'mlflow.db'}").get_run(run_id)
     assert run.info.status == "FINISHED"

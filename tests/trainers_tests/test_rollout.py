@@ -60,3 +60,4 @@ def test_the_lean_rollout_is_stock_sb3s_bit_for_bit(kind: str, env_id: str) -> N
     assert our_steps.steps == stock_steps.steps == 3 * 64
     assert [e["r"] for e in ours.ep_info_buffer] == [e["r"] for e in stock.ep_info_buffer]
     assert ours.num_timesteps == stock.num_timesteps == 3 * 64 * 4
+    assert "forward" not in vars(ours.policy)  # trainers.manual's forward was only lent

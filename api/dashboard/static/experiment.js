@@ -126,6 +126,7 @@
   const handlers = { progress: onProgress, alert: onAlert, log: onLog,
     member: (d) => { onProgress(d); onLog(d); },  // a sweep member ended: runs_done moves on
     trial: onLog,  // a study's trial ended (the counts come as progress events)
+    verify: onLog,  // held-out verification began, or verified a trial
     eval: (d) => push("return", d.timesteps, [null, d.eval_mean]) };
   Object.keys(handlers).forEach((kind) => source.addEventListener(kind, (e) => {
     handlers[kind](JSON.parse(e.data).data);

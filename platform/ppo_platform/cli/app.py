@@ -43,6 +43,7 @@ from ppo_platform.spec.loader import dump_spec, load_spec
 from ppo_platform.spec.names import check_run_id, path_inside
 
 if TYPE_CHECKING:
+    from ppo_platform.spec.lm_loader import AnySpec
     from ppo_platform.sweeps.events import SweepEvent
 
 app = typer.Typer(
@@ -269,13 +270,22 @@ TuneOut = Annotated[
 ]
 
 
-def _spec_to_tune(spec: Path, overrides: list[str], space: str | None) -> ExperimentSpec:
-    """The spec with its search space: its own tune section, or `--space auto`'s."""
+def _spec_to_tune(spec: Path, overrides: list[str], space: str | None) -> AnySpec:
+    """The spec (either kind) with its search space: its own tune section, or `--space
+    auto`'s (gymnasium specs only)."""
+    from ppo_platform.spec.lm_loader import load_any_spec
     from ppo_platform.tuning import with_auto_space
 
-    experiment = load_spec(spec, overrides)
-    if space == "auto":
+    experiment = load_any_spec(spec, overrides)
+    if space == "auto" and isinstance(experiment, ExperimentSpec):
         return with_auto_space(experiment)
+    if space == "auto":
+        bad_option(
+            "--space",
+            space,
+            "has no automatic space for ppo_lm specs.",
+            "write a tune.space over the spec's fields (see docs/guides/language-models.md).",
+        )
     if experiment.tune is None:
         issue = SpecIssue(
             "tune",

@@ -16,7 +16,6 @@ from ppo_platform.cli.env_commands import EnvPackages
 from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import fail
 from ppo_platform.errors import EXIT_BAD_INPUT, EXIT_FAILED, PlatformError
-from ppo_platform.public import ExperimentStatus
 from ppo_platform.spec.loader import read_spec_text
 
 if TYPE_CHECKING:
@@ -151,6 +150,8 @@ def submit(
         fail(error)
     result = job.result.model_dump(mode="json") if job.result else None
     typer.echo(f"{job.status.value}: run {job.mlflow_run_id}, result {result}")
+    from ppo_platform.public import ExperimentStatus  # here: `run` does not pay for the models
+
     if job.status != ExperimentStatus.SUCCEEDED:
         raise typer.Exit(EXIT_FAILED)
 

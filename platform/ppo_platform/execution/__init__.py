@@ -1,17 +1,7 @@
-"""Where tasks run: the Executor interface and its local process pool (the default)."""
+"""Where tasks run: the Executor interface (`base`), its local process pool (`local`, the
+default), an isolated process per task (`isolated`), Ray (`ray_executor`), the one task body and
+its signal rules (`body`, `signals`), and the child-process helper (`child`).
 
-from ppo_platform.execution.base import Executor, Task, TaskResult
-from ppo_platform.execution.local import LocalExecutor, default_workers, run_tasks, worker_count
-from ppo_platform.execution.threads import THREAD_ENV_VARS, pin_threads
-
-__all__ = [
-    "THREAD_ENV_VARS",
-    "Executor",
-    "LocalExecutor",
-    "Task",
-    "TaskResult",
-    "default_workers",
-    "pin_threads",
-    "run_tasks",
-    "worker_count",
-]
+Nothing is imported here: a process that needs only `execution.child` (the tracking process,
+an evaluation worker) does not import the pool and multiprocessing with it.
+"""

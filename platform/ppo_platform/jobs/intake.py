@@ -5,10 +5,11 @@ sweep members or search space, and the per-key env-step limit.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import replace
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from pydantic import TypeAdapter
 
@@ -23,7 +24,7 @@ from ppo_platform.spec.env_ids import (
 )
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
-from ppo_platform.spec.lm_loader import load_any_spec_text
+from ppo_platform.spec.lm_loader import AnySpec, load_any_spec_text
 from ppo_platform.spec.loader import load_spec_text
 from ppo_platform.spec.resources import budget_refusals
 from ppo_platform.spec.rules import (
@@ -84,7 +85,7 @@ def refuse_rollout_over_budget(spec: ExperimentSpec, source: str) -> None:
         raise SpecError([issue], source)
 
 
-def _reachable(spec: ExperimentSpec, param: str) -> list[tuple[str, Any]]:
+def _reachable(spec: AnySpec, param: str) -> list[tuple[str, Any]]:
     """(bound, value) for every extreme a study's space can sample for `param` (none if the
     space does not tune it)."""
     from ppo_platform.tuning.space import reachable_values
@@ -94,7 +95,7 @@ def _reachable(spec: ExperimentSpec, param: str) -> list[tuple[str, Any]]:
     return [] if dist is None else reachable_values(dist)
 
 
-def _range(spec: ExperimentSpec, param: str, current: int) -> tuple[int, int]:
+def _range(spec: AnySpec, param: str, current: int) -> tuple[int, int]:
     """The smallest and largest whole number a study can sample for `param` (the spec's own
     if not tuned)."""
     numbers = [
@@ -136,9 +137,9 @@ def run_steps_bound(spec: ExperimentSpec, source: str) -> int:
     return largest_budget + largest - 1
 
 
-def study_env_steps(spec: ExperimentSpec, source: str) -> int:
-    """Env steps of every run a study can start: each trial on its most seeds (racing's
-    seeds_max), then each verified trial once per held-out seed; every run at its bound."""
+def study_runs(spec: AnySpec) -> int:
+    """Training runs a study can start: each trial on its most seeds (racing's seeds_max),
+    then each verified trial once per held-out seed."""
     from ppo_platform.tuning.study import study_budget
 
     assert spec.tune is not None
@@ -146,7 +147,12 @@ def study_env_steps(spec: ExperimentSpec, source: str) -> int:
     runs = trials * spec.tune.seeds_max
     if spec.tune.verify is not None:
         runs += min(spec.tune.verify.top_trials, trials) * len(spec.tune.verify.seeds)
-    return run_steps_bound(spec, source) * runs
+    return runs
+
+
+def study_env_steps(spec: ExperimentSpec, source: str) -> int:
+    """Env steps of every run a study can start, every run at its bound."""
+    return run_steps_bound(spec, source) * study_runs(spec)
 
 
 def check_sampled_envs(spec: ExperimentSpec, source: str) -> None:
@@ -174,7 +180,7 @@ def check_sampled_envs(spec: ExperimentSpec, source: str) -> None:
         issue = replace(first, path="tune.space", value=sorted(widest), message=message)
         raise SpecError([issue], source) from None
     probes = [
-        (path, bound, value, build_trial_spec(data, {path: value}))
+        (path, bound, value, cast(ExperimentSpec, build_trial_spec(data, {path: value})))
         for path in tuned
         for bound, value in _reachable(spec, path)
     ]
@@ -256,28 +262,81 @@ def prepare_lm_submission(text: str, max_env_steps: int, source: str) -> Submiss
     one an action) count against max_env_steps."""
     spec = load_any_spec_text(text, source, from_outside=True)
     assert isinstance(spec, LMExperimentSpec)
-    if spec.tune is not None:
-        issue = SpecIssue("tune", "ppo_lm specs cannot be tuned yet.", None, fix="remove tune.")
-        raise SpecError([issue], source)
-    lm = spec.lm
-    tokens = spec.budget.updates * lm.prompts_per_update * lm.generation.max_new_tokens
+    tokens, runs = lm_tokens_bound(spec), 1
+    if spec.tune is not None:  # counted as a gymnasium study is (study_runs)
+        from ppo_platform.tuning import check_space
+
+        check_space(spec)  # every path and bound of the space, before anything is queued
+        runs = study_runs(spec)
+    tokens *= runs
     if tokens > max_env_steps:
         issue = SpecIssue(
             "budget.updates",
-            f"the run could generate {tokens} tokens (updates x prompts_per_update x "
-            f"max_new_tokens), over the limit max_env_steps = {max_env_steps} per experiment.",
+            f"the {'study' if runs > 1 else 'run'} could generate {tokens} tokens (updates x "
+            f"prompts_per_update x max_new_tokens{' x seeds x trials' if runs > 1 else ''}, "
+            f"at the space's highest values), over the limit max_env_steps = {max_env_steps} "
+            "per experiment.",
             spec.budget.updates,
-            fix="lower budget.updates, lm.prompts_per_update or lm.generation.max_new_tokens.",
+            fix="lower budget.updates, lm.prompts_per_update or lm.generation.max_new_tokens "
+            "(or tune.n_trials and the seeds).",
             rule="max_env_steps",
         )
         raise SpecError([issue], source)
     return Submission(
-        kind="run",
+        kind="tune" if spec.tune is not None else "run",
         name=spec.name,
         spec=spec.resolved(),
         spec_hash=spec.spec_hash(),
         total_timesteps=tokens,
     )
+
+
+LM_SIZE_PATHS = ("budget.updates", "lm.prompts_per_update", "lm.generation.max_new_tokens")
+
+
+def lm_tokens_bound(spec: LMExperimentSpec) -> int:
+    """Tokens one run can generate: updates x prompts_per_update x max_new_tokens, each at
+    the largest value the tune space can sample (the spec's own when not tuned)."""
+    tune = spec.tune is not None
+    sizes = (
+        ("budget.updates", spec.budget.updates),
+        ("lm.prompts_per_update", spec.lm.prompts_per_update),
+        ("lm.generation.max_new_tokens", spec.lm.generation.max_new_tokens),
+    )
+    tokens = 1
+    for path, current in sizes:
+        tokens *= _range(spec, path, current)[1] if tune else current
+    return tokens
+
+
+SERVICE_FIELDS = {"--model-dir": "model_dir", "--prompts": "prompts", "--budget": "budget"}
+
+
+def plan_lm_for_service(model_dir: str, prompts: str, budget: int, overrides: list[str]) -> Any:
+    """The rlhf plan of a request: `model_dir` and `prompts` relative to the operator's LM
+    folder (as an LM spec's paths from outside); the planned spec names them so, and can be
+    submitted as it is. Issues name the request's fields."""
+    from ppo_platform.planner import plan_lm_experiment
+    from ppo_platform.settings import get_settings
+    from ppo_platform.spec.lm_inputs import InputProblem, resolve
+
+    root = get_settings().lm_folder
+    try:
+        folder = resolve(model_dir, "model_dir", root, from_outside=True)
+        prompt_file = resolve(prompts, "prompts", root, from_outside=True)
+        return plan_lm_experiment(folder, prompt_file, budget, overrides, (model_dir, prompts))
+    except InputProblem as problem:
+        raise SpecError([problem.issue], "request") from None
+    except SpecError as error:
+        issues = [
+            dataclasses.replace(
+                issue,
+                path=SERVICE_FIELDS.get(issue.path, issue.path),
+                message=issue.message.replace(f"{root}/", ""),
+            )
+            for issue in error.issues
+        ]
+        raise SpecError(issues, "request") from None
 
 
 def plan_for_service(env_id: str, budget: int, use_case: str, overrides: list[str]) -> Any:

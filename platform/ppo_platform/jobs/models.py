@@ -27,8 +27,9 @@ Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 Kind = Literal["run", "sweep", "tune"]
 TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 # `member`: a sweep member ended (its run id, status, score; the sweep's runs_done/total);
-# `trial`: a study's trial ended (its number, state, value and run id).
-EVENT_KINDS = ("progress", "eval", "alert", "status", "log", "member", "trial")
+# `trial`: a study's trial ended (its number, state, value and run id);
+# `verify`: a study's held-out verification began, or verified one trial.
+EVENT_KINDS = ("progress", "eval", "alert", "status", "log", "member", "trial", "verify")
 
 
 def utcnow() -> dt.datetime:

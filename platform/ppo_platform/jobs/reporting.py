@@ -11,14 +11,14 @@ import os
 import signal
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ppo_platform.jobs.store import JobStore
 from ppo_platform.training.progress import ProgressEvent
 
 if TYPE_CHECKING:
     from ppo_platform.sweeps.events import SweepEvent
-    from ppo_platform.tuning.events import StudyEvent
+    from ppo_platform.tuning.events import StudyEvent, TrialVerified, VerifyStarted
 
 UPDATE_EVERY_SECONDS = 1.0
 WATCH_EVERY_SECONDS = 0.5
@@ -107,6 +107,8 @@ class EventWriter:
         """A study's event: its parent run id, each finished trial (value, run id) and the
         counts, taken from the fields."""
         from ppo_platform.tuning.events import StudyProgressed, StudyStarted, TrialFinished
+        from ppo_platform.tuning.events import TrialVerified as Verified
+        from ppo_platform.tuning.events import VerifyStarted as Verifying
 
         if isinstance(event, StudyStarted):
             progress = {"trials_done": 0, "trials_total": event.n_trials}
@@ -127,8 +129,40 @@ class EventWriter:
         elif isinstance(event, StudyProgressed):
             progress = event.progress
             self.store.append_event(self.job_id, "progress", progress, progress=progress)
-        else:  # any other study event (held-out verification, say): its text, for people
+        elif isinstance(event, Verifying | Verified):
+            self.store.append_event(self.job_id, "verify", verify_data(event))
+        else:  # any other study event: its text, for people
             self.store.append_event(self.job_id, "log", {"message": event.describe()})
+
+
+def _number(value: float | None) -> float | None:
+    return None if value is None else finite(value)
+
+
+def verify_data(event: VerifyStarted | TrialVerified) -> dict[str, Any]:
+    """A `verify` job event's data: the verification's fields, `stage` telling them apart."""
+    from ppo_platform.tuning.events import VerifyStarted as Verifying
+
+    if isinstance(event, Verifying):
+        fields: dict[str, Any] = {
+            "stage": "started",
+            "trials": list(event.trials),
+            "seeds": list(event.seeds),
+            "reused": list(event.reused),
+        }
+    else:
+        fields = {
+            "stage": "trial",
+            "number": event.number,
+            "searched_value": _number(event.searched_value),
+            "held_out_value": _number(event.held_out_value),
+            "seed_values": [finite(v) for v in event.seed_values],
+            "ci95": None if event.ci95 is None else [finite(v) for v in event.ci95],
+            "run_id": event.run_id,
+            "error": event.error,
+            "reused": event.reused,
+        }
+    return fields | {"message": event.describe()}
 
 
 class Watcher:

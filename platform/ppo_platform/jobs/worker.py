@@ -80,12 +80,12 @@ def _run_kind(
         _ensure_tracking_store()
         if watcher.stopping:
             return "cancelled", None, None
+        if job.kind == "tune":  # either kind of spec: the study dispatches on it
+            return _tune(store, job.id, spec)
         if isinstance(spec, LMExperimentSpec):
             return _run_lm(job, spec, writer, watcher)
         if job.kind == "sweep":
             return _sweep(spec, writer)
-        if job.kind == "tune":
-            return _tune(store, job.id, spec)
         return _run(job, spec, writer, watcher)
     except KeyboardInterrupt:
         return "cancelled", None, None
@@ -187,7 +187,7 @@ def _sweep(spec: ExperimentSpec, writer: EventWriter) -> tuple[str, str | None, 
 
 
 def _tune(
-    store: JobStore, job_id: str, spec: ExperimentSpec
+    store: JobStore, job_id: str, spec: ExperimentSpec | LMExperimentSpec
 ) -> tuple[str, str | None, dict[str, Any]]:
     from ppo_platform.tuning import run_study
     from ppo_platform.tuning.study import default_storage_url

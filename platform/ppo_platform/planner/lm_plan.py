@@ -210,9 +210,15 @@ def _markdown(spec: LMExperimentSpec, reasons: dict[str, str], updates: int) -> 
 
 
 def plan_lm_experiment(
-    model_dir: str | Path, prompts: str | Path, budget: int, overrides: Iterable[str] = ()
+    model_dir: str | Path,
+    prompts: str | Path,
+    budget: int,
+    overrides: Iterable[str] = (),
+    spec_paths: tuple[str, str] | None = None,
 ) -> LMPlan:
     """Plan PPO on the model in `model_dir` over the JSONL `prompts`, for `budget` responses.
+    `spec_paths` (the REST API): the (policy, prompts) paths the spec names instead, relative
+    to the LM folder and checked as a spec from outside is.
 
     Raises SpecError naming --model-dir, --prompts, --budget or the --set assignment at fault.
     """
@@ -233,13 +239,16 @@ def plan_lm_experiment(
         "diagnostics": {"on_alert": "warn"},
         "tracking": {"tags": {"planned_by": "ppo-platform plan", "use_case": "rlhf"}},
     }
+    if spec_paths is not None:
+        choices["lm.model.policy"], choices["lm.prompts"] = spec_paths[0], {"path": spec_paths[1]}
     for path, value in choices.items():
         set_dotted(data, path, value)
     for assignment in overrides:
         path, value = parse_override(assignment)
         set_dotted(data, path, value, source="--set")
         reasons[path] = f"set by the caller with `--set {assignment}`"
-    spec = validate_lm_data(data, source="--set" if overrides else PLAN_SOURCE)
+    source = "--set" if overrides else PLAN_SOURCE
+    spec = validate_lm_data(data, source=source, from_outside=spec_paths is not None)
     updates = spec.budget.updates
     return LMPlan(
         spec=spec,

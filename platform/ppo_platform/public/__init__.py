@@ -16,6 +16,7 @@ from ppo_platform.public.events import (
     ProgressEvent,
     StatusEvent,
     TrialEvent,
+    VerifyEvent,
     event_from,
 )
 from ppo_platform.public.experiments import (
@@ -70,6 +71,7 @@ __all__ = [
     "TuneProgress",
     "TuneResult",
     "ValidationPublic",
+    "VerifyEvent",
     "as_utc",
     "event_from",
     "progress_of",

@@ -68,6 +68,27 @@ class TrialData(BaseModel):
     message: str
 
 
+class VerifyStartedData(BaseModel):
+    stage: Literal["started"]
+    trials: list[int] = Field(description="The trials re-run on held-out seeds.")
+    seeds: list[int] = Field(description="The held-out seeds.")
+    reused: list[int] = Field(description="Trials verified earlier (a resumed study): not re-run.")
+    message: str
+
+
+class TrialVerifiedData(BaseModel):
+    stage: Literal["trial"]
+    number: int = Field(description="The trial verified.")
+    searched_value: float | None = Field(description="Its score in the search.")
+    held_out_value: float | None = Field(description="Its score on the held-out seeds.")
+    seed_values: list[float | None] = Field(description="The score on each held-out seed.")
+    ci95: list[float | None] | None = Field(description="95% interval of the held-out score.")
+    run_id: str | None = Field(description="The verification's MLflow run.")
+    error: str = Field(description="What stopped it (empty when it ran).")
+    reused: bool = Field(description="From an earlier run of the study.")
+    message: str
+
+
 class _EventBase(BaseModel):
     id: int = Field(description="The SSE event id (pass as Last-Event-ID to resume after it).")
     created_at: UtcDateTime
@@ -116,6 +137,14 @@ class TrialEvent(_EventBase):
     data: TrialData
 
 
+class VerifyEvent(_EventBase):
+    """A study's held-out verification: it begins (`stage` started), or one trial's result
+    (`stage` trial)."""
+
+    kind: Literal["verify"]
+    data: Annotated[VerifyStartedData | TrialVerifiedData, Field(discriminator="stage")]
+
+
 EventPublic = Annotated[
     ProgressEvent
     | EvaluationEvent
@@ -123,7 +152,8 @@ EventPublic = Annotated[
     | StatusEvent
     | LogEvent
     | MemberEvent
-    | TrialEvent,
+    | TrialEvent
+    | VerifyEvent,
     Field(discriminator="kind"),
 ]
 EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(EventPublic)

@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ppo_platform import tracing
-from ppo_platform.execution import Executor, Task, TaskResult, run_tasks, worker_count
+from ppo_platform.execution.base import Executor, Task, TaskResult
 from ppo_platform.execution.choose import pool_executor
+from ppo_platform.execution.local import run_tasks, worker_count
 from ppo_platform.reports import REPORT_KEYS, SweepReport, build_report
 from ppo_platform.reports.plots import warm_plotting
 from ppo_platform.reports.stats import default_threshold

@@ -8,7 +8,9 @@ run's requests on top of it.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -173,3 +175,18 @@ class TrackingProcess:
         if acked is not None and "error" not in reply:
             for listener in list(ack_listeners):
                 listener(acked)
+
+
+_process: TrackingProcess | None = None
+_process_pid: int | None = None
+_start_lock = threading.Lock()
+
+
+def shared_tracking_process() -> TrackingProcess:
+    """This process's tracking process, started on first use (and again if it died)."""
+    global _process, _process_pid
+    with _start_lock:
+        if _process is None or _process_pid != os.getpid() or not _process.alive:
+            _process, _process_pid = TrackingProcess(), os.getpid()
+            atexit.register(_process.close)
+        return _process

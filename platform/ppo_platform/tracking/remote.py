@@ -12,12 +12,9 @@ training stops rather than lose metrics silently.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
-import os
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,20 +32,7 @@ from ppo_platform.tracking.liveness import owner_tags, this_process
 from ppo_platform.tracking.process import INTERRUPTED_REPLY_TIMEOUT, MetricRow
 from ppo_platform.tracking.process import TrackingProcess as TrackingProcess
 from ppo_platform.tracking.process import ack_listeners as ack_listeners
-
-_process: TrackingProcess | None = None
-_process_pid: int | None = None
-_start_lock = threading.Lock()
-
-
-def shared_tracking_process() -> TrackingProcess:
-    """This process's tracking process, started on first use (and again if it died)."""
-    global _process, _process_pid
-    with _start_lock:
-        if _process is None or _process_pid != os.getpid() or not _process.alive:
-            _process, _process_pid = TrackingProcess(), os.getpid()
-            atexit.register(_process.close)
-        return _process
+from ppo_platform.tracking.process import shared_tracking_process as shared_tracking_process
 
 
 @contextlib.contextmanager

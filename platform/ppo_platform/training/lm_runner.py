@@ -208,9 +208,11 @@ def run_lm_spec(
     on_progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
     settings: Settings | None = None,
+    parent_run_id: str | None = None,
     tags: dict[str, str] | None = None,
 ) -> RunResult:
-    """Train an LM spec as a new MLflow run. Raises TrainingError if it diverges."""
+    """Train an LM spec as a new MLflow run (a child of `parent_run_id` when given, as a
+    tuning trial's seed run is). Raises TrainingError if it diverges."""
     process = shared_tracking_process()
     settings = _prepare(settings or get_settings())
     try:
@@ -230,7 +232,7 @@ def run_lm_spec(
             fix="shorten the prompts or lower max_new_tokens.",
         )
         raise SpecError([issue]) from None
-    tracker = RemoteRun.open(process, settings, spec, tags=tags)
+    tracker = RemoteRun.open(process, settings, spec, parent_run_id=parent_run_id, tags=tags)
     session = LMTrainingSession(spec, tracker, settings, on_progress, cancel)
     return session.train(trainer, prompts, eval_prompts)
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.lm import LMExperimentSpec
+from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.tuning.racing import racing_line
 from ppo_platform.tuning.scoring import miss_score, objective_names
+from ppo_platform.tuning.study import budget_unit, eval_schedule
 
 
-def objective_line(spec: ExperimentSpec) -> str:
+def objective_line(spec: AnySpec) -> str:
     assert spec.tune is not None
     tune = spec.tune
     scoring = tune.scoring
@@ -23,17 +25,19 @@ def objective_line(spec: ExperimentSpec) -> str:
         how = "mean"
     line = f"- objective: {names}, aggregated over seeds by {how}"
     if scoring.needs_threshold:
-        miss = miss_score(tune, spec.budget.total_timesteps)
+        miss = miss_score(tune, eval_schedule(spec)[1])
         line += (
             f"; threshold {scoring.threshold} (first evaluation whose mean return reaches it; "
-            f"a seed that never does scores {miss} env steps: budget + penalty)"
+            f"a seed that never does scores {miss} {budget_unit(spec)}: budget + penalty)"
         )
     if scoring.type == "eval_auc":
-        line += " (area under the eval curve over env steps / the steps it spans)"
+        line += f" (area under the eval curve over {budget_unit(spec)} / the span)"
+    if isinstance(spec, LMExperimentSpec):
+        line += " (return: the mean reward of greedy responses to lm.eval_prompts)"
     return line
 
 
-def pruner_line(spec: ExperimentSpec) -> str:
+def pruner_line(spec: AnySpec) -> str:
     assert spec.tune is not None
     tune = spec.tune
     pruner = tune.pruner
@@ -55,7 +59,7 @@ def pruner_line(spec: ExperimentSpec) -> str:
     )
 
 
-def method_lines(spec: ExperimentSpec, rows: list[dict[str, Any]]) -> list[str]:
+def method_lines(spec: AnySpec, rows: list[dict[str, Any]]) -> list[str]:
     """The summary's lines on how the study searched."""
     assert spec.tune is not None
     tune = spec.tune

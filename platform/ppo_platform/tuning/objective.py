@@ -29,7 +29,8 @@ import optuna
 from ppo_platform import tracing
 from ppo_platform.errors import SpecError, TrainingError
 from ppo_platform.settings import Settings, get_settings
-from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.lm import LMExperimentSpec
+from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.spec.search import TuneSpec
 from ppo_platform.tracking.remote import runs_closed_on_interrupt
 from ppo_platform.training.progress import ProgressEvent
@@ -46,12 +47,12 @@ from ppo_platform.tuning.scoring import (
     trial_values,
 )
 from ppo_platform.tuning.space import base_data, build_trial_spec, sample
-from ppo_platform.tuning.study import evaluations_per_seed
+from ppo_platform.tuning.study import eval_schedule, evaluations_per_seed
 
 MAX_REASON = 2000
 
 
-def seeds_of(spec: ExperimentSpec) -> list[int]:
+def seeds_of(spec: AnySpec) -> list[int]:
     """The seeds a trial may run: budget.seed, budget.seed + 1, ... (seeds_max of them)."""
     assert spec.tune is not None
     return [spec.budget.seed + i for i in range(spec.tune.seeds_max)]
@@ -63,14 +64,14 @@ class PruningReporter:
     def __init__(
         self,
         trial: optuna.Trial,
-        spec: ExperimentSpec,
+        spec: AnySpec,
         tune: TuneSpec,
         seed_index: int,
         earlier: list[SeedCurve],
         cancel: threading.Event,
     ) -> None:
         self.trial, self.tune, self.seed_index, self.earlier = trial, tune, seed_index, earlier
-        self.every, self.total = spec.evaluation.every_timesteps, spec.budget.total_timesteps
+        self.every, self.total = eval_schedule(spec)  # env steps, or updates for ppo_lm
         self.per_seed = evaluations_per_seed(spec)
         self.cancel = cancel
         self.sign = intermediate_sign(tune)
@@ -119,7 +120,7 @@ class TrialObjective:
 
     def __init__(
         self,
-        spec: ExperimentSpec,
+        spec: AnySpec,
         study_name: str,
         parent_run_id: str,
         settings: Settings | None = None,
@@ -148,7 +149,7 @@ class TrialObjective:
         params = sample(trial, self.tune.space)
         invalid = ""
         try:
-            spec: ExperimentSpec | None = build_trial_spec(self.data, params)
+            spec: AnySpec | None = build_trial_spec(self.data, params)
         except SpecError as error:
             spec, invalid = None, f"invalid spec: {error.render()}"
         run = TrialRun.start(
@@ -163,9 +164,7 @@ class TrialObjective:
             if spec is None:  # recorded as a failed trial run with its params, never trained
                 self._fail(trial, run, TrialOutcome(), invalid)
             trial.set_user_attr("mlflow_run_id", run.run_id)
-            trial.set_user_attr(
-                "budget_timesteps", spec.budget.total_timesteps * self.tune.seeds_max
-            )
+            trial.set_user_attr("budget_timesteps", eval_schedule(spec)[1] * self.tune.seeds_max)
             return self._train_seeds(trial, spec, run)
         except (optuna.TrialPruned, TrialFailed):
             raise  # the trial run is already closed with its state and reason
@@ -180,7 +179,7 @@ class TrialObjective:
             raise
 
     def _train_seeds(
-        self, trial: optuna.Trial, spec: ExperimentSpec, run: TrialRun
+        self, trial: optuna.Trial, spec: AnySpec, run: TrialRun
     ) -> float | list[float]:
         outcome = TrialOutcome()
         for index, seed in enumerate(seeds_of(self.spec)):
@@ -207,7 +206,7 @@ class TrialObjective:
     def _train_seed(
         self,
         trial: optuna.Trial,
-        spec: ExperimentSpec,
+        spec: AnySpec,
         run: TrialRun,
         outcome: TrialOutcome,
         index: int,
@@ -220,7 +219,7 @@ class TrialObjective:
         cancel = threading.Event()
         reporter = PruningReporter(trial, seed_spec, self.tune, index, outcome.curves, cancel)
         try:
-            result = run_spec(
+            result = _runner(seed_spec)(
                 seed_spec,
                 on_progress=reporter,
                 cancel=cancel,
@@ -240,7 +239,7 @@ class TrialObjective:
             self._fail(trial, run, outcome, _not_completed(result, seed))
         assert result.final_eval_mean is not None
         scores = seed_scores(
-            self.tune, result.final_eval_mean, reporter.curve, spec.budget.total_timesteps
+            self.tune, result.final_eval_mean, reporter.curve, eval_schedule(spec)[1]
         )
         outcome.seed_scores.append(scores)
         run.log_seed(index, scores[0], result.timesteps, result.alerts)
@@ -297,6 +296,17 @@ class TrialObjective:
         trial.set_user_attr("timesteps", outcome.timesteps)
         run.finish("FAIL", None, outcome.timesteps, outcome.alerts, reason)
         raise TrialFailed(reason)
+
+
+def _runner(spec: AnySpec) -> Callable[..., RunResult]:
+    """The training entry point of the spec's kind: `run_lm_spec` for `ppo_lm` (its final
+    evaluation is the held-out greedy mean reward), `run_spec` for a gymnasium spec."""
+    if isinstance(spec, LMExperimentSpec):
+        from ppo_platform.training.lm_runner import run_lm_spec
+
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # model folders only, never the hub
+        return run_lm_spec
+    return run_spec
 
 
 def _not_completed(result: RunResult, seed: int) -> str:

@@ -16,13 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from ppo_platform.errors import BadInputError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.loader import dump_spec, load_spec_text
+from ppo_platform.spec.lm_loader import AnySpec, load_any_spec_text
+from ppo_platform.spec.loader import dump_spec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tuning.errors import TuningError
 from ppo_platform.tuning.events import failure_reason
 from ppo_platform.tuning.method import method_lines
 from ppo_platform.tuning.pareto import pareto_front, pareto_markdown, pareto_pick, track_front
 from ppo_platform.tuning.space import base_data, build_trial_spec, decode
+from ppo_platform.tuning.study import budget_unit, eval_schedule
 from ppo_platform.tuning.verify_report import (
     held_out_best,
     study_totals,
@@ -47,17 +49,22 @@ class StudyOutputs:
     best_value: float
 
 
-def best_spec(spec: ExperimentSpec, trial: optuna.trial.FrozenTrial) -> ExperimentSpec:
+def best_spec(spec: AnySpec, trial: optuna.trial.FrozenTrial) -> AnySpec:
     """The best trial's complete spec, without the tune section (built and validated anew)."""
     assert spec.tune is not None
     params = {path: _decoded(spec, path, value) for path, value in trial.params.items()}
     return build_trial_spec(base_data(spec), params)
 
 
-def _decoded(spec: ExperimentSpec, path: str, value: Any) -> Any:
+def _decoded(spec: AnySpec, path: str, value: Any) -> Any:
     assert spec.tune is not None
     dist = spec.tune.space.get(path)
     return decode(dist, value) if dist is not None else value
+
+
+def _subject(spec: AnySpec) -> str:
+    """What the study trains: the env id, or `lm:` and the policy folder."""
+    return spec.env.id if isinstance(spec, ExperimentSpec) else f"lm:{spec.lm.model.policy}"
 
 
 def _fmt(value: Any) -> str:
@@ -104,7 +111,7 @@ def trial_rows(study: optuna.Study) -> list[dict[str, Any]]:
 
 
 def summary_markdown(
-    spec: ExperimentSpec,
+    spec: AnySpec,
     study: optuna.Study,
     storage_label: str,
     rows: list[dict[str, Any]],
@@ -121,7 +128,8 @@ def summary_markdown(
     lines = [
         f"# Study `{study.study_name}`",
         "",
-        f"- spec: `{spec.name}` ({spec.env.id}, {spec.budget.total_timesteps} env steps per seed)",
+        f"- spec: `{spec.name}` ({_subject(spec)}, {eval_schedule(spec)[1]} "
+        f"{budget_unit(spec)} per seed)",
         f"- storage: `{storage_label}`",
         *method_lines(spec, rows),
         "- trials: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(states.items())),
@@ -160,16 +168,14 @@ def summary_markdown(
     return "\n".join(lines) + "\n"
 
 
-def _pareto_lines(spec: ExperimentSpec, study: optuna.Study, best: int) -> list[str]:
+def _pareto_lines(spec: AnySpec, study: optuna.Study, best: int) -> list[str]:
     assert spec.tune is not None
     if not spec.tune.multi:
         return []
     return pareto_markdown(pareto_front(study), spec.tune.scoring.threshold, best)
 
 
-def _verified_lines(
-    spec: ExperimentSpec, verified: list[dict[str, Any]] | None, best: int
-) -> list[str]:
+def _verified_lines(spec: AnySpec, verified: list[dict[str, Any]] | None, best: int) -> list[str]:
     if verified is None:
         return []
     assert spec.tune is not None and spec.tune.verify is not None
@@ -260,7 +266,7 @@ def check_writable(folder: Path) -> None:
 
 
 def _chosen(
-    spec: ExperimentSpec, study: optuna.Study, verified: list[dict[str, Any]] | None
+    spec: AnySpec, study: optuna.Study, verified: list[dict[str, Any]] | None
 ) -> tuple[optuna.trial.FrozenTrial, float, str]:
     """The best trial, its value and how it was chosen: by held-out score when verified, the
     Pareto front's highest return for two objectives."""
@@ -301,7 +307,7 @@ def _best_trial(study: optuna.Study) -> optuna.trial.FrozenTrial | None:
 
 
 def write_outputs(
-    spec: ExperimentSpec,
+    spec: AnySpec,
     study: optuna.Study,
     folder: Path,
     storage_label: str,
@@ -320,7 +326,7 @@ def write_outputs(
     )
     # A resolved dump says `tune: null`; the best spec has no tune section at all.
     text = header + re.sub(r"(?m)^tune: null\n", "", dump_spec(tuned))
-    load_spec_text(text, "best_spec.yaml")  # runnable as is: it must validate
+    load_any_spec_text(text, "best_spec.yaml")  # runnable as is: it must validate
     spec_path = folder / "best_spec.yaml"
     spec_path.write_text(text)
     rows = trial_rows(study)
@@ -356,7 +362,7 @@ def write_outputs(
     return StudyOutputs(folder, spec_path, summary_path, json_path, plots, best.number, value)
 
 
-def _chosen_by(spec: ExperimentSpec, verified: list[dict[str, Any]] | None) -> str:
+def _chosen_by(spec: AnySpec, verified: list[dict[str, Any]] | None) -> str:
     assert spec.tune is not None
     if spec.tune.multi:
         return "pareto_highest_return"

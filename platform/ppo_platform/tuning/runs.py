@@ -15,6 +15,7 @@ from typing import Any
 from ppo_platform.errors import TrackingError
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
+from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
 
@@ -23,7 +24,7 @@ TRIAL_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
 
 def open_study_run(
     settings: Settings,
-    spec: ExperimentSpec,
+    spec: AnySpec,
     study_name: str,
     storage_label: str,
     existing_run_id: str | None,
@@ -45,7 +46,10 @@ def open_study_run(
         tag.STUDY: study_name,
         tag.STORAGE: storage_label,
         tag.SPEC_HASH: spec.spec_hash(),
-        tag.ENV_ID: spec.env.id,
+        # A ppo_lm study has no env: its policy folder says what it tunes (as its runs).
+        tag.ENV_ID: spec.env.id
+        if isinstance(spec, ExperimentSpec)
+        else f"lm:{spec.lm.model.policy}",
     }
     tune = spec.tune.model_dump(mode="json")
     tune["space"] = json.dumps(tune["space"])
@@ -73,7 +77,7 @@ class TrialRun:
         study_name: str,
         number: int,
         params: dict[str, Any],
-        spec: ExperimentSpec | None,
+        spec: AnySpec | None,
     ) -> TrialRun:
         tags = {
             tag.RUN_NAME: f"trial-{number}",

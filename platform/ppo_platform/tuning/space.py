@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.loader import set_dotted, validate_data
+from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
+from ppo_platform.spec.lm_loader import AnySpec, validate_any
+from ppo_platform.spec.loader import set_dotted
 from ppo_platform.spec.rules import refusals, search_space_refusal
 from ppo_platform.spec.search import (
     CategoricalDistribution,
@@ -33,7 +35,7 @@ UNTUNABLE_ROOTS = ("tune", "sweep", "name")
 MAX_GRID_POINTS = 100_000
 
 
-def base_data(spec: ExperimentSpec) -> dict[str, Any]:
+def base_data(spec: AnySpec) -> dict[str, Any]:
     """The spec as plain data with every default filled in, without its `tune:` section."""
     data = spec.resolved()
     data.pop("tune", None)
@@ -87,9 +89,10 @@ def trial_data(data: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def build_trial_spec(data: dict[str, Any], params: dict[str, Any]) -> ExperimentSpec:
-    """The full spec of one trial, validated and refusal-checked like any spec (SpecError)."""
-    return validate_data(trial_data(data, params), source="trial")
+def build_trial_spec(data: dict[str, Any], params: dict[str, Any]) -> AnySpec:
+    """The full spec of one trial, validated and refusal-checked like any spec (SpecError);
+    a `ppo_lm` trial's prompts and model folders are checked too."""
+    return validate_any(trial_data(data, params), source="trial")
 
 
 def reachable_values(dist: Distribution) -> list[tuple[str, Any]]:
@@ -122,7 +125,7 @@ def grid_values(dist: Distribution) -> list[Any] | None:
 
 def _schema_issues(data: dict[str, Any]) -> list[SpecIssue]:
     try:
-        validate_data(data)
+        validate_any(data)
     except SpecError as error:
         return error.issues
     return []
@@ -134,7 +137,8 @@ def _probe_issues(data: dict[str, Any], path: str, bound: str, value: Any) -> li
 
     try:
         probe = trial_data(data, {path: value})
-        spec = ExperimentSpec.model_validate(probe)
+        model = LMExperimentSpec if is_lm_data(probe) else ExperimentSpec
+        spec = model.model_validate(probe)
     except SpecError as error:  # the path runs through a plain value
         found = error.issues
     except ValidationError:
@@ -156,7 +160,7 @@ def _probe_issues(data: dict[str, Any], path: str, bound: str, value: Any) -> li
     ]
 
 
-def check_space(spec: ExperimentSpec) -> None:
+def check_space(spec: AnySpec) -> None:
     """Refuse a search space that could sample an invalid or refused value (SpecError)."""
     tune = spec.tune
     if tune is None or not tune.space:
@@ -185,6 +189,8 @@ def check_space(spec: ExperimentSpec) -> None:
             issues.extend(_probe_issues(data, path, bound, value))
     issues.extend(_sampler_issues(tune))
     issues.extend(_pruner_issues(spec))
+    if isinstance(spec, LMExperimentSpec):
+        issues.extend(lm_tune_issues(spec))
     if issues:
         raise SpecError(issues)
 
@@ -215,19 +221,47 @@ def _sampler_issues(tune: TuneSpec) -> list[SpecIssue]:
     return []
 
 
-def _pruner_issues(spec: ExperimentSpec) -> list[SpecIssue]:
+def _pruner_issues(spec: AnySpec) -> list[SpecIssue]:
     assert spec.tune is not None
-    if spec.tune.pruner.type == "none" or spec.evaluation.every_timesteps > 0:
+    if isinstance(spec, LMExperimentSpec):
+        field, every = "evaluation.every_updates", spec.evaluation.every_updates
+    else:
+        field, every = "evaluation.every_timesteps", spec.evaluation.every_timesteps
+    if spec.tune.pruner.type == "none" or every > 0:
         return []
     return [
         SpecIssue(
             "tune.pruner.type",
-            "pruning needs periodic evaluations (its intermediate "
-            "values), but evaluation.every_timesteps is 0.",
+            f"pruning needs periodic evaluations (its intermediate values), but {field} is 0.",
             spec.tune.pruner.type,
-            fix="set evaluation.every_timesteps > 0, or pruner: {type: none}.",
+            fix=f"set {field} > 0, or pruner: {{type: none}}.",
         )
     ]
+
+
+def lm_tune_issues(spec: LMExperimentSpec) -> list[SpecIssue]:
+    """What a `ppo_lm` study needs: held-out prompts (a trial scores their mean reward) and
+    no `verify` (held-out seed re-runs are for gymnasium studies)."""
+    assert spec.tune is not None
+    issues = []
+    if spec.lm.eval_prompts is None:
+        issues.append(
+            SpecIssue(
+                "lm.eval_prompts",
+                "a ppo_lm trial is scored by the mean reward of greedy responses to held-out "
+                "prompts, and the spec has none.",
+                fix="set lm.eval_prompts to a JSONL file of held-out prompts.",
+            )
+        )
+    if spec.tune.verify is not None:
+        issues.append(
+            SpecIssue(
+                "tune.verify",
+                "held-out seed re-runs are not available for ppo_lm studies.",
+                fix="remove tune.verify (raise tune.seeds_per_trial to score on more seeds).",
+            )
+        )
+    return issues
 
 
 def grid_search_space(tune: TuneSpec) -> dict[str, list[Any]]:

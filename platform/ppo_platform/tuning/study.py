@@ -33,7 +33,8 @@ from ppo_platform.errors import (
     UnavailableError,
 )
 from ppo_platform.settings import JOURNAL_SCHEME, Settings, masked_url
-from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.lm import LMExperimentSpec
+from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.spec.names import refuse_unknown_host
 from ppo_platform.tuning.space import encode, grid_search_space, grid_size
 
@@ -185,7 +186,7 @@ def _rdb_storage(url: str, heartbeat_interval: int, grace_period: int, retry: An
         ) from None
 
 
-def make_sampler(spec: ExperimentSpec, worker_index: int = 0) -> optuna.samplers.BaseSampler:
+def make_sampler(spec: AnySpec, worker_index: int = 0) -> optuna.samplers.BaseSampler:
     """The spec's sampler with every setting pinned (Optuna 5 changed TPE's defaults).
 
     Each worker gets seed + worker_index: identical seeds would make parallel workers
@@ -228,13 +229,26 @@ def make_sampler(spec: ExperimentSpec, worker_index: int = 0) -> optuna.samplers
     )
 
 
-def evaluations_per_seed(spec: ExperimentSpec) -> int:
+def eval_schedule(spec: AnySpec) -> tuple[int, int]:
+    """(evaluation interval, budget) of one seed's run: env steps for a gymnasium spec,
+    PPO updates for a `ppo_lm` spec (its progress events count updates)."""
+    if isinstance(spec, LMExperimentSpec):
+        return spec.evaluation.every_updates, spec.budget.updates
+    return spec.evaluation.every_timesteps, spec.budget.total_timesteps
+
+
+def budget_unit(spec: AnySpec) -> str:
+    """What `eval_schedule` counts, in words."""
+    return "updates" if isinstance(spec, LMExperimentSpec) else "env steps"
+
+
+def evaluations_per_seed(spec: AnySpec) -> int:
     """Periodic evaluations in one training run: the pruner's steps per seed."""
-    every = spec.evaluation.every_timesteps
-    return max(1, spec.budget.total_timesteps // every) if every else 1
+    every, total = eval_schedule(spec)
+    return max(1, total // every) if every else 1
 
 
-def make_pruner(spec: ExperimentSpec) -> optuna.pruners.BasePruner:
+def make_pruner(spec: AnySpec) -> optuna.pruners.BasePruner:
     """Steps are evaluation numbers counted across a trial's seeds (see objective.py)."""
     import optuna
 
@@ -261,7 +275,7 @@ def make_pruner(spec: ExperimentSpec) -> optuna.pruners.BasePruner:
     return optuna.pruners.NopPruner()
 
 
-def fingerprint(spec: ExperimentSpec) -> str:
+def fingerprint(spec: AnySpec) -> str:
     """What a study's trials depend on: a resumed study must not silently change it."""
     assert spec.tune is not None
     tune = spec.tune
@@ -284,7 +298,7 @@ def fingerprint(spec: ExperimentSpec) -> str:
 
 
 def load_study(
-    spec: ExperimentSpec, storage: BaseStorage, study_name: str, worker_index: int = 0
+    spec: AnySpec, storage: BaseStorage, study_name: str, worker_index: int = 0
 ) -> optuna.Study:
     """Create the study, or load it to continue (`load_if_exists`)."""
     import optuna
@@ -300,7 +314,7 @@ def load_study(
     )
 
 
-def prepare_study(spec: ExperimentSpec, storage: BaseStorage, study_name: str) -> optuna.Study:
+def prepare_study(spec: AnySpec, storage: BaseStorage, study_name: str) -> optuna.Study:
     """Create or continue a study; refuse to continue one started from a different spec."""
     study = load_study(spec, storage, study_name)
     assert spec.tune is not None
@@ -358,7 +372,7 @@ def may_start_trial(study: optuna.Study, n_trials: int) -> bool:
     return trials_used(study) < n_trials
 
 
-def study_budget(spec: ExperimentSpec) -> int:
+def study_budget(spec: AnySpec) -> int:
     """n_trials, capped by the grid's size for the grid sampler (it cannot do more)."""
     assert spec.tune is not None
     if spec.tune.sampler.type == "grid":

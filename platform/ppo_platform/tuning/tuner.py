@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ppo_platform.execution import worker_count
+from ppo_platform.execution.local import worker_count
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.spec.names import check_name, path_inside, refuse_overwrite
 from ppo_platform.tuning.board import StudyBoard
 from ppo_platform.tuning.events import StudyEvent, StudyListener, StudyStarted
@@ -65,7 +66,7 @@ def output_folder(settings: Settings, study_name: str, out_dir: Path | None, for
 
 
 def run_study(
-    spec: ExperimentSpec,
+    spec: AnySpec,
     *,
     workers: int = 1,
     storage: str | None = None,
@@ -88,7 +89,8 @@ def run_study(
     """
     check_space(spec)
     assert spec.tune is not None
-    check_spec_env(spec)  # before any storage or MLflow run
+    if isinstance(spec, ExperimentSpec):  # a ppo_lm spec's inputs were checked when loaded
+        check_spec_env(spec)  # before any storage or MLflow run
     quiet_logs()
     settings = settings or get_settings()
     study_name = spec.name if study_name is None else study_name
@@ -118,7 +120,7 @@ def run_study(
 
 
 def _verify(
-    spec: ExperimentSpec,
+    spec: AnySpec,
     study: optuna.Study,
     study_name: str,
     parent_run_id: str,
@@ -143,13 +145,14 @@ def _verify(
         if on_event is not None:
             on_event(event)
 
+    assert isinstance(spec, ExperimentSpec)  # check_space refuses verify for ppo_lm
     config = VerifyConfig(spec, study_name, parent_run_id, settings)
     n_workers, _ = worker_count(workers, verify.top_trials)
     return verify_study(config, study, n_workers, tell)
 
 
 def _worker_config(
-    spec: ExperimentSpec,
+    spec: AnySpec,
     storage_url: str,
     study_name: str,
     parent_run_id: str,

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ppo_platform.errors import TrainingError
-from ppo_platform.execution import Task, TaskResult, run_tasks
+from ppo_platform.execution.base import Task, TaskResult
 from ppo_platform.execution.choose import pool_executor
+from ppo_platform.execution.local import run_tasks
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
@@ -97,6 +98,7 @@ def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[
     spec = config.spec
     assert spec.tune is not None and spec.tune.verify is not None
     trial_spec = best_spec(spec, trial)
+    assert isinstance(trial_spec, ExperimentSpec)  # check_space refuses verify for ppo_lm
     run = TrialRun(_open_verify_run(config, trial, trial_spec))
     values: list[float] = []
     timesteps = alerts = 0

@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ppo_platform import tracing
-from ppo_platform.execution import Task, run_tasks
+from ppo_platform.execution.base import Task
 from ppo_platform.execution.choose import pool_executor
+from ppo_platform.execution.local import run_tasks
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.spec.machine import task_gpus
 from ppo_platform.tuning.errors import TrialFailed, TuningError
 from ppo_platform.tuning.storage_lock import storage_lock
@@ -37,7 +39,7 @@ _shared_lock: Any = None  # the local workers' lock, set in each worker process 
 class WorkerConfig:
     """Everything a worker process needs (picklable)."""
 
-    spec: ExperimentSpec
+    spec: AnySpec
     storage_url: str
     study_name: str
     parent_run_id: str
@@ -144,7 +146,8 @@ def run_workers(config: WorkerConfig, workers: int) -> None:
         run_worker(config, 0, threading.Lock())
         return
     lock = multiprocessing.get_context("spawn").Lock()
-    gpus = task_gpus(config.spec.policy.device)
+    spec = config.spec  # a ppo_lm trial trains on the CPU
+    gpus = task_gpus(spec.policy.device) if isinstance(spec, ExperimentSpec) else 0.0
     tasks = [
         Task(f"tune-worker-{i}", _worker_task, (config, i), num_gpus=gpus) for i in range(workers)
     ]

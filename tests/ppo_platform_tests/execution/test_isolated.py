@@ -6,7 +6,7 @@ import os
 import signal
 import time
 
-from ppo_platform.execution import Task
+from ppo_platform.execution.base import Task
 from ppo_platform.execution.isolated import IsolatedExecutor
 
 # Task functions live at module level: spawned processes import them by name.

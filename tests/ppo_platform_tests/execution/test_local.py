@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from ppo_platform.errors import SpecError, SpecIssue
-from ppo_platform.execution import Executor, LocalExecutor, Task, run_tasks
+from ppo_platform.execution.base import Executor, Task
+from ppo_platform.execution.local import LocalExecutor, run_tasks
 
 # Job functions live at module level: spawned workers import them by name.
 

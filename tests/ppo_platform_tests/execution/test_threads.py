@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import ppo_platform
-from ppo_platform.execution import THREAD_ENV_VARS, pin_threads
+from ppo_platform.execution.threads import THREAD_ENV_VARS, pin_threads
 
 PACKAGE = Path(ppo_platform.__file__).resolve().parent
 

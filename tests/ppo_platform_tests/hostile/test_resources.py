@@ -10,7 +10,7 @@ import pytest
 from hostile_cli import assert_bad_input, cli
 
 from ppo_platform.errors import SpecError
-from ppo_platform.execution import default_workers, worker_count
+from ppo_platform.execution.local import default_workers, worker_count
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.loader import load_spec_text
 from ppo_platform.spec.resources import estimate, human

@@ -11,8 +11,9 @@ from optuna.trial import TrialState
 
 from ppo_platform.jobs import JobStore, prepare_submission
 from ppo_platform.jobs.reporting import EventWriter
+from ppo_platform.public import as_utc, event_from
 from ppo_platform.tuning.board import StudyBoard
-from ppo_platform.tuning.events import StudyStarted
+from ppo_platform.tuning.events import StudyStarted, TrialVerified, VerifyStarted
 from ppo_platform.tuning.study import open_storage
 
 TUNE = """name: t
@@ -77,3 +78,26 @@ def test_trials_and_counts_follow_the_study_into_the_job(store: JobStore, tmp_pa
     counts = [e.data["trials_done"] for e in events if e.kind == "progress"]
     assert counts == [0, 2, 3]  # unchanged polls add nothing
     assert "trial 2 complete: value 7.25" in lines.getvalue()  # the terminal's lines
+
+
+def test_held_out_verification_is_stored_as_typed_verify_events(store: JobStore) -> None:
+    job_id = store.submit("alice", prepare_submission(TUNE, 10**6), None, 10)[0].id
+    writer = EventWriter(store, job_id)
+    writer.study_event(VerifyStarted(trials=(2, 0), seeds=(5, 6), reused=(0,)))
+    writer.study_event(
+        TrialVerified(2, 7.25, 6.5, (6.0, 7.0), (5.5, 7.5), "e" * 32, "", reused=False)
+    )
+    writer.study_event(TrialVerified(0, 4.5, float("nan"), error="worker died", reused=True))
+    events = [e for e in store.events_after(job_id) if e.kind == "verify"]
+    typed = [event_from(e.id, e.kind, e.data, as_utc(e.created_at)) for e in events]
+    assert [(e.kind, e.data.stage) for e in typed] == [
+        ("verify", "started"),
+        ("verify", "trial"),
+        ("verify", "trial"),
+    ]
+    started, done, failed = (e.data for e in typed)
+    assert (started.trials, started.seeds, started.reused) == ([2, 0], [5, 6], [0])
+    assert (done.number, done.held_out_value, done.seed_values) == (2, 6.5, [6.0, 7.0])
+    assert (done.ci95, done.run_id, done.error) == ([5.5, 7.5], "e" * 32, "")
+    assert (failed.held_out_value, failed.error, failed.reused) == (None, "worker died", True)
+    assert not [e for e in store.events_after(job_id) if e.kind == "log"]

@@ -15,7 +15,9 @@ SCRIPT = """
 import sys
 from pathlib import Path
 
-from ppo_platform.execution import LocalExecutor, Task
+from ppo_platform.execution.local import LocalExecutor
+
+from ppo_platform.execution.base import Task
 from ppo_platform.jobs import JobStore, prepare_submission
 from ppo_platform.jobs.worker import run_job
 from ppo_platform.spec.loader import load_spec_text

@@ -81,3 +81,18 @@ def make_spec(**changes: Any) -> ExperimentSpec:
 def tiny_spec() -> Callable[..., ExperimentSpec]:
     """`make_spec` as a fixture (session scope: module-scoped studies use it too)."""
     return make_spec
+
+
+# A three-trial study of 512 env steps per trial, evaluated twice: the racing and verification
+# tests add their own `tune.*` block to it.
+THREE_TRIALS: dict[str, Any] = {
+    "budget.total_timesteps": 512,
+    "evaluation.every_timesteps": 256,
+    "tune.n_trials": 3,
+}
+
+
+@pytest.fixture(scope="session")
+def three_trial_spec() -> Callable[..., ExperimentSpec]:
+    """`make_spec` of THREE_TRIALS plus the dotted-path `changes` given."""
+    return lambda **changes: make_spec(**THREE_TRIALS, **changes)

@@ -51,15 +51,10 @@ def test_a_trial_earns_more_seeds_only_in_the_top_fraction_after_the_startup(
 
 @pytest.mark.slow
 def test_a_racing_study_counts_every_seed_it_ran_and_completes_only_full_trials(
-    home: Settings, tiny_spec: Callable[..., ExperimentSpec], tmp_path: Path
+    home: Settings, three_trial_spec: Callable[..., ExperimentSpec], tmp_path: Path
 ) -> None:
-    spec = tiny_spec(
-        **{
-            "budget.total_timesteps": 512,
-            "evaluation.every_timesteps": 256,
-            "tune.n_trials": 3,
-            "tune.racing": {"seeds_max": 2, "reduction_factor": 2, "n_startup_trials": 1},
-        }
+    spec = three_trial_spec(
+        **{"tune.racing": {"seeds_max": 2, "reduction_factor": 2, "n_startup_trials": 1}}
     )
     result = run_study(spec, study_name="race", out_dir=tmp_path / "out", live=False)
     summary = json.loads(result.outputs.summary_json.read_text())

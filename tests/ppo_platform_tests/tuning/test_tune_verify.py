@@ -80,16 +80,9 @@ def test_best_is_the_best_held_out_score_not_the_best_searched() -> None:
 
 @pytest.mark.slow
 def test_a_verified_study_chooses_and_reports_by_held_out_score(
-    home: Settings, tiny_spec: Callable[..., ExperimentSpec], tmp_path: Path
+    home: Settings, three_trial_spec: Callable[..., ExperimentSpec], tmp_path: Path
 ) -> None:
-    spec = tiny_spec(
-        **{
-            "budget.total_timesteps": 512,
-            "evaluation.every_timesteps": 256,
-            "tune.n_trials": 3,
-            "tune.verify": {"seeds": [10, 11], "top_trials": 2, "episodes": 3},
-        }
-    )
+    spec = three_trial_spec(**{"tune.verify": {"seeds": [10, 11], "top_trials": 2, "episodes": 3}})
     board = io.StringIO()
     result = run_study(
         spec, study_name="verified", out_dir=tmp_path / "out", live=False, workers=2, progress=board
