@@ -151,6 +151,56 @@ NOTES = (
     "as the zoo does. That run raised a clip_fraction_low warning: the clip fraction was 0 "
     "for updates 2-10 (KL below 4e-4) while rewards were still rare; the first attempt ran "
     "0.03-0.17 by 7e4 steps.",
+    "1e6-step runs (2026-12-02, the planner's spec planned for 1e6, seed 0, one run at a "
+    "time under nice 15 while other engineers' jobs kept the 1-min load at 9-17; evaluation "
+    "every 25,000 steps over 5 deterministic episodes; each stopped with Ctrl-C after an "
+    "evaluation when its share of the time ran out; curves in the list above). "
+    "HalfCheetah-v5 reached 426,496 steps in 1,663 s (548 CPU s: about 780 env steps per "
+    "CPU second with its evaluations; 100-300 env steps/s of wall time at this load) and "
+    "5025 at 425k (published at 1e6: rl-baselines3-zoo's HalfCheetah-v3 agent 5819 +- 664, "
+    "deterministic; CleanRL's `ppo_continuous_action`, its own hyperparameters, 1442 +- 46 "
+    "on HalfCheetah-v4, episodic training return over 3 seeds); the curve is not monotone "
+    "(2857 at 100k after 3468 at 75k; 2228 at 250k after 4602 at 225k). Hopper-v5 reached "
+    "275,456 steps in 933 s (297 CPU s) and does not hop: it peaked at 1018-1026 (75k, "
+    "125k), its training return (100-episode mean) collapsed twice (514 at 61k to 197 at "
+    "72k; 578 at 123k to 189 at 164k) and stayed near 320 after 200k (episodes of ~140 "
+    "steps: it falls), against 2410 +- 10 (zoo, Hopper-v3) and 2383 +- 272 (CleanRL, "
+    "Hopper-v4) published at 1e6. The zoo's Hopper entry, imported, ran the whole 1e6 "
+    "(1,251 s, 968 CPU s, load 3-8) and stands without hopping: 1014 at 50k, 992-1017 "
+    "through 1e6 with dips (603 at 225k, 759 at 325k, 848 at 625k, 451 at 825k), final "
+    "998.5 +- 1.4, against the zoo's own published 2410 +- 10 (one agent, Hopper-v3). "
+    "What did not fit on 2 shared cores: any run to 1e6 steps; seeds 1-2; the zoo's "
+    "imported MuJoCo specs at 1e6; an Atari game beyond a throughput probe. At the "
+    "measured rate one HalfCheetah-v5 run to 1e6 needs about 21 CPU minutes (about 25 min "
+    "on a free core, 1-3 h at nice 15 under this load), so the issue's full grid (2 envs x "
+    "2 specs x 3 seeds, the zoo's HalfCheetah entry doing 2x the gradient steps) is 4-6 h "
+    "of a free core. The planned Pong spec (8 envs x 128, Nature CNN, K 4) trained at 21-27 "
+    "env steps/s (4,096 steps, 49 CPU s with start-up and a 10-episode final evaluation; "
+    "final -20.3, a random policy's score): 1e6 steps would take about 10 h at that rate, "
+    "so there is no Atari curve to set beside the published ones (the zoo's and CleanRL's "
+    "PPO Pong curves climb from -21 only after about 1e6 steps).",
+    "Alerts on the 1e6 known-good runs. HalfCheetah-v5 (833 updates): 4 critical KL alerts, "
+    "each a single update just past 0.1 (0.109 at 81,408, 0.103 at 130,048, 0.108 at "
+    "259,072, 0.107 at 422,400) and one spike to 0.55 with a clip fraction of 0.59 at "
+    "82,432 (the one clip_fraction_high alert); median KL 0.045, p90 0.061. Two of them "
+    "sit on the curve's dips: the evaluation fell from 3468 (75k) to 2857 (100k) after the "
+    "81k spike, and the training return (100-episode mean) fell from 2834 at 258k to 2234 "
+    "at 319k around the 259k alert (the 250k evaluation, 2228, had already dropped). The "
+    "run recovered from both without a change, to 5025. So the KL alerts do mark real, "
+    "temporary regressions on this known-good config, but not a broken run: as critical "
+    "alerts on a config that ends at the published return they overstate. Hopper-v5 (538 "
+    "updates): 9 critical KL alerts and one clip_fraction_high; median KL 0.028 with spikes "
+    "of 0.60 (25k), 0.60 (59k), 1.04 (125k), 0.45 (165k) and 0.30 (184k). Here they mean "
+    "something: both collapses of the training return follow a cluster of them, and the run "
+    "never gets back to its best. The planner's MuJoCo rule is the zoo's HalfCheetah-like "
+    "setting (gamma 0.99, lambda 0.95, K 10, minibatch 64, LR 5e-5); the zoo tunes Hopper "
+    "differently (gamma 0.999, lambda 0.99, K 5, minibatch 32, LR 9.8e-5, entropy 0.0023). "
+    "The zoo's Hopper entry (1,954 updates) raised 73 alerts: 64 critical KL alerts (spikes "
+    "to 2.2 at 13k and 33k, 1.3 at 326k; median KL 0.036), 8 clip_fraction_high and one "
+    "drift. Its evaluation dips follow some of them, and it recovers every time to standing. "
+    "So on Hopper the KL alerts mark real instability for both specs, but they do not tell "
+    "the run that recovers (the zoo's, 64 alerts) from the one that does not (the planner's, "
+    "9): their count predicts nothing here, and neither spec learned to hop on this seed.",
 )
 TRAINING_SECTIONS = ("env", "algorithm", "rollout", "update", "surrogate", "advantage", "policy")
 DONE = re.compile(
@@ -255,6 +305,79 @@ def diagnostics_summary(home: Path, run_id: str) -> dict:
     return summary
 
 
+def stopped_record(home: Path, job: dict, command: str, load: float, run_id: str) -> dict:
+    """A run stopped before its budget (Ctrl-C when the time ran out), read back from
+    `home`'s MLflow store: the steps it reached, its evaluations, its diagnostics."""
+    from ppo_platform.tracking.gateway import tracking_client
+    from ppo_platform.tracking.queries import metric_history
+
+    client = tracking_client(f"sqlite:///{home / 'mlflow.db'}")
+    run = client.get_run(run_id)
+    fps = metric_history(client, run_id, ["time/fps"])["time/fps"]
+    history = eval_history(home, run_id)
+    final: dict[str, float] = {}
+    if run.info.status == "FINISHED":  # it reached its budget: its last evaluation is final
+        std = metric_history(client, run_id, ["eval/std_reward"])["eval/std_reward"]
+        final = {"final_mean": history[-1][1], "final_std": std[-1][1]}
+    return {
+        **job,
+        **final,
+        "stopped_at": max(step for step, _ in fps),
+        "status": run.info.status,
+        "command": command,
+        "evaluations": history,
+        "steps_to_threshold": next((s for s, v in history if v >= job["threshold"]), None),
+        "wall_s": ((run.info.end_time or run.info.start_time) - run.info.start_time) / 1000,
+        "load1_at_start": load,
+        "diagnostics": diagnostics_summary(home, run_id),
+    }
+
+
+def add_stopped(args: argparse.Namespace) -> None:
+    """Fold one stopped run (`--add-stopped HOME`) into the results, with its command."""
+    env_id, [variant], [seed] = args.envs[0], args.variants, args.seed_ids
+    job = {"env": env_id, "variant": variant, "seed": seed, "budget": args.budget}
+    job["threshold"] = ENVS[env_id][2]
+    record = stopped_record(args.add_stopped, job, args.run_command, args.load, args.run_id)
+    report = {
+        "command": args.run_command,
+        "machine": machine(),
+        "versions": package_versions(sys.executable, ["stable-baselines3", "torch", "gymnasium"]),
+        "envs": [env_id],
+        "runs": [record],
+        "shared": {},
+        "skipped": {},
+    }
+    folded = merged(report, args.out.with_suffix(".json"), [])
+    kept = [r for r in folded["runs"] if not _same_stopped(r, record)]
+    save({**folded, "runs": [*kept, record]}, args.out)
+
+
+def _same_stopped(run: dict, record: dict) -> bool:
+    keys = ("env", "variant", "seed", "budget")
+    return "stopped_at" in run and all(run[k] == record[k] for k in keys)
+
+
+def _stopped_lines(report: dict) -> list[str]:
+    """One line per stopped run: how far it got and its evaluation curve."""
+    stopped = [r for r in report["runs"] if "stopped_at" in r]
+    if not stopped:
+        return []
+    lines = ["", "Runs recorded from a `ppo-platform run` (stopped with Ctrl-C after an evaluation"]
+    lines[-1] += " when the time on 2 shared cores ran out, unless they reached their budget):"
+    lines += [""]
+    for r in stopped:
+        curve = ", ".join(f"{v:.0f} at {s:,}" for s, v in r["evaluations"])
+        lines.append(
+            f"- {r['env']} {r['variant']} seed {r['seed']}: reached {r['stopped_at']:,} of "
+            f"{r['budget']:,} env steps in {r['wall_s']:.0f} s (1-min load "
+            f"{r['load1_at_start']:.1f} at its start), evaluations "
+            f"({EVAL_EPISODES.get(r['env'], EPISODES)} deterministic episodes each): "
+            f"{curve or 'none'}. Command: `{r['command']}`."
+        )
+    return lines
+
+
 def jobs_for(
     envs: list[str],
     seeds: list[int],
@@ -293,6 +416,14 @@ def _row(env_id: str, variant: str, runs: list[dict], shared: bool) -> str:
     _, _, threshold, _ = ENVS[env_id]
     budget = runs[0]["budget"] if runs else ENVS[env_id][0]
     done = sorted((r for r in runs if "final_mean" in r), key=lambda r: r["seed"])
+    stopped = [r for r in runs if "stopped_at" in r]
+    if not done and stopped:
+        reached = ", ".join(f"{r['stopped_at']:,}" for r in stopped)
+        last = ", ".join(f"{r['evaluations'][-1][1]:.1f}" for r in stopped if r["evaluations"])
+        return (
+            f"| {env_id} | {variant} | {budget:,} | stopped at {reached} steps (below), last "
+            f"evaluation {last or '-'} | | | | |"
+        )
     if not done:
         return f"| {env_id} | {variant} | {budget:,} | not run | | | | |"
     mean, std = _stats([r["final_mean"] for r in done])
@@ -332,7 +463,9 @@ def markdown(report: dict) -> str:
         for variant in ("planner", "zoo"):
             source = "planner" if shared else variant
             runs = [r for r in report["runs"] if r["env"] == env_id and r["variant"] == source]
-            lines.append(_row(env_id, variant, runs, shared and variant == "zoo"))
+            for budget in sorted({r["budget"] for r in runs}) or [None]:  # a row per budget
+                same = [r for r in runs if r["budget"] == budget]
+                lines.append(_row(env_id, variant, same, shared and variant == "zoo"))
     lines += ["", "Thresholds and rl-baselines3-zoo's published PPO results (benchmark.md):", ""]
     lines += ["| env | threshold | zoo budget | budget here | published (zoo budget) |"]
     lines += ["|---|---|---|---|---|"]
@@ -345,6 +478,7 @@ def markdown(report: dict) -> str:
             f"{', '.join(f'{b:,}' for b in ran)} | "
             f"{mean:.1f} +- {std:.1f} at {at}, {episodes} episodes |"
         )
+    lines += _stopped_lines(report)
     for env_id, reason in report.get("skipped", {}).items():
         lines += ["", f"{env_id} skipped: {reason}"]
     errors = [r for r in report["runs"] if "error" in r]
@@ -438,7 +572,19 @@ def main() -> None:
         "--merge-from", type=Path, nargs="+", help="fold these results files into --out, no runs"
     )
     parser.add_argument("--scale", type=float, default=1.0, help="budget factor (smoke tests)")
+    parser.add_argument(
+        "--add-stopped",
+        type=Path,
+        help="fold in --run-id of this PPO_PLATFORM_HOME, stopped before --budget (one --envs, "
+        "--variants, --seed-ids), with --run-command and --load",
+    )
+    parser.add_argument("--run-id", default="", help="with --add-stopped: the MLflow run id")
+    parser.add_argument("--run-command", default="", help="the command that ran it")
+    parser.add_argument("--load", type=float, default=0.0, help="1-min load at its start")
     args = parser.parse_args()
+    if args.add_stopped:
+        add_stopped(args)
+        return
     seeds = args.seed_ids if args.seed_ids is not None else list(range(args.seeds))
     if args.merge_from:
         fold(args.out, args.merge_from)
