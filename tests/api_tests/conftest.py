@@ -95,6 +95,7 @@ class Server:
                 pass
             assert self.process.poll() is None, (self.home / "server.log").read_text()
             time.sleep(0.1)
+        self.kill()  # a server that never became ready is not left running after the test
         raise AssertionError(f"the server did not answer {route} within its deadline")
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
