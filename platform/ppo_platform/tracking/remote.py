@@ -45,13 +45,17 @@ def runs_closed_on_interrupt() -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt as error:
-        reason = "terminated (SIGTERM)" if isinstance(error, Terminated) else "interrupted"
         left_open = process.open_runs() - before
         if left_open:
             tracing.mark(f"interrupted: closing {len(left_open)} run(s) left open")
-            tags = {tag.OUTCOME: "cancelled", tag.FAILURE: reason}
-            process.close_runs(left_open, "KILLED", tags)
+            process.close_runs(left_open, "KILLED", _interrupted_tags(error))
         raise
+
+
+def _interrupted_tags(error: KeyboardInterrupt) -> dict[str, str]:
+    """The tags of a run closed KILLED by an interrupt: Ctrl-C or SIGTERM, said as such."""
+    reason = "terminated (SIGTERM)" if isinstance(error, Terminated) else "interrupted"
+    return {tag.OUTCOME: "cancelled", tag.FAILURE: reason}
 
 
 def _warn(message: str) -> None:
@@ -216,11 +220,9 @@ class RemoteRun:
         elif isinstance(error, TrackingError):
             self.fail(str(error))  # the tracking process failed: closed FAILED with why
         elif isinstance(error, KeyboardInterrupt):
-            reason = "terminated (SIGTERM)" if isinstance(error, Terminated) else "interrupted"
             tracing.mark("interrupted: closing the run KILLED")
             try:
-                tags = {tag.OUTCOME: "cancelled", tag.FAILURE: reason}
-                self.finish("KILLED", tags, INTERRUPTED_REPLY_TIMEOUT)
+                self.finish("KILLED", _interrupted_tags(error), INTERRUPTED_REPLY_TIMEOUT)
             except TrackingError:
                 pass  # what the tracking process could not store must not hide the interrupt
             except Exception as broken:
