@@ -14,8 +14,8 @@ Beside them: rl-baselines3-zoo's published PPO results (benchmark.md; one run ea
     python benchmarks/sample_efficiency.py --envs Acrobot-v1 --variants planner --merge
 
 `--merge` keeps the runs already in the results file except those this command re-runs (same
-env, spec and seed), so a subset can be (re-)run without repeating what is still valid; the
-header then lists every command whose runs the table holds.
+env, spec, seed and budget), so a subset can be (re-)run without repeating what is still valid;
+the header then lists every command whose runs the table holds.
 
 Results go to benchmarks/results/sample_efficiency.{json,md}, rewritten after every run, so an
 interrupted benchmark leaves the runs it finished.
@@ -501,8 +501,10 @@ def merged(report: dict, previous_file: Path, jobs: list[dict]) -> dict:
     if not previous_file.exists():
         return report
     previous = json.loads(previous_file.read_text())
-    again = {(j["env"], j["variant"], j["seed"]) for j in jobs}
-    kept = [r for r in previous["runs"] if (r["env"], r["variant"], r["seed"]) not in again]
+    again = {(j["env"], j["variant"], j["seed"], j["budget"]) for j in jobs}
+    kept = [
+        r for r in previous["runs"] if (r["env"], r["variant"], r["seed"], r["budget"]) not in again
+    ]
     old_commands = previous.get("commands") or [_command_entry(previous)]
     envs = previous["envs"] + [e for e in report["envs"] if e not in previous["envs"]]
     return {

@@ -65,7 +65,9 @@ def test_merge_replaces_only_the_runs_a_subset_re_runs(bench, tmp_path):
     old += [_run("Acrobot-v1", "zoo", s, -80.0) for s in range(3)]
     previous = _report("python benchmarks/sample_efficiency.py", "aaaaaaa", ["Acrobot-v1"], old)
     (tmp_path / "results.json").write_text(json.dumps(previous))
-    jobs = [{"env": "Acrobot-v1", "variant": "planner", "seed": s} for s in range(3)]
+    jobs = [
+        {"env": "Acrobot-v1", "variant": "planner", "seed": s, "budget": 100_000} for s in range(3)
+    ]
     new = _report("... --envs Acrobot-v1 --variants planner --merge", "bbbbbbb", ["Acrobot-v1"], [])
     report = bench.merged(new, tmp_path / "results.json", jobs)
     assert [(r["variant"], r["final_mean"]) for r in report["runs"]] == [("zoo", -80.0)] * 3
@@ -93,3 +95,13 @@ def test_fold_merges_a_parallel_part_and_the_table_shows_every_env(bench, tmp_pa
     assert "- `first` (2026-12-01 08:00:00 UTC, commit aaaaaaa)" in table
     assert "(folded in from part.json)" in table
     assert "| MountainCar-v0 | -110 (gymnasium reward_threshold) | 1,000,000 | 50,000 |" in table
+
+
+def test_a_run_at_another_budget_is_kept_beside_the_same_seed(bench, tmp_path):
+    old = [_run("Acrobot-v1", "planner", 0, -110.0)]
+    previous = _report("python benchmarks/sample_efficiency.py", "aaaaaaa", ["Acrobot-v1"], old)
+    (tmp_path / "results.json").write_text(json.dumps(previous))
+    jobs = [{"env": "Acrobot-v1", "variant": "planner", "seed": 0, "budget": 1_000_000}]
+    new = _report("... --budget 1000000 --merge", "bbbbbbb", ["Acrobot-v1"], [])
+    report = bench.merged(new, tmp_path / "results.json", jobs)
+    assert [(r["budget"], r["final_mean"]) for r in report["runs"]] == [(100_000, -110.0)]
