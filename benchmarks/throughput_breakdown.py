@@ -6,8 +6,9 @@ process, one thread (OMP_NUM_THREADS=1), with CPU timers (`time.thread_time`, th
 thread's own CPU) around the methods the time goes to: the rollout (env step, policy forward,
 SB3's buffer), the update (loss and gradients, clip + Adam, post-update KL, the metrics read
 back), the update listener (rows, diagnostics). Timers nest: a component's figure includes the
-components inside it. Also: the training process's whole CPU (user + sys, all threads) and its
-tracking process's (from /proc, just before it exits).
+components inside it (the autograd path's `MinibatchStep.__call__` includes its `with_grads`).
+Also: the training process's whole CPU (user + sys, all threads: EnvPool's workers count
+only there) and its tracking process's (from /proc, just before it exits).
 
     python benchmarks/throughput_breakdown.py                      # the throughput row, 1M
     python benchmarks/throughput_breakdown.py --steps 200000 --set env.vectorization=envpool
@@ -58,8 +59,8 @@ TIMED = [
     ("  rollout as tensors", "trainers.ppo", "_RolloutTensors.__init__"),
     ("  minibatch loss + gradients", "trainers.ppo", "ClipPPO._minibatch"),
     ("    manual loss + gradients", "trainers.manual", "ManualLoss.__call__"),
-    ("  clip + Adam (manual gradients)", "trainers.lean", "MinibatchStep.with_grads"),
-    ("  backward + clip + Adam (autograd)", "trainers.lean", "MinibatchStep.__call__"),
+    ("  clip + Adam (with_grads)", "trainers.lean", "MinibatchStep.with_grads"),
+    ("  autograd backward + clip + Adam", "trainers.lean", "MinibatchStep.__call__"),
     ("  post-update KL", "trainers.ppo", "ClipPPO._post_update_kl"),
     ("  metrics read back", "trainers.ppo", "_UpdateRecord.read"),
     ("update listener (rows, diagnostics)", "ppo_platform.training.runner",
