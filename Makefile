@@ -82,7 +82,7 @@ bench-cleanrl-venv: $(CLEANRL_VENV)/.installed
 $(CLEANRL_VENV)/.installed:
 	test -x $(CLEANRL_VENV)/bin/python || $(PYTHON) -m venv $(CLEANRL_VENV)
 	timeout 900 $(CLEANRL_VENV)/bin/python -m pip install --quiet "$(TORCH_PIN)" \
-		"gymnasium[mujoco]>=1.1,<2" tyro tensorboard numpy
+		"gymnasium[mujoco]>=1.1,<2" tyro tensorboard numpy ale-py opencv-python-headless
 	touch $@
 
 $(ZOO_VENV)/.installed:

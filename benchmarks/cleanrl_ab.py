@@ -6,12 +6,17 @@ each (OMP_NUM_THREADS=1, MKL_NUM_THREADS=1), in the order A B then B A. Wall tim
 (user + sys of the child, from os.wait4) and the 1-min load at each start; medians with min-max;
 machine, versions, commit and the final returns go into benchmarks/results/cleanrl_ab.{md,json}.
 
-    python benchmarks/cleanrl_ab.py                       # every row, 5 pairs (the full set)
+    python benchmarks/cleanrl_ab.py                       # CartPole, throughput, HalfCheetah
     python benchmarks/cleanrl_ab.py --rows cartpole --pairs 2 --steps 20000 --out quick
+    python benchmarks/cleanrl_ab.py --rows atari --pairs 2 --out /tmp/atari   # ALE, EnvPool
 
 CleanRL's scripts are copied from a CleanRL git checkout into benchmarks/.cleanrl/ (never
 committed) by `--copy-scripts REPO`, which applies the small patches in `PATCHES` so that
-scripts written for gymnasium 0.29 run on gymnasium 1.x as they did there.
+scripts written for gymnasium 0.29 run on gymnasium 1.x as they did there, and the helper
+modules they import (`HELPERS`). The atari row runs ppo_atari.py (gymnasium's SyncVectorEnv over
+SB3's Atari wrappers; its venv needs `ale-py` and `opencv-python-headless`) against the platform
+on EnvPool (specs/breakout_cleanrl.yaml); ppo_atari_envpool.py imports the old `gym` package
+and EnvPool, which the CleanRL venv does not have.
 """
 
 from __future__ import annotations
@@ -42,7 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 CLEANRL_DIR = ROOT / "benchmarks" / ".cleanrl"
 CLEANRL_PYTHON = ROOT / "benchmarks" / ".venv-cleanrl" / "bin" / "python"
-SCRIPTS = ("ppo.py", "ppo_continuous_action.py", "ppo_atari_envpool.py")
+SCRIPTS = ("ppo.py", "ppo_continuous_action.py", "ppo_atari.py")
+HELPERS = ("cleanrl_utils/__init__.py", "cleanrl_utils/atari_wrappers.py")
 EVAL_OFF = ["evaluation.every_timesteps=0", "evaluation.episodes=1"]
 
 _FINAL_INFO_OLD = """            if "final_info" in infos:
@@ -64,7 +70,7 @@ _SYNC_NEW = (
 PATCHES = (
     *(
         (script, old, new, why)
-        for script in SCRIPTS[:2]
+        for script in SCRIPTS
         for old, new, why in (
             (_SYNC_OLD, _SYNC_NEW, "same-step autoreset, gymnasium 0.29's (1.x: next-step)"),
             (_FINAL_INFO_OLD, _FINAL_INFO_NEW, "final_info is one dict of arrays in 1.x"),
@@ -75,6 +81,24 @@ PATCHES = (
         "TransformObservation(env, lambda obs: np.clip(obs, -10, 10))",
         "TransformObservation(env, lambda obs: np.clip(obs, -10, 10), env.observation_space)",
         "1.x's TransformObservation takes the observation space",
+    ),
+    (
+        "ppo_atari.py",
+        "import gymnasium as gym\n",
+        "import ale_py\nimport gymnasium as gym\n\ngym.register_envs(ale_py)\n",
+        "ale-py >= 0.9 registers its games on request",
+    ),
+    (
+        "ppo_atari.py",
+        "gym.wrappers.GrayScaleObservation(env)",
+        "gym.wrappers.GrayscaleObservation(env)",
+        "1.x's GrayscaleObservation (0.29: GrayScaleObservation)",
+    ),
+    (
+        "ppo_atari.py",
+        "gym.wrappers.FrameStack(env, 4)",
+        "gym.wrappers.FrameStackObservation(env, 4)",
+        "1.x's FrameStackObservation (0.29: FrameStack)",
     ),
 )
 
@@ -88,9 +112,10 @@ def copy_scripts(repo: str, ref: str) -> None:
             subprocess.run(["git", "clone", "--quiet", "--bare", repo, git_dir], check=True)
     else:
         git_dir = repo if (Path(repo) / "HEAD").exists() else str(Path(repo) / ".git")
-    for script in SCRIPTS:
+    for script in (*SCRIPTS, *HELPERS):
+        source = script if script in HELPERS else f"cleanrl/{script}"
         text = subprocess.run(
-            ["git", f"--git-dir={git_dir}", "show", f"{ref}:cleanrl/{script}"],
+            ["git", f"--git-dir={git_dir}", "show", f"{ref}:{source}"],
             capture_output=True, text=True, check=True,
         ).stdout  # fmt: skip
         for target, old, new, why in PATCHES:
@@ -98,6 +123,7 @@ def copy_scripts(repo: str, ref: str) -> None:
                 if old not in text:
                     sys.exit(f"{script} at {ref}: the text to patch ({why}) is not there")
                 text = text.replace(old, new, 1)
+        (CLEANRL_DIR / script).parent.mkdir(parents=True, exist_ok=True)
         (CLEANRL_DIR / script).write_text(text)
     commit = subprocess.run(
         ["git", f"--git-dir={git_dir}", "rev-parse", ref], capture_output=True, text=True
@@ -130,6 +156,11 @@ THROUGHPUT_FLAGS += ["--update-epochs", "4", "--num-minibatches", "4", *CARTPOLE
 CLIP_SCHEDULE = (
     "the platform's clip range decays linearly (specs/cartpole.yaml), CleanRL's is fixed"
 )
+ATARI_SETUP = (
+    "the atari row needs ale-py and opencv-python-headless in the CleanRL venv: "
+    "benchmarks/.venv-cleanrl/bin/python -m pip install torch==2.13.0 ale-py "
+    "opencv-python-headless (or make bench-cleanrl-venv on a new venv)"
+)
 VALUE_LOSS = "CleanRL's value loss is 0.5 x MSE (SB3's: MSE, so c_v weighs it twice as much)"
 
 
@@ -154,6 +185,18 @@ def rows(steps: int | None) -> dict[str, Row]:
             THROUGHPUT_FLAGS,
             steps or 1_000_000,
             f"{CLIP_SCHEDULE}; {VALUE_LOSS}",
+        ),
+        "atari": Row(
+            "atari",
+            "Breakout, ppo_atari.py's defaults (8 envs x 128 steps, Nature CNN), EnvPool",
+            "specs/breakout_cleanrl.yaml",
+            [],
+            "ppo_atari.py",
+            ["--env-id", "BreakoutNoFrameskip-v4"],
+            steps or 50_000,
+            "CleanRL's env: gymnasium SyncVectorEnv over SB3's Python Atari wrappers; the "
+            f"platform's: EnvPool's C++ pool with the same preprocessing; {VALUE_LOSS}; value "
+            "clipping: CleanRL takes max(clipped, unclipped) loss, SB3 the clipped value's",
         ),
         "halfcheetah": Row(
             "halfcheetah",
@@ -298,7 +341,6 @@ def markdown(report: dict) -> str:
     for r in report["rows"]:
         lines += [f"- {r['row']}: `{c}`" for c in r["commands"].values()]
         lines.append(f"  - differences: {r['differences']}")
-    lines += [f"- not run: {skip}" for skip in report["skipped"]]
     return "\n".join(lines) + "\n"
 
 
@@ -315,28 +357,29 @@ def main() -> None:
     args = parser.parse_args()
     if args.copy_scripts:
         return copy_scripts(args.copy_scripts, args.ref)
-    if not (CLEANRL_PYTHON.exists() and (CLEANRL_DIR / "ppo.py").exists()):
-        sys.exit("CleanRL is not set up: run `make bench-cleanrl-venv` first")
     table = rows(args.steps)
-    unknown = sorted(set(args.rows) - set(table) - {"atari"})
+    unknown = sorted(set(args.rows) - set(table))
     if unknown:
-        sys.exit(f"--rows: unknown {unknown}; choose from {sorted(table)} (atari: see docs)")
+        sys.exit(f"--rows: unknown {unknown}; choose from {sorted(table)}")
+    missing = [table[n].script for n in args.rows if not (CLEANRL_DIR / table[n].script).exists()]
+    if not CLEANRL_PYTHON.exists() or missing:
+        sys.exit(f"CleanRL is not set up ({missing or 'no venv'}): run `make bench-cleanrl-venv`")
+    if "atari" in args.rows:
+        ale = package_versions(CLEANRL_PYTHON, ["ale-py"]).get("ale-py", "not installed")
+        if ale == "not installed":
+            sys.exit(ATARI_SETUP)
     report: dict = {
         "command": shlex.join(["python", "benchmarks/cleanrl_ab.py", *sys.argv[1:]]),
         "machine": machine(),
-        "versions": package_versions(sys.executable, ["torch", "stable_baselines3", "gymnasium"]),
+        "versions": package_versions(
+            sys.executable, ["torch", "stable_baselines3", "gymnasium", "envpool", "ale-py"]
+        ),
         "cleanrl_commit": (CLEANRL_DIR / "COMMIT").read_text().strip()[:8],
         "patches": sorted({f"{why}" for _, _, _, why in PATCHES}),
         "rows": [],
-        "skipped": [],
     }
-    theirs = package_versions(CLEANRL_PYTHON, ["torch", "gymnasium", "tyro", "envpool"])
+    theirs = package_versions(CLEANRL_PYTHON, ["torch", "gymnasium", "tyro", "ale-py"])
     report["versions"].update({f"{k} (CleanRL venv)": v for k, v in theirs.items()})
-    if "atari" in args.rows:
-        report["skipped"].append(
-            "atari (ppo_atari_envpool.py): needs envpool in both venvs; the harness has no "
-            "Atari row yet"
-        )
     for name in args.rows:
         if name in table:
             report["rows"].append(
