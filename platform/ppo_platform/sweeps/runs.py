@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ppo_platform import tracing
 from ppo_platform.errors import RunNotFoundError
 from ppo_platform.execution.base import describe_error
 from ppo_platform.settings import Settings
@@ -120,6 +121,7 @@ def warm_worker(spec: ExperimentSpec, tracking_address: str | None = None) -> No
             shared_tracking_process()
         from ppo_platform.training.warm import warm_up  # heavy: torch and SB3
 
+        tracing.mark("warm-up: torch and SB3 imported")
         warm_up(spec)
     if tracking_address is not None:
         use_tracking_process(tracking_address)

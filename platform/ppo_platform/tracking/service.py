@@ -74,7 +74,6 @@ class TrackingService:
 
     def __init__(self) -> None:
         self.runs: dict[int, OpenRun] = {}  # by the seq of the request that opened the run
-        self.plotting: threading.Thread | None = None  # matplotlib's import, once a run trains
         self.not_opened: dict[int, str] = {}  # why a run was not opened, by that seq
         self.handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "reap": self.reap,
@@ -122,7 +121,8 @@ class TrackingService:
         with tags, params and texts; a training run also gets its folder and spec file."""
         kind = request.get("kind", "training")
         self.close_superseded(kind)
-        self.warm_plotting(kind)
+        if kind == "training":
+            warm_plotting()
         client = tracking_client(request["uri"])
         if request.get("experiment"):
             root = request.get("artifact_root")
@@ -153,7 +153,8 @@ class TrackingService:
         curves are read back for its plot."""
         kind = request.get("kind", "training")
         self.close_superseded(kind)
-        self.warm_plotting(kind)
+        if kind == "training":
+            warm_plotting()
         client = tracking_client(request["uri"])
         run_id = check_run_id(request["run_id"])
         run = OpenRun(request["uri"], run_id, kind)
@@ -293,13 +294,6 @@ class TrackingService:
         del self.runs[request["run"]]
         return {}
 
-    def warm_plotting(self, kind: str) -> None:
-        """At the first training run: import matplotlib in the background while it trains, so
-        its plot at the end costs only the drawing."""
-        if kind == "training" and self.plotting is None:
-            self.plotting = threading.Thread(target=_import_matplotlib, daemon=True)
-            self.plotting.start()
-
     def close_superseded(self, kind: str) -> None:
         """A new run of a kind while one of that kind is open (a warm worker whose last run
         failed before closing it): close the old one FAILED, never leave it RUNNING."""
@@ -332,6 +326,17 @@ def _safe(value: str) -> str:
     if not SAFE_TAG_VALUE.match(value):
         raise ValueError(f"cannot search for the tag value {value!r}")
     return value
+
+
+_plotting: list[threading.Thread] = []  # matplotlib's import, started once per process
+
+
+def warm_plotting() -> None:
+    """At the first training run of this process (whichever caller's): import matplotlib in
+    the background while it trains, so its plot at the end costs only the drawing."""
+    if not _plotting:
+        _plotting.append(threading.Thread(target=_import_matplotlib, daemon=True))
+        _plotting[0].start()
 
 
 def _import_matplotlib() -> None:
