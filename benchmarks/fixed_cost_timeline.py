@@ -38,7 +38,8 @@ PLATFORM = [
     "evaluation.episodes=1",
     "--quiet",
 ]
-TRACE = re.compile(r"^trace (\S+) (\d+) (\S+) (.*)$")
+# A mark: seconds, pid, process, label, then a tab and the CPU seconds the process had used.
+TRACE = re.compile(r"^trace (\S+) (\d+) (\S+) ([^\t]*)")
 
 
 def commands() -> dict[str, list[str]]:

@@ -1,15 +1,18 @@
-"""Wall time of a 4-run sweep on 2 worker processes vs the same 4 runs one after another.
+"""Wall and CPU time of a 4-run sweep on 2 worker processes vs the same 4 runs on one worker.
 
-    .venv/bin/python benchmarks/sweep_parallelism.py [--steps 20000] [--repeats 1]
+    .venv/bin/python benchmarks/sweep_parallelism.py [--steps 20000] [--repeats 1] [--out FILE]
 
-Each measurement is a full `run_sweep` (worker start-up, MLflow parent and child runs, training,
-the comparison report) in a fresh PPO_PLATFORM_HOME, so both modes pay the same fixed costs.
-The migrated empty MLflow store that new homes are copied from is made first, once per machine
-(`tracking/sqlite_store.py`), so no measurement pays for it. The fixed cost per sweep is
-estimated from the medians as 2 x T(2 workers) - T(1 worker) (4 members: T(1) = F + 4m,
-T(2) = F + 2m).
+Each measurement is one whole `ppo-platform sweep` process (what a user waits for: start-up,
+warm workers, MLflow parent and child runs, training, the comparison report, exit) in a fresh
+PPO_PLATFORM_HOME, 1 and 2 workers alternately. CPU is that of the whole process tree (the
+reaped children's rusage); with `PPO_PLATFORM_TRACE_TIMES=1` every process marks its CPU, so
+the members' training (`learn: begins` -> `learn: done`) is told apart from the rest: the CPU
+a sweep pays beyond training, the figure to read on a loaded machine. The wall-time fixed
+cost per sweep is estimated from the medians as 2 x T(2 workers) - T(1 worker) (4 members:
+T(1) = F + 4m, T(2) = F + 2m). The migrated empty MLflow store new homes are copied from is
+made first, once per machine (`tracking/sqlite_store.py`), so no measurement pays for it.
 The runs: specs/cartpole.yaml (rl-zoo's tuned CartPole PPO) with seeds 0-3. Writes a markdown
-table to benchmarks/results/sweep_parallelism.md (or --out).
+table to benchmarks/results/sweep_parallelism.md (or --out: keep loaded numbers out of it).
 """
 
 from __future__ import annotations
@@ -17,41 +20,70 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import re
+import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "platform"), str(REPO / "benchmarks")]
+
+from sweep_timeline import TRACE, phases  # noqa: E402
+
+RUN_SECONDS = re.compile(r"final eval return \S+ in ([0-9.]+) s \(run")
 
 
-def measure(workers: int, steps: int) -> tuple[float, float]:
-    """-> (wall seconds of the sweep, sum of the members' own training seconds)."""
-    from ppo_platform.settings import get_settings
-    from ppo_platform.spec.loader import load_spec
-    from ppo_platform.sweeps import run_sweep
-
+def measure(workers: int, steps: int) -> dict[str, float]:
+    """One whole `ppo-platform sweep`: wall, CPU (all processes), members' training CPU and
+    the sum of the members' own run times."""
+    command = [str(Path(sys.executable).with_name("ppo-platform")), "sweep", "specs/cartpole.yaml"]
+    command += ["--workers", str(workers)]
+    for override in (
+        f"budget.total_timesteps={steps}",
+        "evaluation.every_timesteps=5000",
+        "checkpoints.every_timesteps=0",
+        "name=bench-sweep",
+        "sweep.seeds=[0, 1, 2, 3]",
+    ):
+        command += ["--set", override]
     with tempfile.TemporaryDirectory(prefix="sweep-bench-") as home:
-        os.environ["PPO_PLATFORM_HOME"] = home
-        os.environ.pop("MLFLOW_TRACKING_URI", None)
-        get_settings.cache_clear()
-        spec = load_spec(
-            REPO / "specs" / "cartpole.yaml",
-            [
-                f"budget.total_timesteps={steps}",
-                "evaluation.every_timesteps=5000",
-                "checkpoints.every_timesteps=0",
-                "name=bench-sweep",
-                "sweep.seeds=[0, 1, 2, 3]",
-            ],
-        )
+        env = {**os.environ, "PPO_PLATFORM_HOME": home, "PPO_PLATFORM_TRACE_TIMES": "1"}
+        env.pop("MLFLOW_TRACKING_URI", None)
+        load = os.getloadavg()[0]
         started = time.perf_counter()
-        result = run_sweep(spec, workers=workers)
+        process = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        out, err = process.communicate()
         wall = time.perf_counter() - started
-        get_settings.cache_clear()
-    if result.failed:
-        raise SystemExit(f"benchmark sweep failed: {result.summary()}")
-    return wall, sum(o.seconds or 0.0 for o in result.outcomes)
+        cpu = _children_cpu()  # the sweep's process tree, reaped just now
+    if process.returncode != 0:
+        raise SystemExit(f"benchmark sweep failed:\n{err[-3000:]}")
+    marks = [
+        (0.0, m[2], m[4], float(m[5] or 0.0))
+        for line in err.splitlines()
+        if (m := TRACE.match(line))
+    ]
+    training = sum(figures["training"] for figures in phases(marks).values())
+    runs = sum(float(seconds) for seconds in RUN_SECONDS.findall(out))
+    return {"wall": wall, "cpu": cpu, "training": training, "runs": runs, "load": load}
+
+
+_reaped_cpu = 0.0
+
+
+def _children_cpu() -> float:
+    """CPU of the children reaped since the last call (the sweep just waited for)."""
+    global _reaped_cpu
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = usage.ru_utime + usage.ru_stime
+    spent, _reaped_cpu = total - _reaped_cpu, total
+    return spent
 
 
 def main() -> None:
@@ -66,42 +98,56 @@ def main() -> None:
         from ppo_platform.tracking.sqlite_store import create_sqlite_store
 
         create_sqlite_store(f"sqlite:///{folder}/mlflow.db")  # the template, once per machine
+    _children_cpu()  # start counting from here
     rows = []
-    walls: dict[int, list[float]] = {1: [], 2: []}
+    taken: dict[int, list[dict[str, float]]] = {1: [], 2: []}
     for repeat in range(args.repeats):
         for workers in (1, 2):
-            load_before = os.getloadavg()[0]
-            wall, train = measure(workers, args.steps)
-            walls[workers].append(wall)
+            m = measure(workers, args.steps)
+            taken[workers].append(m)
             rows.append(
-                f"| {repeat + 1} | {workers} | {wall:.1f} | {train:.1f} | {load_before:.1f} |"
+                f"| {repeat + 1} | {workers} | {m['wall']:.1f} | {m['cpu']:.1f} | "
+                f"{m['training']:.1f} | {m['cpu'] - m['training']:.1f} | {m['runs']:.1f} | "
+                f"{m['load']:.1f} |"
             )
             print(rows[-1], flush=True)
-    sequential, parallel = statistics.median(walls[1]), statistics.median(walls[2])
+
+    def median(workers: int, key: str) -> float:
+        return statistics.median(m[key] for m in taken[workers])
+
+    sequential, parallel = median(1, "wall"), median(2, "wall")
+    beyond = {w: median(w, "cpu") - median(w, "training") for w in (1, 2)}
+    loads = [m["load"] for ms in taken.values() for m in ms]
     text = "\n".join(
         [
             "# Sweep parallelism: 4 runs on 2 workers vs one after another",
             "",
             f"Command: `.venv/bin/python benchmarks/sweep_parallelism.py --steps {args.steps} "
-            f"--repeats {args.repeats}`",
+            f"--repeats {args.repeats}` ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC)",
             "",
             f"Runs: specs/cartpole.yaml (CartPole-v1, rl-zoo's tuned PPO, K = 20) with seeds 0-3, "
             f"{args.steps} env steps each, eval every 5000 steps; one torch thread per worker. "
-            f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}. "
-            "Wall time is the whole `run_sweep` (worker start-up, MLflow runs, training, "
-            "report) in a fresh store.",
+            f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}; 1-min load "
+            f"{min(loads):.1f}-{max(loads):.1f} before the measurements. Each is one whole "
+            "`ppo-platform sweep` process (start-up, warm workers, MLflow runs, training, "
+            "report, exit) in a fresh store; CPU is its whole process tree's, of which "
+            "'training' is the members' `learn` (from the processes' own time marks) and "
+            "'beyond training' everything else the sweep pays.",
             "",
-            "| repeat | workers | sweep wall time (s) | sum of run times (s) | load avg before |",
-            "|---|---|---|---|---|",
+            "| repeat | workers | wall (s) | CPU (s) | training CPU (s) | CPU beyond training (s) "
+            "| sum of run times (s) | load avg before |",
+            "|---|---|---|---|---|---|---|---|",
             *rows,
             "",
             f"**Wall-time ratio (2 workers / 1 worker, median): {parallel / sequential:.2f}** "
             f"({parallel:.1f} s vs {sequential:.1f} s; speed-up {sequential / parallel:.2f}x). "
             f"Fixed cost per sweep, estimated as 2 x T(2) - T(1): "
-            f"{2 * parallel - sequential:.1f} s.",
+            f"{2 * parallel - sequential:.1f} s. CPU beyond training (median): "
+            f"{beyond[1]:.1f} s on 1 worker, {beyond[2]:.1f} s on 2.",
             "",
-            "The machine is shared: the load average column shows how busy it was when each "
-            "measurement started; above 2 (the core count) other work was competing for the cores.",
+            "The machine may be shared: the load average column shows how busy it was when each "
+            "measurement started; above 2 (the core count) other work was competing for the "
+            "cores and wall times say little, CPU times still do.",
             "",
         ]
     )

@@ -1,10 +1,13 @@
 """Time marks for the fixed-cost timeline: off unless `PPO_PLATFORM_TRACE_TIMES=1`.
 
 Every process of a run (the CLI and training process, its tracking process, an evaluation
-worker) writes `trace <seconds> <pid> <process> <label>` lines to its stderr, `<seconds>` being
-`time.perf_counter()`: on Linux the system-wide monotonic clock, so the marks of all processes
-(and of the benchmark that launched them) lie on one time line. Nothing but the standard
-library is imported here; a mark costs one environment lookup when tracing is off.
+worker) writes `trace <seconds> <pid> <process> <label>\t<cpu>` lines to its stderr,
+`<seconds>` being `time.perf_counter()`: on Linux the system-wide monotonic clock, so the marks
+of all processes (and of the benchmark that launched them) lie on one time line; `<cpu>` is the
+CPU seconds (user + system, all threads) the process has used so far, so the CPU of a phase is
+the difference between its marks even when a loaded machine stretches the wall time. Nothing
+but the standard library is imported here; a mark costs one environment lookup when tracing is
+off.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ def mark(label: str, at: float | None = None) -> None:
         return
     name = os.path.basename(sys.argv[0] or "python") or "python"
     when = time.perf_counter() if at is None else at
-    line = f"trace {when:.6f} {os.getpid()} {name} {label}\n"
+    line = f"trace {when:.6f} {os.getpid()} {name} {label}\t{time.process_time():.3f}\n"
     stream = sys.__stderr__
     if stream is None:
         return

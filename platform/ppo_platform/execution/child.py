@@ -6,6 +6,9 @@ Ctrl-C reaches only the parent, which closes what the child holds), reading JSON
 stdin and answering with JSON lines on its stdout. A reader thread hands each answer over and,
 when the child is gone or answered garbage, says why once. Waiting for it to exit is bounded:
 past the timeout it is killed. In the child, `answer_stream` keeps stdout for the answers.
+
+`JsonLinesConnection` is the same conversation with a child another process started and shares
+(a sweep's tracking process, which its warm workers use): over a Unix socket, same JSON lines.
 """
 
 from __future__ import annotations
@@ -14,14 +17,18 @@ import contextlib
 import json
 import os
 import signal
+import socket
+import struct
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 KILLED_WAIT = 5.0  # seconds to reap a child after SIGKILL
+CONNECT_TIMEOUT = 60.0  # seconds a shared child may take to start listening
 
 
 def same_code_env() -> dict[str, str]:
@@ -84,6 +91,10 @@ class JsonLinesChild:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
     def send(self, message: dict[str, Any]) -> bool:
         """Write one JSON line; False if the child's input is closed (it is gone: the reader
         says why)."""
@@ -126,6 +137,92 @@ class JsonLinesChild:
             self.kill()
         code = self.process.wait()
         self._on_end(garbled or exit_reason(self.who, self.process.pid, code))
+
+
+class JsonLinesConnection:
+    """A connection to a child another process started and listens on the Unix socket
+    `address`, with `JsonLinesChild`'s surface: `on_answer` gets each answer, `on_end` once
+    why they ended. Closing or killing it ends this connection only: the child is not ours.
+    Connecting waits (up to `CONNECT_TIMEOUT`) for the child to start listening."""
+
+    def __init__(
+        self,
+        address: str,
+        who: str,
+        on_answer: Callable[[dict[str, Any]], None],
+        on_end: Callable[[str], None],
+    ) -> None:
+        self.who = who
+        self.socket = _connect(address)
+        # The child's pid, from the kernel (SO_PEERCRED: pid, uid, gid), for messages.
+        credentials = self.socket.getsockopt(
+            socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")
+        )
+        self.pid = struct.unpack("3i", credentials)[0]
+        self._answers = self.socket.makefile("r", encoding="utf-8")
+        self._requests = self.socket.makefile("w", encoding="utf-8")
+        self._on_answer, self._on_end = on_answer, on_end
+        self._send_lock = threading.Lock()
+        self._ended = threading.Event()
+        self._reader = threading.Thread(target=self._read, name="connection-answers", daemon=True)
+        self._reader.start()
+
+    @property
+    def alive(self) -> bool:
+        return not self._ended.is_set()
+
+    def send(self, message: dict[str, Any]) -> bool:
+        """Write one JSON line; False if the connection is closed (the reader says why)."""
+        with self._send_lock:
+            try:
+                self._requests.write(json.dumps(message) + "\n")
+                self._requests.flush()
+            except (OSError, ValueError):
+                return False
+        return True
+
+    def kill(self) -> None:
+        """Drop the connection: the child closes what this side had open there."""
+        with contextlib.suppress(OSError):
+            self.socket.shutdown(socket.SHUT_RDWR)
+
+    def close(self, timeout: float) -> bool:
+        """End this side's input and wait up to `timeout` seconds for the child to close the
+        connection (having closed what this side left open). True if it did."""
+        with contextlib.suppress(OSError):
+            self.socket.shutdown(socket.SHUT_WR)
+        done = self._ended.wait(timeout)
+        if not done:
+            self.kill()
+        return done
+
+    def _read(self) -> None:
+        reason = f"{self.who} (pid {self.pid}) closed the connection"
+        try:
+            for line in self._answers:
+                self._on_answer(json.loads(line))
+        except (ValueError, KeyError, TypeError) as error:
+            reason = f"{self.who} answered garbage ({type(error).__name__}: {error})"
+            self.kill()
+        except OSError as error:
+            reason = f"{self.who} (pid {self.pid}): connection lost ({error})"
+        self._ended.set()
+        self._on_end(reason)
+
+
+def _connect(address: str) -> socket.socket:
+    """A connection to `address`, retried while nothing listens there yet."""
+    deadline = time.monotonic() + CONNECT_TIMEOUT
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(address)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def answer_stream() -> IO[str]:

@@ -6,9 +6,12 @@ reuses the unfinished parent and trains only the members that did not finish.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -41,7 +44,7 @@ from ppo_platform.sweeps.runs import (
     warm_worker,
 )
 from ppo_platform.tracking import tags as tag
-from ppo_platform.tracking.remote import RemoteRun
+from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
 from ppo_platform.tracking.requests import read_sweep
 
 if TYPE_CHECKING:
@@ -129,18 +132,34 @@ def run_sweep(
     return result
 
 
+# Longest Unix socket path (108 bytes with its terminating NUL on Linux), with room to spare.
+MAX_SOCKET_PATH = 100
+
+
+@contextlib.contextmanager
 def _warm_executor(
     first: ExperimentSpec, settings: Settings, n_workers: int, report: bool
-) -> Executor:
-    """Warm workers, started now: they import torch and SB3, start their tracking process and
-    run one throwaway update of `first` while this process creates the store and the parent
-    run; each then trains member after member with those imports and that tracking process.
-    The report's matplotlib import happens meanwhile too, in a thread."""
-    executor = pool_executor(settings, n_workers, initializer=warm_worker, initargs=(first,))
-    executor.start()
-    if report:
-        threading.Thread(target=warm_plotting, name="warm-plotting", daemon=True).start()
-    return executor
+) -> Iterator[Executor]:
+    """Warm workers, started now: they import torch and SB3 and run one throwaway update of
+    `first` while this process creates the store and the parent run; each then trains member
+    after member with those imports. Local workers send their runs to this process's tracking
+    process (it listens on a socket in a private folder, removed at the end), so the sweep
+    imports MLflow and opens the store once. The report's matplotlib import happens meanwhile
+    too, in a thread."""
+    with tempfile.TemporaryDirectory(prefix="ppo-sweep-") as folder:
+        address: str | None = os.path.join(folder, "tracking.sock")
+        if len(os.fsencode(str(address))) > MAX_SOCKET_PATH:  # a long TMPDIR
+            address = None  # each worker starts its own tracking process
+        executor = pool_executor(
+            settings, n_workers, initializer=warm_worker, initargs=(first, address)
+        )
+        if address is not None and executor.runs_here:
+            shared_tracking_process().listen(address)
+        with executor:
+            executor.start()
+            if report:
+                threading.Thread(target=warm_plotting, name="warm-plotting", daemon=True).start()
+            yield executor
 
 
 def _started(

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ppo_platform import tracing
 from ppo_platform.errors import RunNotFoundError
 from ppo_platform.execution.base import describe_error
 from ppo_platform.settings import Settings
@@ -16,6 +17,7 @@ from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.spec.loader import dump_spec
 from ppo_platform.sweeps.expand import SweepMember, sweep_hash
 from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.process import use_tracking_process
 from ppo_platform.tracking.remote import RemoteRun, run_tags, shared_tracking_process
 from ppo_platform.tracking.requests import find_runs, terminate_run
 
@@ -107,17 +109,24 @@ class MemberFailure:
     error: str
 
 
-def warm_worker(spec: ExperimentSpec) -> None:
-    """A sweep worker's start-up, once for every member it trains: its tracking process (MLflow
-    imported there meanwhile), the trainer's imports and torch's first-use costs, paid by one
-    throwaway update of `spec` (a first member's) that is tracked nowhere. Each member seeds
-    its own model, so this changes no member's result. A failure here is left to the first
-    member, which reports it as data."""
+def warm_worker(spec: ExperimentSpec, tracking_address: str | None = None) -> None:
+    """A sweep worker's start-up, once for every member it trains: the trainer's imports and
+    torch's first-use costs, paid by one throwaway update of `spec` (a first member's) that is
+    tracked nowhere, then its tracking: the connection to the sweep's tracking process at
+    `tracking_address`, else a tracking process of its own (started first, so that MLflow's
+    import overlaps torch's). Each member seeds its own model, so this changes no member's
+    result. A failure here is left to the first member, which reports it as data."""
     with contextlib.suppress(Exception):
-        shared_tracking_process()
+        if tracking_address is None:
+            shared_tracking_process()
         from ppo_platform.training.warm import warm_up  # heavy: torch and SB3
 
+        tracing.mark("warm-up: torch and SB3 imported")
         warm_up(spec)
+    if tracking_address is not None:
+        use_tracking_process(tracking_address)
+        with contextlib.suppress(Exception):
+            shared_tracking_process()  # waits for the sweep's tracking process to listen
 
 
 class _RunId:

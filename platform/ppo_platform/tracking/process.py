@@ -4,6 +4,12 @@
 bounded (`REPLY_TIMEOUT`): a tracking process that does not answer in time is killed and the
 run fails with what was pending, never hangs. `RemoteRun` (`tracking/remote.py`) builds a
 run's requests on top of it.
+
+A process may share its tracking process (`listen`): a sweep's workers send their members'
+runs to the sweep's one tracking process (`use_tracking_process`) instead of each starting one,
+so MLflow is imported and the store opened once per sweep. Each connection keeps its own runs
+there: a worker that dies has its open runs closed KILLED, as a tracking process of its own
+would have.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from typing import Any
 
 from ppo_platform import tracing
 from ppo_platform.errors import TrackingError
-from ppo_platform.execution.child import JsonLinesChild
+from ppo_platform.execution.child import JsonLinesChild, JsonLinesConnection
 
 # How long the training process waits for any one answer of its tracking process. An answer
 # normally comes in milliseconds; a store locked by another process may hold one up to the
@@ -35,9 +41,10 @@ ack_listeners: list[AckListener] = []
 
 
 class TrackingProcess:
-    """The child process, the pipe to it, and the answers that came back."""
+    """The child process, the pipe to it, and the answers that came back; with `address`, a
+    connection to the tracking process another process started and shares (`listen`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, address: str | None = None) -> None:
         self._send_lock = threading.Lock()
         self._state = threading.Condition()
         self._seq = 0
@@ -51,14 +58,26 @@ class TrackingProcess:
         self.acknowledged_rows = 0
         # Started last: its reader thread calls back into the state above. On end of input
         # (the trainer gone) it closes the runs left open KILLED.
-        self.child = JsonLinesChild(
-            "ppo_platform.tracking.service", "the tracking process", self._receive, self._ended
-        )
-        self.process = self.child.process
+        who = "the tracking process"
+        self.child: JsonLinesChild | JsonLinesConnection
+        if address is None:
+            self.child = JsonLinesChild(
+                "ppo_platform.tracking.service", who, self._receive, self._ended
+            )
+        else:
+            self.child = JsonLinesConnection(address, who, self._receive, self._ended)
+        # The child process, if this process started it (a shared one is not ours to wait on).
+        self.process = self.child.process if isinstance(self.child, JsonLinesChild) else None
 
     @property
     def alive(self) -> bool:
-        return self._death is None and self.process.poll() is None
+        return self._death is None and self.child.alive
+
+    def listen(self, address: str) -> None:
+        """Have the tracking process accept connections on the Unix socket `address` (a path
+        in a folder only this user can enter) from processes that share it; `address` is
+        usable as soon as it exists: connecting waits for it."""
+        self.request("listen", address=address)
 
     def request(self, op: str, *, awaited: bool = False, **fields: Any) -> int:
         """Send one request; its answer is kept for `wait` if `awaited`, else only checked."""
@@ -91,7 +110,7 @@ class TrackingProcess:
             if reply is None and self._death is None:
                 # Killed, so that it writes nothing after the run is failed from here.
                 self._death = self._no_answer(seq, limit)
-                self.process.kill()
+                self.child.kill()
             if reply is None:
                 raise TrackingError(str(self._death))
         if "error" in reply:
@@ -103,7 +122,7 @@ class TrackingProcess:
         counts = ", ".join(f"{ops.count(op)} {op}" for op in dict.fromkeys(ops))
         rows = sum(len(rows) for rows in self._rows_in_flight.values())
         return (
-            f"the tracking process (pid {self.process.pid}) did not answer request "
+            f"the tracking process (pid {self.child.pid}) did not answer request "
             f"{self._unanswered.get(seq, '?')} (#{seq}) within {timeout:.0f} s; pending: "
             f"{counts or 'nothing'} ({rows} metric rows unacknowledged). A store locked by "
             "another process or an overloaded machine; the run stops here"
@@ -180,13 +199,35 @@ class TrackingProcess:
 _process: TrackingProcess | None = None
 _process_pid: int | None = None
 _start_lock = threading.Lock()
+_shared_address: str | None = None  # the tracking process to connect to, not yet connected
+
+
+def use_tracking_process(address: str) -> None:
+    """This process's runs go to the tracking process listening at `address` (its sweep's)
+    rather than to one of its own; connected at the next `shared_tracking_process`."""
+    global _shared_address
+    _shared_address = address
 
 
 def shared_tracking_process() -> TrackingProcess:
-    """This process's tracking process, started on first use (and again if it died)."""
-    global _process, _process_pid
+    """This process's tracking process, started on first use (and again if it died), or the
+    connection to the shared one `use_tracking_process` named (once: if it cannot be reached
+    or is lost, this process starts its own)."""
+    global _process, _process_pid, _shared_address
     with _start_lock:
         if _process is None or _process_pid != os.getpid() or not _process.alive:
-            _process, _process_pid = TrackingProcess(), os.getpid()
+            address, _shared_address = _shared_address, None
+            _process, _process_pid = _connect_or_start(address), os.getpid()
             atexit.register(_process.close)
         return _process
+
+
+def _connect_or_start(address: str | None) -> TrackingProcess:
+    if address is not None:
+        try:
+            process = TrackingProcess(address)
+            tracing.mark("tracking client: connected to the shared tracking process")
+            return process
+        except OSError:
+            tracing.mark("tracking client: shared tracking process unreachable")
+    return TrackingProcess()

@@ -5,18 +5,19 @@ with one JSON line on stdout, carrying its `seq`, once the work is durable in th
 imports MLflow as it starts (the training process starts it first, so this import overlaps
 torch's), reaps orphaned runs, opens runs of every kind (training run, trial, study, sweep
 parent), writes their params, tags, metric rows, texts and artifacts, finds children, closes
-runs, and renders a training run's plot (matplotlib, imported here in the background while the
-training goes on). Requests about an open run name it by `run`: the `seq` of the request that
+runs, and renders a training run's plot (matplotlib, imported here in the background when the
+first training run opens, while it trains: a process that tracks only a sweep's parent or a
+study never imports it). Requests about an open run name it by `run`: the `seq` of the request that
 opened it. At most one run of each kind is open at a time (a worker that trains several runs in
 a row keeps one tracking process). On end of input with runs still open (the caller was killed
-or crashed), it marks them KILLED with the reason: nothing is left RUNNING.
+or crashed), it marks them KILLED with the reason: nothing is left RUNNING. Who it answers (the
+process that started it, and processes that share it) is `tracking/callers.py`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import re
 import sys
@@ -26,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from ppo_platform import tracing
 from ppo_platform.errors import RunNotFoundError
@@ -120,6 +121,8 @@ class TrackingService:
         with tags, params and texts; a training run also gets its folder and spec file."""
         kind = request.get("kind", "training")
         self.close_superseded(kind)
+        if kind == "training":
+            warm_plotting()
         client = tracking_client(request["uri"])
         if request.get("experiment"):
             root = request.get("artifact_root")
@@ -150,6 +153,8 @@ class TrackingService:
         curves are read back for its plot."""
         kind = request.get("kind", "training")
         self.close_superseded(kind)
+        if kind == "training":
+            warm_plotting()
         client = tracking_client(request["uri"])
         run_id = check_run_id(request["run_id"])
         run = OpenRun(request["uri"], run_id, kind)
@@ -323,8 +328,18 @@ def _safe(value: str) -> str:
     return value
 
 
-def _warm_plotting() -> None:
-    """Import matplotlib while training runs, so the final plot costs only its drawing."""
+_plotting: list[threading.Thread] = []  # matplotlib's import, started once per process
+
+
+def warm_plotting() -> None:
+    """At the first training run of this process (whichever caller's): import matplotlib in
+    the background while it trains, so its plot at the end costs only the drawing."""
+    if not _plotting:
+        _plotting.append(threading.Thread(target=_import_matplotlib, daemon=True))
+        _plotting[0].start()
+
+
+def _import_matplotlib() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -333,40 +348,11 @@ def _warm_plotting() -> None:
     tracing.mark("tracking: matplotlib imported (background)")
 
 
-def serve(requests: IO[str], replies: IO[str]) -> None:
-    """Answer requests until end of input, then close a run left open."""
-    import logging
-
-    tracing.mark("tracking: serving, importing mlflow")
-    import mlflow  # noqa: F401  (first, while the training process imports torch)
-
-    tracing.mark("tracking: mlflow imported")
-    logging.getLogger("mlflow").setLevel(logging.WARNING)
-    threading.Thread(target=_warm_plotting, daemon=True).start()
-    service = TrackingService()
-    listening = True
-    try:
-        for line in requests:
-            try:
-                request = json.loads(line)
-            except ValueError:  # a torn last line: the training process died mid-write
-                break
-            reply = service.handle(request)
-            tracing.mark(f"tracking: {request.get('op')} answered")
-            if listening:
-                try:
-                    replies.write(json.dumps(reply) + "\n")
-                    replies.flush()
-                except BrokenPipeError:  # the training process is gone: finish what it sent
-                    listening = False
-    finally:
-        tracing.mark("tracking: end of input")
-        service.abandon()
-
-
 def main() -> None:
     """Replies go on the stdout this process was given; anything a library prints there (MLflow
     prints "View run ..." links for tracking servers) goes to stderr instead."""
+    from ppo_platform.tracking.callers import serve
+
     replies = answer_stream()
     serve(sys.stdin, replies)
     # Everything is answered and durable (each store call commits; files are closed): skip the

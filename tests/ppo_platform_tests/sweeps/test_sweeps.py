@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,16 +13,22 @@ from typer.testing import CliRunner
 
 from ppo_platform.cli import app
 from ppo_platform.errors import SpecError
+from ppo_platform.execution.base import Task
+from ppo_platform.execution.local import LocalExecutor
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.experiment import SAFE_NAME_PATTERN
 from ppo_platform.sweeps import expand_sweep, run_sweep
 from ppo_platform.sweeps.events import MemberFinished, SweepStarted
+from ppo_platform.tracing import TRACE_ENV
 from ppo_platform.tracking.queries import child_runs
 from ppo_platform.tracking.tags import FAILURE as FAILURE_TAG
 from ppo_platform.tracking.tags import GRID_POINT as POINT_TAG
 from ppo_platform.tracking.tags import SEED as SEED_TAG
 from ppo_platform.tracking.tags import SWEEP_KEY as KEY_TAG
 from ppo_platform.tracking.tags import WORKER_PID as WORKER_PID_TAG
+from ppo_platform.training.runner import run_spec
+
+REPO = Path(__file__).resolve().parents[3]
 
 # A GridWorld run of 512 env steps (two updates): about a second of training per member.
 TINY = """\
@@ -278,3 +286,57 @@ def test_rerunning_an_interrupted_sweep_trains_only_the_unfinished_members(home,
     assert len(by_key[kept.member.key]) == 1  # the finished member was not trained again
     assert len(by_key[killed.member.key]) == 2
     assert client.get_run(first.parent_run_id).info.status == "FINISHED"
+
+
+# ---- warm workers ---------------------------------------------------------------------------
+
+
+def _trace_marks(stderr: str) -> list[tuple[str, str]]:
+    """(pid, label) of each time mark (`ppo_platform/tracing.py`) in `stderr`."""
+    lines = [line.split(" ", 4) for line in stderr.splitlines() if line.startswith("trace ")]
+    return [(fields[2], fields[4].split("\t")[0]) for fields in lines]
+
+
+@pytest.mark.slow
+def test_warm_workers_share_the_sweeps_one_tracking_process(home, write_spec):
+    path = write_spec(TINY + "sweep:\n  seeds: [0, 1, 2]\n")
+    env = {**os.environ, "PPO_PLATFORM_HOME": str(home), TRACE_ENV: "1"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO / "platform"), str(REPO)])
+    command = [sys.executable, "-m", "ppo_platform.cli", "sweep", str(path), "--workers", "2"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    marks = _trace_marks(done.stderr)
+    # One tracking process for the whole sweep: MLflow imported and the store opened once.
+    assert len({pid for pid, label in marks if label.startswith("tracking:")}) == 1
+    workers = {
+        pid
+        for pid, label in marks
+        if label == "tracking client: connected to the shared tracking process"
+    }
+    assert len(workers) == 2
+    parent_run_id = re.search(r"parent run ([0-9a-f]{32})$", done.stdout.strip())[1]
+    runs = children(parent_run_id)
+    assert [run.info.status for run in runs] == ["FINISHED"] * 3
+    trained_by = [run.data.tags[WORKER_PID_TAG] for run in runs]
+    assert set(trained_by) <= workers
+    assert max(trained_by.count(pid) for pid in workers) >= 2  # a worker served two members
+
+
+@pytest.mark.slow
+def test_a_member_on_a_warm_worker_trains_exactly_as_in_a_cold_process(home, load):
+    from mlflow.tracking import MlflowClient
+
+    spec = load(TINY + "sweep:\n  seeds: [0, 1]\n")
+    # One worker: warmed up on the first member's spec, it trains seed 0, then seed 1.
+    second = run_sweep(spec, workers=1, report=False).outcomes[1]
+    with LocalExecutor(1) as cold:  # a fresh worker: no warm-up, its own tracking process
+        (alone,) = cold.map_tasks([Task("cold", run_spec, (second.member.spec,))])
+    assert alone.ok, alone.error
+    assert second.final_eval_mean == alone.value.final_eval_mean
+    client = MlflowClient(get_settings().tracking_uri)
+    for key in ("eval/mean_reward", "train/approx_kl", "train/value_loss", "train/loss"):
+        warm, cold_history = (
+            sorted((m.step, m.value) for m in client.get_metric_history(run_id, key))
+            for run_id in (second.run_id, alone.value.run_id)
+        )
+        assert warm and warm == cold_history, key
