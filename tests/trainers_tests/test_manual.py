@@ -32,9 +32,7 @@ def policy(
     space: gym.Space = gym.spaces.Discrete(actions)
     if gaussian:
         space = gym.spaces.Box(-1, 1, (actions,), np.float32)
-    pi = ActorCriticPolicy(
-        box, space, lambda _: 1e-3, net_arch=[16, 16], activation_fn=activation
-    )
+    pi = ActorCriticPolicy(box, space, lambda _: 1e-3, net_arch=[16, 16], activation_fn=activation)
     if gaussian:  # a log std per dimension, not all zero
         with torch.no_grad():
             pi.log_std.copy_(torch.linspace(-0.5, 0.3, actions))
@@ -186,7 +184,9 @@ def test_only_policies_it_covers_take_the_manual_path() -> None:
     )
     assert ManualLoss.build(sde) is None  # a state-dependent std: gSDE
     image = gym.spaces.Box(0, 255, (5,), np.uint8)
-    assert ManualLoss.build(ActorCriticPolicy(image, gym.spaces.Discrete(2), lambda _: 1e-3)) is None
+    assert (
+        ManualLoss.build(ActorCriticPolicy(image, gym.spaces.Discrete(2), lambda _: 1e-3)) is None
+    )
     assert ManualLoss.build(Subclassed(box, gym.spaces.Discrete(2), lambda _: 1e-3)) is None
     env = make_vec_env("CartPole-v1", n_envs=1, seed=0)
     assert MonitoredPPO("MlpPolicy", env, device="cpu")._manual_loss() is not None
