@@ -31,6 +31,7 @@ from ppo_platform.training.native_envs import (
     vector_level_wrappers,
 )
 from trainers.dummy_vec_env import LeanDummyVecEnv
+from trainers.vec_normalize import LeanVecNormalize
 
 EVAL_SEED_OFFSET = 10_000
 # Evaluation steps up to this many envs together (one batched forward pass per step); more
@@ -119,7 +120,7 @@ def build_train_env(
     if normalize_stats is not None:
         return VecNormalize.load(str(normalize_stats), env)
     if norm.obs or norm.reward:
-        env = VecNormalize(
+        env = LeanVecNormalize(
             env,
             norm_obs=norm.obs,
             norm_obs_keys=normalized_keys(env.observation_space),
