@@ -1,7 +1,8 @@
 """CPU per rollout step of specs/halfcheetah_cleanrl.yaml (1 env), by component, in one process.
 
-- env step: `VecNormalize.step` over EnvPool's pool, SB3's `DummyVecEnv` and the platform's
-  `LeanDummyVecEnv` (what `auto` picks for one MuJoCo env);
+- env step, normalized: over EnvPool's pool (the platform's `LeanVecNormalize`), stock SB3's
+  `VecNormalize(DummyVecEnv)`, and the platform's `LeanVecNormalize(LeanDummyVecEnv)` (what
+  `auto` picks for one MuJoCo env);
 - policy forward: SB3's `ActorCriticPolicy.forward` and `trainers.manual`'s, one observation;
 - whole step: `collect_rollouts` of the model the platform builds, per env step.
 
