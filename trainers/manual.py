@@ -2,16 +2,17 @@
 
 On a small MLP the autograd graph costs more than the arithmetic: every forward op records a
 node, and the backward engine walks them one by one. For the policy SB3 builds from
-`MlpPolicy` on a flat Box observation with a Discrete action (separate policy and value MLPs of
-Linear + Tanh/ReLU layers, a categorical head) `ManualLoss` computes the forward pass under
-`no_grad` and the gradients with the very kernels autograd's formulas call (`addmm`'s three
-backward products, `tanh_backward`, `mse_loss_backward`, `_softmax_backward_data`, the
-tie-splitting `minimum` rule, ...), in the same order. The gradients are equal to
+`MlpPolicy` on a flat Box observation (separate policy and value MLPs of Linear + Tanh/ReLU
+layers) with a Discrete action (a categorical head) or a Box action (a diagonal Gaussian with a
+state-independent log std) `ManualLoss` computes the forward pass under `no_grad` and the
+gradients with the very kernels autograd's formulas call (`addmm`'s three backward products,
+`tanh_backward`, `mse_loss_backward`, `_softmax_backward_data`, the tie-splitting `minimum`
+rule, ...; the heads in `trainers.manual_heads`), in the same order. The gradients are equal to
 `loss.backward()`'s bit for bit (tests/trainers_tests/test_manual.py), so a seed follows the
 same trajectory as stock SB3.
 
-Anything else (a Gaussian head, shared layers, a custom extractor or policy, another objective)
-returns None from `ManualLoss.build` and the update takes the autograd path.
+Anything else (gSDE, shared layers, a custom extractor or policy, another objective) returns
+None from `ManualLoss.build` and the update takes the autograd path.
 """
 
 from __future__ import annotations
@@ -20,14 +21,25 @@ from typing import NamedTuple
 
 import torch
 from gymnasium import spaces
-from stable_baselines3.common.distributions import CategoricalDistribution
+from stable_baselines3.common.distributions import (
+    CategoricalDistribution,
+    DiagGaussianDistribution,
+)
 from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import FlattenExtractor, MlpExtractor
 from torch import Tensor, nn
 
 from .losses import PolicyLossOutput
+from .manual_heads import (
+    CategoricalHead,
+    GaussianHead,
+    Surrogate,
+    gaussian_sample,
+    normal_log_prob,
+)
 
 _ACTIVATIONS: dict[type, str] = {nn.Tanh: "tanh", nn.ReLU: "relu"}
+_HEADS = (CategoricalDistribution, DiagGaussianDistribution)
 _Layers = list[tuple[Tensor, Tensor, str | None]]
 
 
@@ -101,8 +113,14 @@ class ManualLoss:
         assert isinstance(action_net, nn.Linear) and isinstance(value_net, nn.Linear)
         self.pi: _Layers = [*pi, (action_net.weight, action_net.bias, None)]
         self.vf: _Layers = [*vf, (value_net.weight, value_net.bias, None)]
-        # _backward appends (bias, weight) gradients from the last layer to the first.
+        # The Gaussian head's state-independent log std (None: a categorical head).
+        self.log_std: Tensor | None = getattr(policy, "log_std", None)
+        if type(policy.action_dist) is not DiagGaussianDistribution:
+            self.log_std = None
+        # _backward appends (bias, weight) gradients from the last layer to the first, then
+        # the head appends its own parameter's.
         order = [p for layers in (self.vf, self.pi) for w, b, _ in reversed(layers) for p in (b, w)]
+        order += [] if self.log_std is None else [self.log_std]
         position = {id(p): i for i, p in enumerate(order)}
         self.order = [position.get(id(p), -1) for p in self.parameters]
 
@@ -114,9 +132,11 @@ class ManualLoss:
         if type(policy.features_extractor) is not FlattenExtractor:
             return None
         box = policy.observation_space
-        if not isinstance(box, spaces.Box) or box.dtype != "float32":
+        # preprocess_obs casts a float Box to float32 (which `_forward`'s .float() does too);
+        # an integer Box may be an image, divided by 255 first.
+        if not isinstance(box, spaces.Box) or box.dtype.kind != "f":
             return None
-        if type(policy.action_dist) is not CategoricalDistribution:
+        if type(policy.action_dist) not in _HEADS:
             return None
         extractor = policy.mlp_extractor
         if type(extractor) is not MlpExtractor:
@@ -131,6 +151,8 @@ class ManualLoss:
             return None
         manual = cls(policy, pi, vf)
         covered = {id(p) for w, b, _ in manual.pi + manual.vf for p in (w, b)}
+        if manual.log_std is not None:
+            covered.add(id(manual.log_std))
         if covered != {id(p) for p in manual.parameters} or len(covered) != len(manual.parameters):
             return None  # a parameter this class does not differentiate
         return manual
@@ -152,13 +174,14 @@ class ManualLoss:
             x = observations.float().flatten(1)  # preprocess_obs + FlattenExtractor
             params, pi_in, pi_out = _forward(self.pi, x)
             raw_values, vf_in, vf_out = _forward(self.vf, x)
-            policy = _PolicyTerms(params, actions, old_log_prob, advantages, clip_epsilon)
+            head = self._head(params, actions)
+            policy = Surrogate(head.log_prob, old_log_prob, advantages, clip_epsilon)
             values = raw_values.flatten()
             if clip_range_vf is not None:
                 difference = values - old_values
                 values = old_values + torch.clamp(difference, -clip_range_vf, clip_range_vf)
             value_loss = torch.nn.functional.mse_loss(returns, values)
-            entropy_loss = -torch.mean(policy.entropy)
+            entropy_loss = -torch.mean(head.entropy)
             loss = policy.out.loss + ent_coef * entropy_loss + vf_coef * value_loss
 
             one = torch.ones_like(loss)  # the seed of loss.backward()
@@ -168,18 +191,28 @@ class ManualLoss:
                 grad_values = torch.where(inside, grad_values, torch.zeros((), dtype=one.dtype))
             grads: list[Tensor] = []
             _backward(self.vf, vf_in, vf_out, grad_values.view(raw_values.shape), grads)
-            _backward(self.pi, pi_in, pi_out, policy.backward(one, one * ent_coef), grads)
+            grad_params, *grad_head = head.backward(policy.backward(one), one * ent_coef)
+            _backward(self.pi, pi_in, pi_out, grad_params, grads)
+            grads += grad_head
         return ManualOutput(
             policy.out, value_loss, entropy_loss, loss, [grads[i] for i in self.order]
         )
 
+    def _head(self, params: Tensor, actions: Tensor) -> CategoricalHead | GaussianHead:
+        if self.log_std is None:
+            return CategoricalHead(params, actions)
+        return GaussianHead(params, self.log_std, actions)
+
     def forward(self, obs: Tensor, deterministic: bool = False) -> tuple[Tensor, Tensor, Tensor]:
         """`ActorCriticPolicy.forward` (actions, values, log-probs) for rollout collection: the
-        same kernels and the same random draw as torch's Categorical, without the modules' and
-        the distribution's Python."""
+        same kernels and the same random draw as torch's Categorical or Normal, without the
+        modules' and the distribution's Python."""
         x = obs.float().flatten(1)
         params = _forward(self.pi, x)[0]
         values = _forward(self.vf, x)[0]
+        if self.log_std is not None:
+            actions, log_prob = gaussian_sample(params, self.log_std, deterministic)
+            return actions, values, log_prob
         logits = params - params.logsumexp(dim=-1, keepdim=True)
         if deterministic:
             actions = torch.argmax(torch.softmax(logits, dim=-1), dim=1)
@@ -189,63 +222,11 @@ class ManualLoss:
         return actions, values, log_prob
 
     def log_prob(self, observations: Tensor, actions: Tensor) -> Tensor:
-        """The policy's log-probabilities of `actions` (no gradients): Categorical.log_prob."""
+        """The policy's log-probabilities of `actions` (no gradients), as its distribution's."""
         with torch.no_grad():
             params = _forward(self.pi, observations.float().flatten(1))[0]
+            if self.log_std is not None:
+                std = torch.ones_like(params) * self.log_std.exp()
+                return normal_log_prob(params, std, actions)
             logits = params - params.logsumexp(dim=-1, keepdim=True)
             return logits.gather(-1, actions.long().flatten().unsqueeze(-1)).squeeze(-1)
-
-
-class _PolicyTerms:
-    """The categorical head and the clipped surrogate: forward at construction, backward on
-    request; the ops of `lean.evaluate_actions` and `losses.clipped_policy_loss`."""
-
-    def __init__(
-        self, params: Tensor, actions: Tensor, old: Tensor, adv: Tensor, clip_epsilon: float
-    ) -> None:
-        self.params, self.adv, self.eps = params, adv, clip_epsilon
-        self.lse = params.logsumexp(dim=-1, keepdim=True)
-        self.logits = params - self.lse
-        self.index = actions.long().flatten().unsqueeze(-1)
-        log_prob = self.logits.gather(-1, self.index).squeeze(-1)
-        self.clamped = torch.clamp(self.logits, min=torch.finfo(self.logits.dtype).min)
-        self.probs = torch.softmax(self.logits, dim=-1)
-        self.entropy = -(self.clamped * self.probs).sum(-1)
-        log_ratio = log_prob - old
-        self.ratio = log_ratio.exp()
-        self.clipped = self.ratio.clamp(1.0 - clip_epsilon, 1.0 + clip_epsilon) * adv
-        self.unclipped = self.ratio * adv
-        surrogate = torch.minimum(self.unclipped, self.clipped)
-        loss = (-surrogate).mean()
-        self.out = PolicyLossOutput(loss, log_ratio, self.ratio, None, clip_epsilon)
-
-    def backward(self, seed: Tensor, entropy_seed: Tensor) -> Tensor:
-        """Gradient of (policy loss * seed + entropy loss * entropy_seed) w.r.t. the params."""
-        n = self.ratio.numel()
-        grad = -(seed.expand(self.ratio.shape) / n)  # MeanBackward, NegBackward
-        # minimum: a tie sends half the gradient to each side.
-        s, c = self.unclipped, self.clipped
-        grad_s = torch.where(s == c, grad / 2, grad).masked_fill_(s > c, 0)
-        grad_c = torch.where(s == c, grad / 2, grad).masked_fill_(s < c, 0)
-        lo, hi = 1.0 - self.eps, 1.0 + self.eps
-        inside = (self.ratio >= lo).logical_and_(self.ratio <= hi)
-        grad_ratio = torch.where(inside, grad_c * self.adv, torch.zeros((), dtype=grad.dtype))
-        grad_ratio = grad_ratio + grad_s * self.adv
-        grad_log_prob = (grad_ratio * self.ratio).unsqueeze(-1)  # ExpBackward, SubBackward
-        grad_logits = torch.zeros_like(self.logits).scatter_add_(-1, self.index, grad_log_prob)
-        # entropy_loss = -mean(-(clamped * probs).sum(-1)): the two negations cancel exactly.
-        grad_entropy = entropy_seed.expand(self.entropy.shape) / n
-        grad_product = grad_entropy.unsqueeze(-1).expand(self.logits.shape)
-        grad_clamped = grad_product * self.probs
-        grad_probs = grad_product * self.clamped
-        floor = torch.finfo(self.logits.dtype).min
-        zero = torch.zeros((), dtype=grad.dtype)
-        # The engine sums the three gradients of the logits in this order (entropy's two first).
-        from_entropy = torch.where(self.logits >= floor, grad_clamped, zero)
-        from_entropy = from_entropy + torch._softmax_backward_data(
-            grad_probs, self.probs, -1, self.probs.dtype
-        )
-        grad_logits = from_entropy + grad_logits
-        # logits = params - logsumexp(params): both sides reach params.
-        grad_lse = (-grad_logits).sum([1], keepdim=True)
-        return grad_logits + grad_lse * (self.params - self.lse).exp()

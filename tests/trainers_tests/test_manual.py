@@ -1,5 +1,6 @@
-"""trainers.manual: the minibatch loss's gradients by hand equal autograd's bit for bit, and
-only policies it covers exactly take that path."""
+"""trainers.manual: the minibatch loss's gradients by hand equal autograd's bit for bit, for a
+categorical and a Gaussian head, a training run by hand is stock SB3's, and only policies it
+covers exactly take that path."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import torch
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.policies import ActorCriticPolicy
+from stable_baselines3.common.vec_env import VecNormalize
 from torch import nn
 from torch.nn import functional as F
 
@@ -22,21 +24,36 @@ from trainers.ppo_kl import MonitoredKLPPO
 BATCH = 64
 
 
-def policy(activation: type[nn.Module] = nn.Tanh, actions: int = 3) -> ActorCriticPolicy:
+def policy(
+    activation: type[nn.Module] = nn.Tanh, actions: int = 3, gaussian: bool = False
+) -> ActorCriticPolicy:
     torch.manual_seed(0)
     box = gym.spaces.Box(-1, 1, (5,), np.float32)
-    return ActorCriticPolicy(
-        box, gym.spaces.Discrete(actions), lambda _: 1e-3, net_arch=[16, 16],
-        activation_fn=activation,
-    )  # fmt: skip
+    space: gym.Space = gym.spaces.Discrete(actions)
+    if gaussian:
+        space = gym.spaces.Box(-1, 1, (actions,), np.float32)
+    pi = ActorCriticPolicy(box, space, lambda _: 1e-3, net_arch=[16, 16], activation_fn=activation)
+    if gaussian:  # a log std per dimension, not all zero
+        with torch.no_grad():
+            pi.log_std.copy_(torch.linspace(-0.5, 0.3, actions))
+    return pi
+
+
+def as_evaluated(pi: ActorCriticPolicy, actions: torch.Tensor) -> torch.Tensor:
+    """The actions as ClipPPO._minibatch hands them to evaluate_actions."""
+    gaussian = isinstance(pi.action_space, gym.spaces.Box)
+    return actions if gaussian else actions.long().flatten()
 
 
 def minibatch(pi: ActorCriticPolicy) -> dict[str, torch.Tensor]:
     generator = torch.Generator().manual_seed(1)
     obs = torch.randn(BATCH, 5, generator=generator)
-    actions = torch.randint(0, 3, (BATCH, 1), generator=generator).float()
+    if isinstance(pi.action_space, gym.spaces.Box):
+        actions = torch.randn(BATCH, pi.action_space.shape[0], generator=generator)
+    else:
+        actions = torch.randint(0, 3, (BATCH, 1), generator=generator).float()
     with torch.no_grad():
-        values, log_prob, _ = pi.evaluate_actions(obs, actions.long().flatten())
+        values, log_prob, _ = pi.evaluate_actions(obs, as_evaluated(pi, actions))
     advantages = torch.randn(BATCH, generator=generator)
     return {
         "observations": obs,
@@ -52,7 +69,7 @@ def autograd_loss(pi: ActorCriticPolicy, batch: dict, coefficients: tuple) -> to
     """ClipPPO._minibatch's autograd path."""
     clip_epsilon, ent_coef, vf_coef, clip_range_vf = coefficients
     values, log_prob, entropy = evaluate_actions(
-        pi, batch["observations"], batch["actions"].long().flatten()
+        pi, batch["observations"], as_evaluated(pi, batch["actions"])
     )
     values = values.flatten()
     out = clipped_policy_loss(
@@ -67,13 +84,14 @@ def autograd_loss(pi: ActorCriticPolicy, batch: dict, coefficients: tuple) -> to
     return out.loss + ent_coef * -torch.mean(entropy) + vf_coef * value_loss
 
 
+@pytest.mark.parametrize("gaussian", [False, True], ids=["categorical", "gaussian"])
 @pytest.mark.parametrize("activation", [nn.Tanh, nn.ReLU])
 @pytest.mark.parametrize("ent_coef", [0.0, 0.01])
 @pytest.mark.parametrize("clip_range_vf", [None, 0.05])
 def test_gradients_equal_autograd_bit_for_bit(
-    activation: type[nn.Module], ent_coef: float, clip_range_vf: float | None
+    gaussian: bool, activation: type[nn.Module], ent_coef: float, clip_range_vf: float | None
 ) -> None:
-    pi = policy(activation)
+    pi = policy(activation, gaussian=gaussian)
     manual = ManualLoss.build(pi)
     assert manual is not None
     batch = minibatch(pi)
@@ -89,16 +107,66 @@ def test_gradients_equal_autograd_bit_for_bit(
         assert grad.abs().sum() > 0
 
 
-def test_log_prob_is_the_distributions() -> None:
-    pi = policy()
+@pytest.mark.parametrize("gaussian", [False, True], ids=["categorical", "gaussian"])
+def test_log_prob_is_the_distributions(gaussian: bool) -> None:
+    pi = policy(gaussian=gaussian)
     manual = ManualLoss.build(pi)
     assert manual is not None
     batch = minibatch(pi)
     with torch.no_grad():
         expected = pi.get_distribution(batch["observations"]).log_prob(
-            batch["actions"].long().flatten()
+            as_evaluated(pi, batch["actions"])
         )
     assert torch.equal(manual.log_prob(batch["observations"], batch["actions"]), expected)
+
+
+@pytest.mark.parametrize("gaussian", [False, True], ids=["categorical", "gaussian"])
+@pytest.mark.parametrize("deterministic", [False, True])
+def test_forward_is_the_policys_with_the_same_random_draw(
+    gaussian: bool, deterministic: bool
+) -> None:
+    pi = policy(gaussian=gaussian)
+    manual = ManualLoss.build(pi)
+    assert manual is not None
+    obs = minibatch(pi)["observations"][:4]
+    torch.manual_seed(7)
+    with torch.no_grad():
+        expected = pi(obs, deterministic=deterministic)
+    next_draw = torch.rand(3)
+    torch.manual_seed(7)
+    ours = manual.forward(obs, deterministic=deterministic)
+    for mine, theirs in zip(ours, expected, strict=True):
+        assert torch.equal(mine, theirs)
+    assert torch.equal(torch.rand(3), next_draw)  # as many random numbers drawn
+
+
+@pytest.mark.parametrize(
+    ("env_id", "extra"),
+    [
+        ("Pendulum-v1", {"clip_range_vf": 0.2}),
+        ("Pendulum-v1", {"ent_coef": 0.01, "policy_kwargs": {"activation_fn": nn.ReLU}}),
+        ("CartPole-v1", {"clip_range_vf": 0.2}),
+    ],
+)
+def test_a_training_run_by_hand_ends_with_stock_sb3s_parameters(env_id: str, extra: dict) -> None:
+    """Three rollouts and updates of 1 env, normalized as the HalfCheetah spec does: the
+    rollout's forward and the update's gradients by hand, against SB3's PPO and autograd."""
+    models = []
+    for cls in (PPO, MonitoredPPO):
+        env = VecNormalize(make_vec_env(env_id, n_envs=1, seed=4), gamma=0.99)
+        model = cls("MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=3, seed=4,
+                    device="cpu", **extra)  # fmt: skip
+        if cls is MonitoredPPO:
+            assert model._manual_loss() is not None
+        model.learn(3 * 256)
+        models.append(model)
+    stock, ours = (m.policy.state_dict() for m in models)
+    assert ours.keys() == stock.keys()
+    for name, value in stock.items():
+        assert torch.equal(ours[name], value), name
+    episodes = [[(e["r"], e["l"]) for e in m.ep_info_buffer] for m in models]
+    assert episodes[0] == episodes[1]
+    assert len(episodes[0]) >= 3  # episodes ended (Pendulum's after 200 steps)
 
 
 class Subclassed(ActorCriticPolicy):
@@ -110,7 +178,15 @@ def test_only_policies_it_covers_take_the_manual_path() -> None:
     assert ManualLoss.build(policy(nn.ELU)) is None  # an activation it does not differentiate
     box = gym.spaces.Box(-1, 1, (5,), np.float32)
     gaussian = ActorCriticPolicy(box, gym.spaces.Box(-1, 1, (2,), np.float32), lambda _: 1e-3)
-    assert ManualLoss.build(gaussian) is None
+    assert ManualLoss.build(gaussian) is not None
+    sde = ActorCriticPolicy(
+        box, gym.spaces.Box(-1, 1, (2,), np.float32), lambda _: 1e-3, use_sde=True
+    )
+    assert ManualLoss.build(sde) is None  # a state-dependent std: gSDE
+    image = gym.spaces.Box(0, 255, (5,), np.uint8)
+    assert (
+        ManualLoss.build(ActorCriticPolicy(image, gym.spaces.Discrete(2), lambda _: 1e-3)) is None
+    )
     assert ManualLoss.build(Subclassed(box, gym.spaces.Discrete(2), lambda _: 1e-3)) is None
     env = make_vec_env("CartPole-v1", n_envs=1, seed=0)
     assert MonitoredPPO("MlpPolicy", env, device="cpu")._manual_loss() is not None

@@ -40,6 +40,13 @@ CASES: dict[str, tuple[str, dict[str, Any], float]] = {
     # trainers.manual's gradients with an entropy bonus and with ReLU layers
     "entropy_bonus": ("CartPole-v1", {"ent_coef": 0.01}, 0.7),
     "relu": ("CartPole-v1", {"policy_kwargs": {"activation_fn": torch.nn.ReLU}}, 0.7),
+    # and with a Gaussian head
+    "continuous_value_clipping": ("Pendulum-v1", {"clip_range_vf": 0.1}, 0.7),
+    "continuous_relu_entropy": (
+        "Pendulum-v1",
+        {"ent_coef": 0.01, "policy_kwargs": {"activation_fn": torch.nn.ReLU}},
+        0.7,
+    ),
 }
 
 

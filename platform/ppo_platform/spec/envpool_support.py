@@ -95,13 +95,17 @@ def episode_length_scale(spec: ExperimentSpec) -> int:
 
 def auto_picks(spec: ExperimentSpec) -> bool:
     """Whether `auto` may pick EnvPool: for ALE games and MuJoCo, where it pays (a C++ pool
-    instead of Python wrappers or one Python env per copy), and where it runs as described."""
+    instead of Python wrappers or one Python env per copy), and where it runs as described.
+
+    Not for a single MuJoCo env: gymnasium's env has no Python wrapper to save there, and every
+    EnvPool step hands the action to its worker thread and waits for it (more CPU per step)."""
     import gymnasium
 
     if spec.env.id.startswith(ALE_PREFIX):
         return obstacle(spec) is None
     entry = getattr(gymnasium.registry.get(spec.env.id), "entry_point", "")
-    return isinstance(entry, str) and entry.startswith(MUJOCO_ENTRY) and obstacle(spec) is None
+    mujoco = isinstance(entry, str) and entry.startswith(MUJOCO_ENTRY)
+    return mujoco and spec.env.n_envs > 1 and obstacle(spec) is None
 
 
 def obstacle(spec: ExperimentSpec) -> str | None:

@@ -73,3 +73,10 @@ def test_what_envpool_cannot_express_is_refused() -> None:
     double = PONG.format(mode="envpool").replace("frameskip: 1, ", "")
     [issue] = vectorization_issues(load_spec_text(double))
     assert "skipped twice" in issue.message
+
+
+@pytest.mark.parametrize(("n_envs", "expected"), [(4, "envpool"), (1, "dummy")])
+def test_auto_picks_envpool_for_mujoco_only_with_several_envs(n_envs: int, expected: str) -> None:
+    pytest.importorskip("mujoco")
+    spec = load_spec_text(f"name: m\nenv: {{id: HalfCheetah-v5, n_envs: {n_envs}}}\n")
+    assert resolve(spec) == expected  # one env: EnvPool's thread hand-off costs more than it saves
