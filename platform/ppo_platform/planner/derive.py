@@ -101,6 +101,7 @@ RULES: tuple[Callable[[Basis], Choice], ...] = (
     policy_rule.derive_sde_sample_freq,
     diagnostics_rule.derive_diagnostics_window,
     diagnostics_rule.derive_kl_healthy_max,
+    diagnostics_rule.derive_kl_alert,
     diagnostics_rule.derive_on_alert,
     rule.derive_evaluation_every,
     rule.derive_evaluation_episodes,

@@ -221,6 +221,7 @@ def _diagnostics(spec: ExperimentSpec, reasons: Mapping[str, str]) -> list[str]:
         "",
         _item(f"Sustained = {d.window} updates", reasons["diagnostics.window"]),
         _item(f"Healthy KL up to {num(d.kl_healthy_max)}", reasons["diagnostics.kl_healthy_max"]),
+        _item(f"KL alert above {num(d.kl_alert)}", reasons["diagnostics.kl_alert"]),
         _item(f"On alert: {d.on_alert}", reasons["diagnostics.on_alert"]),
     ]
 

@@ -61,10 +61,20 @@ def test_bounded_control_tasks_keep_the_small_continuous_rule() -> None:
 def test_the_mujoco_plan_widens_the_healthy_kl_band_and_says_why() -> None:
     plan = plan_experiment("HalfCheetah-v5", 100_000)
     assert plan.spec.diagnostics.kl_healthy_max == 0.07
-    assert plan.spec.diagnostics.kl_alert == 0.1
     assert "0.03-0.07" in plan.reasons["diagnostics.kl_healthy_max"]
     assert "| 0 to 0.07 |" in plan.markdown
     assert plan_experiment("Pendulum-v1", 100_000).spec.diagnostics.kl_healthy_max == 0.02
+
+
+def test_the_mujoco_plan_raises_the_kl_alert_its_known_good_runs_cross_routinely() -> None:
+    plan = plan_experiment("Hopper-v5", 1_000_000)
+    assert plan.spec.diagnostics.kl_alert == 0.15
+    assert "132 of its 1,954 updates" in plan.reasons["diagnostics.kl_alert"]
+    assert "| above 0.15 " in plan.markdown and "KL alert above 0.15" in plan.markdown
+    for env_id in ("CartPole-v1", "Pendulum-v1", "ALE/Breakout-v5"):
+        planned = plan_experiment(env_id, 100_000)
+        assert planned.spec.diagnostics.kl_alert == 0.1
+        assert "lessons' alert level" in planned.reasons["diagnostics.kl_alert"]
 
 
 def test_atari_plans_evaluate_with_sampled_actions() -> None:

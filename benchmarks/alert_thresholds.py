@@ -1,0 +1,86 @@
+"""Do the KL alerts of a finished run mean something? Its logged KL against its eval curve.
+
+For each run (a `PPO_PLATFORM_HOME` and the MLflow run id in it), read the post-update KL of
+every update (`train/approx_kl_post`, what the alert reads by default; `train/approx_kl` for
+runs without it) and the evaluations (`eval/mean_reward`), and for each KL
+alert threshold count (a) the updates that would raise the alert, (b) the *regressions*: an
+evaluation more than `--drop` below the best evaluation so far, and how many of them had an
+alert in the `--window` env steps before them, (c) the alerts with no regression in the
+window after them (false alarms, read as such only on a run that ends at or above the
+published return). The alerts are a pure function of the logged KL, so every threshold is
+judged on the same training run, without training again.
+
+    python benchmarks/alert_thresholds.py --run HOME RUN_ID [--run HOME RUN_ID ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "platform"), str(ROOT)]
+
+THRESHOLDS = (0.1, 0.15, 0.2, 0.3, 0.5)
+
+
+def read_run(home: Path, run_id: str) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """(step, KL) per update and (step, mean return) per evaluation of one run."""
+    from ppo_platform.tracking.gateway import tracking_client
+    from ppo_platform.tracking.queries import metric_history
+
+    client = tracking_client(f"sqlite:///{home / 'mlflow.db'}")
+    keys = ["train/approx_kl_post", "train/approx_kl", "eval/mean_reward"]
+    series = metric_history(client, run_id, keys)
+    return series["train/approx_kl_post"] or series["train/approx_kl"], series["eval/mean_reward"]
+
+
+def regressions(evaluations: list[tuple[int, float]], drop: float) -> list[int]:
+    """Steps of evaluations more than `drop` (a fraction of the best so far) below that best."""
+    found, best = [], None
+    for step, value in evaluations:
+        if best is not None and best > 0 and value < best * (1 - drop):
+            found.append(step)
+        best = value if best is None else max(best, value)
+    return found
+
+
+def judge(
+    kl: list[tuple[int, float]],
+    evaluations: list[tuple[int, float]],
+    threshold: float,
+    window: int,
+    drop: float,
+) -> dict[str, int]:
+    """Alerts at `threshold`, regressions preceded by one, alerts followed by none."""
+    alerts = [step for step, value in kl if value > threshold]
+    falls = regressions(evaluations, drop)
+    warned = sum(any(fall - window <= a < fall for a in alerts) for fall in falls)
+    idle = sum(not any(a < fall <= a + window for fall in falls) for a in alerts)
+    return {"alerts": len(alerts), "regressions": len(falls), "warned": warned, "idle": idle}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--run", nargs=2, action="append", required=True, metavar=("HOME", "ID"))
+    parser.add_argument("--window", type=int, default=50_000, help="env steps before a fall")
+    parser.add_argument("--drop", type=float, default=0.2, help="fall below the best so far")
+    args = parser.parse_args()
+    print(f"regression: an evaluation {args.drop:.0%} below the best so far; window {args.window:,}")
+    print("| run | updates | median KL | threshold | alerts | regressions | warned | idle |")
+    print("|---|---|---|---|---|---|---|---|")
+    for home, run_id in args.run:
+        kl, evaluations = read_run(Path(home), run_id)
+        values = sorted(value for _, value in kl)
+        median = values[len(values) // 2] if values else float("nan")
+        for threshold in THRESHOLDS:
+            j = judge(kl, evaluations, threshold, args.window, args.drop)
+            print(
+                f"| {Path(home).name} | {len(kl)} | {median:.3f} | {threshold} | {j['alerts']} | "
+                f"{j['regressions']} | {j['warned']} | {j['idle']} |"
+            )
+
+
+if __name__ == "__main__":
+    main()
