@@ -30,10 +30,16 @@ def read_run(home: Path, run_id: str) -> tuple[list[tuple[int, float]], list[tup
     from ppo_platform.tracking.gateway import tracking_client
     from ppo_platform.tracking.queries import metric_history
 
-    client = tracking_client(f"sqlite:///{home / 'mlflow.db'}")
+    store = home / "mlflow.db"
+    if not store.is_file():  # MLflow would create an empty store there
+        raise SystemExit(f"{home}: no mlflow.db (pass the PPO_PLATFORM_HOME the run used)")
+    client = tracking_client(f"sqlite:///{store}")
     keys = ["train/approx_kl_post", "train/approx_kl", "eval/mean_reward"]
     series = metric_history(client, run_id, keys)
-    return series["train/approx_kl_post"] or series["train/approx_kl"], series["eval/mean_reward"]
+    kl = series["train/approx_kl_post"] or series["train/approx_kl"]
+    if not kl:
+        raise SystemExit(f"run {run_id} in {store}: no KL logged (is it a PPO run's id?)")
+    return kl, series["eval/mean_reward"]
 
 
 def regressions(evaluations: list[tuple[int, float]], drop: float) -> list[int]:
@@ -67,7 +73,7 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=50_000, help="env steps before a fall")
     parser.add_argument("--drop", type=float, default=0.2, help="fall below the best so far")
     args = parser.parse_args()
-    print(f"regression: an evaluation {args.drop:.0%} below the best so far; window {args.window:,}")
+    print(f"regression: an evaluation {args.drop:.0%} below the best so far; window {args.window}")
     print("| run | updates | median KL | threshold | alerts | regressions | warned | idle |")
     print("|---|---|---|---|---|---|---|---|")
     for home, run_id in args.run:
