@@ -33,8 +33,8 @@ from .losses import PolicyLossOutput
 from .manual_heads import (
     CategoricalHead,
     GaussianHead,
+    RolloutGaussian,
     Surrogate,
-    gaussian_sample,
     normal_log_prob,
 )
 
@@ -117,6 +117,7 @@ class ManualLoss:
         self.log_std: Tensor | None = getattr(policy, "log_std", None)
         if type(policy.action_dist) is not DiagGaussianDistribution:
             self.log_std = None
+        self.rollout_gaussian = None if self.log_std is None else RolloutGaussian(self.log_std)
         # _backward appends (bias, weight) gradients from the last layer to the first, then
         # the head appends its own parameter's.
         order = [p for layers in (self.vf, self.pi) for w, b, _ in reversed(layers) for p in (b, w)]
@@ -210,8 +211,8 @@ class ManualLoss:
         x = obs.float().flatten(1)
         params = _forward(self.pi, x)[0]
         values = _forward(self.vf, x)[0]
-        if self.log_std is not None:
-            actions, log_prob = gaussian_sample(params, self.log_std, deterministic)
+        if self.rollout_gaussian is not None:
+            actions, log_prob = self.rollout_gaussian.sample(params, deterministic)
             return actions, values, log_prob
         logits = params - params.logsumexp(dim=-1, keepdim=True)
         if deterministic:

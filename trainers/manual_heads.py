@@ -120,15 +120,35 @@ class GaussianHead:
         return [-grad_distance, grad_scale * self.scale]  # SubBackward; ExpBackward
 
 
-def gaussian_sample(mean: Tensor, log_std: Tensor, deterministic: bool) -> tuple[Tensor, Tensor]:
-    """SB3's DiagGaussianDistribution actions and their summed log-probs: torch Normal's
-    `rsample` (the same single `normal_` draw) and `log_prob`, without the objects."""
-    std = torch.ones_like(mean) * log_std.exp()
-    if deterministic:
-        actions = mean
-    else:
-        actions = mean + torch.empty(mean.shape, dtype=mean.dtype).normal_() * std
-    return actions, normal_log_prob(mean, std, actions)
+class RolloutGaussian:
+    """SB3's DiagGaussianDistribution actions and their summed log-probs during a rollout:
+    torch Normal's `rsample` (the same single `normal_` draw) and `log_prob`, without the
+    objects. The log std does not change between the steps of a rollout, so the std, 2 std^2
+    and log std are computed once per batch shape and version of the parameter: the same
+    kernels on the same inputs, so the same tensors as computing them every step."""
+
+    def __init__(self, log_std: Tensor) -> None:
+        self.log_std = log_std
+        self._key: tuple | None = None
+        self._terms: tuple[Tensor, Tensor, Tensor] | None = None
+
+    def _std_terms(self, mean: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        key = (mean.shape, mean.dtype, self.log_std._version)  # an optimizer step bumps it
+        if self._terms is None or key != self._key:
+            std = torch.ones_like(mean) * self.log_std.exp()
+            self._terms, self._key = (std, 2 * std**2, std.log()), key
+        return self._terms
+
+    def sample(self, mean: Tensor, deterministic: bool) -> tuple[Tensor, Tensor]:
+        """(actions, summed log-probs) for the means of one step."""
+        std, two_variance, log_std = self._std_terms(mean)
+        if deterministic:
+            actions = mean
+        else:
+            actions = mean + torch.empty(mean.shape, dtype=mean.dtype).normal_() * std
+        # normal_log_prob's expression, term for term.
+        log_prob = -((actions - mean) ** 2) / two_variance - log_std - _HALF_LOG_2PI
+        return actions, log_prob.sum(dim=1)
 
 
 def normal_log_prob(mean: Tensor, std: Tensor, actions: Tensor) -> Tensor:

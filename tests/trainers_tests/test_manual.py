@@ -140,6 +140,24 @@ def test_forward_is_the_policys_with_the_same_random_draw(
     assert torch.equal(torch.rand(3), next_draw)  # as many random numbers drawn
 
 
+def test_the_rollout_gaussian_follows_a_changed_log_std() -> None:
+    """The std is computed once per rollout: a log std changed in place (an optimizer step)
+    still gives the policy's own actions and log-probs on the next step."""
+    pi = policy(gaussian=True)
+    manual = ManualLoss.build(pi)
+    assert manual is not None
+    obs = minibatch(pi)["observations"][:4]
+    for shift in (0.0, 0.5, 0.5):  # the same parameter twice: the cached terms are reused
+        with torch.no_grad():
+            pi.log_std.add_(shift)
+        torch.manual_seed(11)
+        with torch.no_grad():
+            expected = pi(obs)
+        torch.manual_seed(11)
+        for mine, theirs in zip(manual.forward(obs), expected, strict=True):
+            assert torch.equal(mine, theirs)
+
+
 @pytest.mark.parametrize(
     ("env_id", "extra"),
     [
