@@ -162,8 +162,10 @@ NOTES = (
     "+- 10 (zoo) and 2383 +- 272 (CleanRL): it stands at ~1000 to 750k, collapses three "
     "times (297 at 200k, 100 at 350k, 293 at 900k) and climbs from 1047 at 450k to 1626 at "
     "950k. The zoo's Hopper entry (2026-12-02, load 3-8) stands at ~1000 to the end (998.5). "
-    "Seed 1 of the planned HalfCheetah-v5 spec ends at 5453 (5035 at 400k, a fall to 3282 "
-    "at 550k, 5846 at 950k).",
+    "Seeds 1 and 2 of the planned HalfCheetah-v5 spec end at 5453 (5035 at 400k, a fall to "
+    "3282 at 550k, 5846 at 950k) and 5336 (climbing almost every evaluation): 5837 +- 627 "
+    "over 3 seeds, level with the zoo's published agent. Seed 1 of the planned Hopper-v5 "
+    "spec ends at 1976 (3092 at 700k and 3199 at 950k, with falls to ~700-1000 between).",
     "Alerts on the 1e6 runs, judged with `python benchmarks/alert_thresholds.py --run HOME "
     "RUN_ID` (every update's post-update KL against the evaluation curve; a regression is an "
     "evaluation 20% below the best so far; an alert 'warns' of one in the 50,000 steps "
