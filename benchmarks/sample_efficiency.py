@@ -165,7 +165,9 @@ NOTES = (
     "Seeds 1 and 2 of the planned HalfCheetah-v5 spec end at 5453 (5035 at 400k, a fall to "
     "3282 at 550k, 5846 at 950k) and 5336 (climbing almost every evaluation): 5837 +- 627 "
     "over 3 seeds, level with the zoo's published agent. Seed 1 of the planned Hopper-v5 "
-    "spec ends at 1976 (3092 at 700k and 3199 at 950k, with falls to ~700-1000 between).",
+    "spec ends at 1976 (3092 at 700k and 3199 at 950k, with falls to ~700-1000 between) and "
+    "seed 2 at 1428 (2551 at 800k, falls to 886 at 850k and 288 at 950k): 1657 +- 233 over "
+    "3 seeds, below the published 2410 +- 10 (zoo) and 2383 +- 272 (CleanRL).",
     "Alerts on the 1e6 runs, judged with `python benchmarks/alert_thresholds.py --run HOME "
     "RUN_ID` (every update's post-update KL against the evaluation curve; a regression is an "
     "evaluation 20% below the best so far; an alert 'warns' of one in the 50,000 steps "
@@ -174,9 +176,11 @@ NOTES = (
     "(spikes of 1.59 at 33k, 0.94 at 978k) and no regression at all: its 37 critical alerts "
     "said nothing. The planned Hopper-v5 run (median 0.037) had 4 regressions; at 0.1 an "
     "alert came before 3 of them with 42 alerts followed by none, at 0.15 also 3 of 4 with "
-    "14 idle, at 0.2 2 of 4 with 9, at 0.3 2 of 4 with 4. So the MuJoCo plan's KL alert is "
-    "now 0.15: on these known-good runs it keeps the warnings that came before Hopper's "
-    "collapses and drops four fifths of the routine ones; HalfCheetah shows that even spikes "
+    "14 idle, at 0.2 2 of 4 with 9, at 0.3 2 of 4 with 4. Over all six planned runs (seeds "
+    "0-2 of both envs; medians 0.037-0.075): 19 regressions, 18 of them warned at 0.1 with "
+    "859 idle alerts, 15 at 0.15 with 159 idle, so the MuJoCo plan's KL alert is now 0.15: "
+    "it keeps most warnings that came before a collapse and drops four fifths of the "
+    "routine ones; HalfCheetah shows that even spikes "
     "past 0.5 can be harmless there, so a KL alert is a prompt to look at the curve, not a "
     "verdict. The zoo's HalfCheetah entry (clip 0.1, median KL 0.016) raised 3 clip-fraction "
     "alerts, the last (drift at 807k) before its one regression (5090 at 900k after 6572 at "
@@ -332,7 +336,9 @@ def add_stopped(args: argparse.Namespace) -> None:
     }
     folded = merged(report, args.out.with_suffix(".json"), [])
     kept = [r for r in folded["runs"] if not _same_stopped(r, record)]
-    save({**folded, "runs": [*kept, record]}, args.out)
+    commands = [c for c in folded["commands"][:-1] if c["command"] != args.run_command]
+    commands.append(folded["commands"][-1])  # a run folded in again: its command listed once
+    save({**folded, "commands": commands, "runs": [*kept, record]}, args.out)
 
 
 def _same_stopped(run: dict, record: dict) -> bool:
