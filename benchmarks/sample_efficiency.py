@@ -151,6 +151,17 @@ NOTES = (
     "as the zoo does. That run raised a clip_fraction_low warning: the clip fraction was 0 "
     "for updates 2-10 (KL below 4e-4) while rewards were still rare; the first attempt ran "
     "0.03-0.17 by 7e4 steps.",
+    "ALE/Breakout-v5 to 1e6 (2026-12-03, the planner's atari spec planned for 1e6, seed 0, "
+    "one torch thread at nice -10 on a core of its own, EnvPool; evaluation every 50,000 "
+    "steps over 5 sampled-action episodes, game scores): 1.8, 3.4, 6.2, 5.4, 11.8 at "
+    "50k-250k, 10.0 at 500k, 20.2 at 650k, 20.8 at 750k, 19.4 at 900k, final 20.4 +- 6.6; "
+    "7,280 s (about 140 env steps/s; two torch threads ran 223 steps/s alone but collapsed "
+    "to 32 with another process on the second core). Post-update KL at most 0.004, clip "
+    "fraction 0.03-0.3: no alert. Published PPO numbers near 1e6 (none of the zoo's or "
+    "CleanRL's tables has one; both give 10M only: the zoo 398 +- 33, CleanRL 415 +- 28): "
+    "Tianshou's PPO benchmark (examples/atari/benchmark/BreakoutNoFrameskip-v4) 11.3 +- 2.6 "
+    "at 500k and 17.0 +- 4.5 at 1M; an openai/baselines ppo2 run (issue 988) about 19.6 at "
+    "1M. This run is level with both at the same step.",
     "1e6-step runs (2026-12-03, seed 0 unless stated, `budget.total_timesteps` 1e6, "
     "evaluation every 50,000 steps over 5 deterministic episodes, one run at a time on one "
     "core while the Atari run below had the other; commands in the list above). The planned "
@@ -356,11 +367,13 @@ def _stopped_lines(report: dict) -> list[str]:
     lines += [""]
     for r in stopped:
         curve = ", ".join(f"{v:.0f} at {s:,}" for s, v in r["evaluations"])
+        # The planner's Atari spec evaluates with sampled actions, as the zoo does.
+        kind = "sampled-action" if r["env"].startswith("ALE/") else "deterministic"
         lines.append(
             f"- {r['env']} {r['variant']} seed {r['seed']}: reached {r['stopped_at']:,} of "
             f"{r['budget']:,} env steps in {r['wall_s']:.0f} s (1-min load "
             f"{r['load1_at_start']:.1f} at its start), evaluations "
-            f"({EVAL_EPISODES.get(r['env'], EPISODES)} deterministic episodes each): "
+            f"({EVAL_EPISODES.get(r['env'], EPISODES)} {kind} episodes each): "
             f"{curve or 'none'}. Command: `{r['command']}`."
         )
     return lines
