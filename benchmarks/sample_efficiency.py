@@ -160,7 +160,7 @@ NOTES = (
     "fraction 0.03-0.3: no alert. Published PPO numbers near 1e6 (none of the zoo's or "
     "CleanRL's tables has one; both give 10M only: the zoo 398 +- 33, CleanRL 415 +- 28): "
     "Tianshou's PPO benchmark (examples/atari/benchmark/BreakoutNoFrameskip-v4) 11.3 +- 2.6 "
-    "at 500k and 17.0 +- 4.5 at 1M; an openai/baselines ppo2 run (issue 988) about 19.6 at "
+    "at 500k and 17.0 +- 4.5 at 1M; an openai/baselines ppo2 run a user reported, about 19.6 at "
     "1M. This run is level with both at the same step.",
     "1e6-step runs (2026-12-03, seed 0 unless stated, `budget.total_timesteps` 1e6, "
     "evaluation every 50,000 steps over 5 deterministic episodes, one run at a time on one "
