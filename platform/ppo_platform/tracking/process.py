@@ -62,7 +62,7 @@ class TrackingProcess:
         self.child: JsonLinesChild | JsonLinesConnection
         if address is None:
             self.child = JsonLinesChild(
-                "ppo_platform.tracking.service", who, self._receive, self._ended
+                "ppo_platform.tracking.callers", who, self._receive, self._ended
             )
         else:
             self.child = JsonLinesConnection(address, who, self._receive, self._ended)

@@ -1,26 +1,25 @@
 """The tracking process: the one writer of MLflow, off the process that trains or tunes.
 
-`python -m ppo_platform.tracking.service` reads JSON-line requests on stdin and answers each
-with one JSON line on stdout, carrying its `seq`, once the work is durable in the store. It
-imports MLflow as it starts (the training process starts it first, so this import overlaps
-torch's), reaps orphaned runs, opens runs of every kind (training run, trial, study, sweep
-parent), writes their params, tags, metric rows, texts and artifacts, finds children, closes
-runs, and renders a training run's plot (matplotlib, imported here in the background when the
-first training run opens, while it trains: a process that tracks only a sweep's parent or a
-study never imports it). Requests about an open run name it by `run`: the `seq` of the request that
-opened it. At most one run of each kind is open at a time (a worker that trains several runs in
-a row keeps one tracking process). On end of input with runs still open (the caller was killed
-or crashed), it marks them KILLED with the reason: nothing is left RUNNING. Who it answers (the
-process that started it, and processes that share it) is `tracking/callers.py`.
+The tracking process (`python -m ppo_platform.tracking.callers`, this service behind it) reads
+JSON-line requests on stdin and answers each with one JSON line on stdout, carrying its `seq`,
+once the work is durable in the store. It imports MLflow as it starts (the training process
+starts it first, so this import overlaps torch's), reaps orphaned runs, opens runs of every kind
+(training run, trial, study, sweep parent), writes their params, tags, metric rows, texts and
+artifacts, finds children, closes runs, and renders a training run's plot (matplotlib, imported
+here in the background when the first training run opens, while it trains: a process that tracks
+only a sweep's parent or a study never imports it). Requests about an open run name it by `run`:
+the `seq` of the request that opened it. At most one run of each kind is open at a time (a
+worker that trains several runs in a row keeps one tracking process). On end of input with runs
+still open (the caller was killed or crashed), it marks them KILLED with the reason: nothing is
+left RUNNING. Who it answers (the process that started it, and processes that share it) is
+`tracking/callers.py`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import re
-import sys
 import threading
 from collections import defaultdict
 from collections.abc import Callable
@@ -31,7 +30,6 @@ from typing import Any
 
 from ppo_platform import tracing
 from ppo_platform.errors import RunNotFoundError
-from ppo_platform.execution.child import answer_stream
 from ppo_platform.spec.names import check_run_id, path_inside
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.gateway import retry, tracking_client
@@ -346,23 +344,3 @@ def _import_matplotlib() -> None:
     import matplotlib.pyplot
 
     tracing.mark("tracking: matplotlib imported (background)")
-
-
-def main() -> None:
-    """Replies go on the stdout this process was given; anything a library prints there (MLflow
-    prints "View run ..." links for tracking servers) goes to stderr instead."""
-    from ppo_platform.tracking.callers import serve
-
-    replies = answer_stream()
-    serve(sys.stdin, replies)
-    # Everything is answered and durable (each store call commits; files are closed): skip the
-    # interpreter's teardown of MLflow, SQLAlchemy and matplotlib (~0.6 s the trainer waits for).
-    for stream in (replies, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    tracing.mark("tracking: os._exit")
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

@@ -102,7 +102,7 @@ def test_a_dead_tracking_process_fails_the_run_loudly_with_the_reason(
 
 
 _NOISY_SERVICE = """
-from ppo_platform.tracking import service
+from ppo_platform.tracking import callers, service
 
 answer = service.TrackingService.handle
 
@@ -113,7 +113,7 @@ def noisy(self, request):
 
 
 service.TrackingService.handle = noisy
-service.main()
+callers.main()
 """
 
 
@@ -138,7 +138,7 @@ def test_what_libraries_print_in_the_tracking_process_never_reaches_the_reply_pi
 def test_a_torn_request_line_ends_the_tracking_process_cleanly() -> None:
     # A training process killed mid-write leaves half a line: the service finishes, no crash.
     done = subprocess.run(
-        [sys.executable, "-m", "ppo_platform.tracking.service"],
+        [sys.executable, "-m", "ppo_platform.tracking.callers"],
         input='{"op": "rows", "seq": 1, "ro',
         env={**os.environ, **CHILD_ENV},
         capture_output=True,
