@@ -34,6 +34,10 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import Tensor
 from torch.optim.adam import _multi_tensor_adam
 
+from .compiler_free import keep_compiler_unloaded
+
+keep_compiler_unloaded()  # building an optimizer no longer imports torch's compiler
+
 _HALF_LOG_2PI = math.log(math.sqrt(2 * math.pi))
 _GAUSSIAN_ENTROPY = 0.5 + 0.5 * math.log(2 * math.pi)
 
@@ -91,8 +95,10 @@ class MinibatchStep:
         state = self.optimizer.state
         if self._state is None:
             if any(p not in state for p in self.parameters):
-                self.optimizer.step()  # the first step ever: torch creates the Adam state
-                return
+                # The first step ever: torch's own lazy creation of the Adam state, as `step()`
+                # does it (whose wrapper would import torch's compiler), then the step below.
+                first = self.optimizer.param_groups[0]
+                self.optimizer._init_group(first, [], [], [], [], [], [])  # type: ignore[attr-defined]
             self._state = (
                 [state[p]["exp_avg"] for p in self.parameters],
                 [state[p]["exp_avg_sq"] for p in self.parameters],
