@@ -4,10 +4,11 @@
 
 Each measurement is one whole `ppo-platform sweep` process (what a user waits for: start-up,
 warm workers, MLflow parent and child runs, training, the comparison report, exit) in a fresh
-PPO_PLATFORM_HOME, 1 and 2 workers alternately. CPU is that of the whole process tree (the
-reaped children's rusage); with `PPO_PLATFORM_TRACE_TIMES=1` every process marks its CPU, so
-the members' training (`learn: begins` -> `learn: done`) is told apart from the rest: the CPU
-a sweep pays beyond training, the figure to read on a loaded machine. The wall-time fixed
+PPO_PLATFORM_HOME, 1 and 2 workers alternately. With `PPO_PLATFORM_TRACE_TIMES=1` every
+process marks its CPU: CPU is the sum of every process's own last mark (workers forked by the
+fork server never reach the caller's rusage), and the members' training (`learn: begins` ->
+`learn: done`) is told apart from the rest: the CPU a sweep pays beyond training, the figure
+to read on a loaded machine. The wall-time fixed
 cost per sweep is estimated from the medians as 2 x T(2 workers) - T(1 worker) (4 members:
 T(1) = F + 4m, T(2) = F + 2m). The migrated empty MLflow store new homes are copied from is
 made first, once per machine (`tracking/sqlite_store.py`), so no measurement pays for it.
@@ -21,7 +22,6 @@ import argparse
 import os
 import platform
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -33,7 +33,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "platform"), str(REPO / "benchmarks")]
 
-from sweep_timeline import TRACE, phases  # noqa: E402
+from sweep_timeline import TRACE, all_cpu, phases  # noqa: E402
 
 RUN_SECONDS = re.compile(r"final eval return \S+ in ([0-9.]+) s \(run")
 
@@ -61,7 +61,6 @@ def measure(workers: int, steps: int) -> dict[str, float]:
         )
         out, err = process.communicate()
         wall = time.perf_counter() - started
-        cpu = _children_cpu()  # the sweep's process tree, reaped just now
     if process.returncode != 0:
         raise SystemExit(f"benchmark sweep failed:\n{err[-3000:]}")
     marks = [
@@ -69,21 +68,11 @@ def measure(workers: int, steps: int) -> dict[str, float]:
         for line in err.splitlines()
         if (m := TRACE.match(line))
     ]
-    training = sum(figures["training"] for figures in phases(marks).values())
+    spent = phases(marks)
+    training = sum(figures["training"] for figures in spent.values())
+    cpu = all_cpu(spent)  # every process's own marks: forked workers are not our children
     runs = sum(float(seconds) for seconds in RUN_SECONDS.findall(out))
     return {"wall": wall, "cpu": cpu, "training": training, "runs": runs, "load": load}
-
-
-_reaped_cpu = 0.0
-
-
-def _children_cpu() -> float:
-    """CPU of the children reaped since the last call (the sweep just waited for)."""
-    global _reaped_cpu
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = usage.ru_utime + usage.ru_stime
-    spent, _reaped_cpu = total - _reaped_cpu, total
-    return spent
 
 
 def main() -> None:
@@ -98,7 +87,6 @@ def main() -> None:
         from ppo_platform.tracking.sqlite_store import create_sqlite_store
 
         create_sqlite_store(f"sqlite:///{folder}/mlflow.db")  # the template, once per machine
-    _children_cpu()  # start counting from here
     rows = []
     taken: dict[int, list[dict[str, float]]] = {1: [], 2: []}
     for repeat in range(args.repeats):

@@ -18,7 +18,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -68,6 +67,13 @@ def phases(marks: list[tuple[float, str, str, float]]) -> dict[str, dict[str, fl
     return spent
 
 
+def all_cpu(spent: dict[str, dict[str, float]]) -> float:
+    """The CPU of every process of a sweep, from each one's own last mark. Not rusage: pool
+    workers are forked by the fork server, which reaps them and is itself reaped by no one the
+    caller waits for, so their CPU never reaches the caller's RUSAGE_CHILDREN."""
+    return sum(figures["cpu"] for figures in spent.values())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
@@ -107,9 +113,8 @@ def main() -> None:
         last_cpu[pid] = cpu
         if not label.endswith(QUIET):
             print(f"{at:7.2f} {names[pid]:10} cpu +{spent:5.2f} = {cpu:6.2f}  {label}")
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu_all = usage.ru_utime + usage.ru_stime
     spent = phases(marks)
+    cpu_all = all_cpu(spent)
     print("\nCPU seconds per process (at its last mark): total = training + the rest")
     for pid, figures in spent.items():
         print(
@@ -118,7 +123,7 @@ def main() -> None:
         )
     training = sum(f["training"] for f in spent.values())
     print(
-        f"wall {wall:.2f} s, CPU {cpu_all:.2f} s (all processes, rusage), of which members' "
+        f"wall {wall:.2f} s, CPU {cpu_all:.2f} s (all processes' own marks), of which members' "
         f"training (learn) {training:.2f} s and the rest {cpu_all - training:.2f} s; "
         f"1-min load {load:.2f} before, {load_after:.2f} after"
     )

@@ -72,7 +72,10 @@ class Settings(BaseSettings):
         description="torch intra-op threads per training process (small nets: 1 is fastest).",
     )
     metrics_flush_seconds: float = Field(
-        10.0, gt=0, description="How often buffered metrics are written to MLflow in one batch."
+        2.0,
+        gt=0,
+        description="How often buffered metrics are handed to the tracking process in one batch "
+        "(written while training runs, so little is left to write when a run ends).",
     )
     memory_budget_bytes: int | None = Field(
         None,

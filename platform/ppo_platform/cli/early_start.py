@@ -1,9 +1,13 @@
-"""`ppo-platform run` starts its tracking process before the CLI imports its commands.
+"""`ppo-platform run` and `sweep` start their tracking process before the CLI imports its
+commands, and `sweep` its workers' fork server too.
 
 The tracking process's MLflow import (about a second) is on a short run's critical path: the
-first update waits for the run to exist. Started here, it overlaps the CLI's own imports (spec
-models, typer) as well as torch's. Only the standard library and `tracking.process` are
-imported for it; the `run` command then sends its first request to the same process.
+first update waits for the run to exist, and a sweep's members for its parent run. Started
+here, it overlaps the CLI's own imports (spec models, typer) as well as torch's. Only the
+standard library, `tracking.process` and (for `sweep`) `execution.local` are imported for it;
+the command then sends its first request to the same process, and its pool forks its workers
+from the same fork server, which imports torch and SB3 meanwhile (with a local executor only:
+a Ray cluster's workers are its own).
 """
 
 from __future__ import annotations
@@ -14,23 +18,39 @@ import sys
 CLI_MODULE = "ppo_platform.cli"
 
 
-def _is_run_command() -> bool:
-    """This process is `ppo-platform run ...` or `python -m ppo_platform.cli run ...`."""
+def _command() -> str | None:
+    """`run` for `ppo-platform run ...` or `python -m ppo_platform.cli run ...` (and so on),
+    None for `--help` or another program."""
     argv = list(getattr(sys, "orig_argv", sys.argv))
     if "-m" in argv[:-1] and argv[argv.index("-m") + 1] == CLI_MODULE:
         rest = argv[argv.index("-m") + 2 :]
     elif os.path.basename(sys.argv[0]) == "ppo-platform":
         rest = sys.argv[1:]
     else:
-        return False
-    return rest[:1] == ["run"] and not {"--help", "-h"} & set(rest)
+        return None
+    return None if not rest or {"--help", "-h"} & set(rest) else rest[0]
 
 
 def start_tracking_early() -> None:
-    """Start this process's tracking process now if it is about to train a run."""
-    if _is_run_command():
-        from ppo_platform import tracing
-        from ppo_platform.tracking.process import shared_tracking_process
+    """Start this process's tracking process now if it is about to train a run or a sweep, and
+    a sweep's fork server."""
+    command = _command()
+    if command not in ("run", "sweep"):
+        return
+    from ppo_platform import tracing
+    from ppo_platform.tracking.process import shared_tracking_process
 
-        shared_tracking_process()
-        tracing.mark("cli: tracking process started early")
+    shared_tracking_process()
+    tracing.mark("cli: tracking process started early")
+    if command == "sweep":
+        from ppo_platform.execution.choose import TRAINING_MODULES
+        from ppo_platform.execution.local import pool_context
+        from ppo_platform.settings import get_settings
+
+        try:
+            settings = get_settings()
+        except Exception:  # a bad setting: the command itself says so, with its fix
+            return
+        if settings.executor == "local":
+            pool_context(TRAINING_MODULES, settings.torch_threads)
+            tracing.mark("cli: fork server started early")

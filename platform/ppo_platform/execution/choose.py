@@ -34,6 +34,11 @@ def job_executor(settings: Settings, workers: int, torch_threads: int = 1) -> Ex
     return IsolatedExecutor(workers, torch_threads)
 
 
+# What every sweep member and tuning trial imports (torch, SB3, the trainers): a local pool's
+# fork server imports it once and each worker is forked with it (`execution/local.py`).
+TRAINING_MODULES = ("ppo_platform.training.runner", "ppo_platform.training.warm")
+
+
 def pool_executor(
     settings: Settings,
     workers: int,
@@ -46,7 +51,11 @@ def pool_executor(
     if settings.executor == "ray":
         return _ray(settings, settings.torch_threads, fresh_process=False)
     return LocalExecutor(
-        workers, settings.torch_threads, initializer=initializer, initargs=initargs
+        workers,
+        settings.torch_threads,
+        initializer=initializer,
+        initargs=initargs,
+        preload=TRAINING_MODULES,
     )
 
 

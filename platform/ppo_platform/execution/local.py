@@ -1,10 +1,16 @@
 """The local process pool: the default Executor, for sweep runs and tuning workers.
 
-Workers are started with the `spawn` context (no forked torch/MLflow state, same behaviour on
-every OS) and pinned to `torch_threads` compute threads each (`pin_threads`). A task that
-raises never stops the others, and an exception object never crosses the process boundary
-(many do not unpickle cleanly): it comes back as text, so one bad task cannot break the pool.
-A worker that dies breaks the pool: its task and every unfinished one come back failed.
+Workers are forked from a fork server (`forkserver`: a fresh interpreter started once per
+process, never a fork of the caller, so no MLflow or other state of the caller's is inherited)
+that imported the pool's `preload` modules first: torch and SB3 are imported once, not once per
+worker, and a worker is ready as soon as it is forked. Each worker takes the caller's current
+environment variables and ignored signals, as a spawned one would (`fork_server.py` says why
+the fork server ignores its caller's group signals, and what a worker does if it dies). Where
+there is no fork server (Windows) workers are spawned. Each is pinned to `torch_threads`
+compute threads (`pin_threads`). A task that raises never stops the others, and an exception
+object never crosses the process boundary (many do not unpickle cleanly): it comes back as
+text, so one bad task cannot break the pool. A worker that dies breaks the pool: its task and
+every unfinished one come back failed.
 
 Each task runs in `execution/body.py`'s task body, under its signal rules (the same for every
 executor): an idle worker ignores Ctrl-C (it would die and break the pool); a running task
@@ -20,16 +26,21 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import ctypes
 import functools
 import logging
 import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures import wait as wait_for
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing import forkserver
+from multiprocessing.context import BaseContext
 from typing import Any
 
 from ppo_platform import tracing
@@ -43,7 +54,7 @@ from ppo_platform.execution.base import (
     describe_error,
 )
 from ppo_platform.execution.body import run_body
-from ppo_platform.execution.threads import pin_threads
+from ppo_platform.execution.threads import THREAD_ENV_VARS, pin_threads
 
 INTERRUPT_GRACE = 30.0  # after Ctrl-C or SIGTERM, seconds running tasks get to close their runs
 
@@ -71,9 +82,14 @@ def worker_count(requested: int | None, work: int) -> tuple[int, str | None]:
 
 
 def _init_worker(
-    torch_threads: int, initializer: Callable[..., None] | None, initargs: tuple[Any, ...]
+    torch_threads: int,
+    initializer: Callable[..., None] | None,
+    initargs: tuple[Any, ...],
+    caller: _CallerState | None = None,
 ) -> None:
     """Runs once in each fresh worker, before its first task."""
+    if caller is not None:  # forked from the fork server: take the caller's state as of now
+        caller.apply()
     atexit.register(_exit_without_teardown)  # runs after the handlers registered from here on
     signals.note_ctrl_c_at_start()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # idle: Ctrl-C would break the pool
@@ -99,6 +115,68 @@ def _ready() -> None:
     """A task that only makes the pool start a worker (`LocalExecutor.start`)."""
 
 
+# The signals whose "ignored" a spawned worker would inherit from its caller.
+_INHERITED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
+
+
+@dataclass(frozen=True)
+class _CallerState:
+    """What a spawned worker inherits from its caller at start and a worker forked from the
+    fork server (started earlier, from an older state, ignoring group signals) must be given:
+    the environment variables and which of the group signals are ignored (`nohup`)."""
+
+    environ: dict[str, str]
+    ignored: frozenset[int]
+
+    @classmethod
+    def now(cls) -> _CallerState:
+        ignored = (s for s in _INHERITED_SIGNALS if signal.getsignal(s) == signal.SIG_IGN)
+        return cls(dict(os.environ), frozenset(ignored))
+
+    def apply(self) -> None:
+        os.environ.clear()
+        os.environ.update(self.environ)
+        for signum in _INHERITED_SIGNALS:
+            default = signal.default_int_handler if signum == signal.SIGINT else signal.SIG_DFL
+            signal.signal(signum, signal.SIG_IGN if signum in self.ignored else default)
+        _die_with_the_fork_server()
+
+
+def _die_with_the_fork_server() -> None:
+    """If the fork server is killed, the pool counts every worker dead: make it so (SIGKILL; the
+    tracking process closes a gone worker's runs KILLED, and the sweep resumes them)."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+_forkserver_lock = threading.Lock()
+FORK_SERVER_SETUP = "ppo_platform.execution.fork_server"  # imported first: signal dispositions
+
+
+def pool_context(preload: Sequence[str], torch_threads: int) -> BaseContext:
+    """The fork server's context, started now if it is not running, importing `preload` with
+    `torch_threads` compute threads; `spawn` where there is no fork server. The fork server is
+    one per process: a later pool reuses it (and the modules it imported then)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    with _forkserver_lock:
+        context.set_forkserver_preload([FORK_SERVER_SETUP, *preload])
+        saved = {name: os.environ.get(name) for name in THREAD_ENV_VARS}
+        os.environ.update(dict.fromkeys(THREAD_ENV_VARS, str(torch_threads)))
+        try:  # the server reads the thread variables as it imports torch
+            forkserver.ensure_running()
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+    return context
+
+
 class LocalExecutor(QueuedExecutor):
     """A bounded pool of spawned worker processes. Use as a context manager.
 
@@ -113,6 +191,7 @@ class LocalExecutor(QueuedExecutor):
         *,
         initializer: Callable[..., None] | None = None,
         initargs: tuple[Any, ...] = (),
+        preload: Sequence[str] = (),
     ) -> None:
         if workers is not None and workers < 1:
             raise ValueError(f"workers must be at least 1, got {workers}")
@@ -120,11 +199,13 @@ class LocalExecutor(QueuedExecutor):
             raise ValueError(f"torch_threads must be at least 1, got {torch_threads}")
         super().__init__()
         self.workers = workers or default_workers()
+        context = pool_context(preload, torch_threads)
+        caller = _CallerState.now() if context.get_start_method() == "forkserver" else None
         self._pool = ProcessPoolExecutor(
             max_workers=self.workers,
-            mp_context=multiprocessing.get_context("spawn"),
+            mp_context=context,
             initializer=_init_worker,
-            initargs=(torch_threads, initializer, initargs),
+            initargs=(torch_threads, initializer, initargs, caller),
         )
         self._running: dict[str, Future[TaskResult]] = {}  # submitted, not finished
 

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ppo_platform.reports.stats import SeedRun, Series
+from ppo_platform.tracking.plots import TITLE_Y
 
 # Fixed margins, not tight_layout: that draws the whole figure once more to measure it (half
 # of the report's CPU, at the end of every sweep). Room for log-scale tick labels (10^-3), the
@@ -109,7 +110,9 @@ def plot_update_size(
     plt = _pyplot()
     fig, (kl_axis, clip_axis) = plt.subplots(2, 1, figsize=(9, 8), sharex=True)
     _kl_bands(kl_axis, groups, "approx_kl_post", kl_alert, "no post-update KL logged")
-    kl_axis.set_title(f"{title}: post-update KL and clip fraction per update", fontsize=10)
+    kl_axis.set_title(
+        f"{title}: post-update KL and clip fraction per update", fontsize=10, y=TITLE_Y
+    )
     kl_axis.set_ylabel("post-update KL")
     _plot_bands(clip_axis, groups, "clip_fraction")
     if drift is not None:
@@ -143,7 +146,7 @@ def _kl_bands(
 
 
 def _finish(fig: Any, axis: Any, path: Path, title: str, ylabel: str) -> None:
-    axis.set_title(title, fontsize=10)
+    axis.set_title(title, fontsize=10, y=TITLE_Y)
     axis.set_xlabel("env steps")
     axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3)

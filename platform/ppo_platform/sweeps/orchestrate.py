@@ -104,7 +104,7 @@ def run_sweep(
     tracing.mark("sweep: begins")
     n_workers, crowded = worker_count(workers, len(members))
     # Shut down on the way out, also when the parent run cannot be opened.
-    with _warm_executor(members[0].spec, settings, n_workers, report) as executor:
+    with _warm_executor(members[0].spec, settings, n_workers) as executor:
         parent, resumed = open_parent_run(spec, members, _threshold(spec), settings, lineage)
         with parent:  # closed KILLED on an interrupt, FAILED on an error
             parent_run_id = parent.run_id
@@ -124,6 +124,8 @@ def run_sweep(
 
             tasks = [_member_task(m, parent_run_id, {**m.tags, **lineage}, settings) for m in todo]
             tracing.mark("sweep: parent run opened, training begins")
+            if report:  # the report's matplotlib import, once start-up is over
+                threading.Thread(target=warm_plotting, name="warm-plotting", daemon=True).start()
             _train(tasks, executor, settings, collect, tell)
             tracing.mark("sweep: members done")
             ordered = [outcomes[m.key] for m in members]
@@ -137,15 +139,13 @@ MAX_SOCKET_PATH = 100
 
 
 @contextlib.contextmanager
-def _warm_executor(
-    first: ExperimentSpec, settings: Settings, n_workers: int, report: bool
-) -> Iterator[Executor]:
-    """Warm workers, started now: they import torch and SB3 and run one throwaway update of
-    `first` while this process creates the store and the parent run; each then trains member
+def _warm_executor(first: ExperimentSpec, settings: Settings, n_workers: int) -> Iterator[Executor]:
+    """Warm workers, started now: forked from a fork server that imported torch and SB3 once
+    (`execution/local.py`), they run one throwaway update of `first` while this process
+    creates the store and the parent run; each then trains member
     after member with those imports. Local workers send their runs to this process's tracking
     process (it listens on a socket in a private folder, removed at the end), so the sweep
-    imports MLflow and opens the store once. The report's matplotlib import happens meanwhile
-    too, in a thread."""
+    imports MLflow and opens the store once."""
     with tempfile.TemporaryDirectory(prefix="ppo-sweep-") as folder:
         address: str | None = os.path.join(folder, "tracking.sock")
         if len(os.fsencode(str(address))) > MAX_SOCKET_PATH:  # a long TMPDIR
@@ -157,8 +157,6 @@ def _warm_executor(
             shared_tracking_process().listen(address)
         with executor:
             executor.start()
-            if report:
-                threading.Thread(target=warm_plotting, name="warm-plotting", daemon=True).start()
             yield executor
 
 

@@ -19,6 +19,10 @@ PANELS: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (
 )
 # Room for tick labels of up to ~8 characters and the titles, at figsize (11, 7).
 LAYOUT = {"left": 0.07, "right": 0.98, "bottom": 0.08, "top": 0.9, "wspace": 0.18, "hspace": 0.25}
+# A title's height given, not found: matplotlib otherwise measures every tick label of the axes
+# to keep the title clear of ticks on top, which these plots have none of (the same pixels,
+# ~10% less of the plot's time).
+TITLE_Y = 1.0
 # What a resumed run reads back from MLflow so its plot covers the whole run.
 PLOTTED_METRICS = tuple(key for _, series in PANELS for key, _ in series)
 
@@ -49,7 +53,7 @@ def plot_training_curves(
                     marker="o" if key.startswith("eval") else None,
                     markersize=3,
                 )
-        axis.set_title(label)
+        axis.set_title(label, y=TITLE_Y)
         axis.grid(alpha=0.3)
     axes[0][1].axhline(kl_alert, color="tab:red", linestyle="--", label=f"alert {kl_alert}")
     axes[1][0].axhspan(*clip_band, color="tab:green", alpha=0.1, label="healthy")

@@ -1,4 +1,5 @@
-"""The local process pool: real spawned workers, failures recorded, never propagated."""
+"""The local process pool: real workers (forked by the fork server), failures recorded, never
+propagated."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.execution.base import Executor, Task
 from ppo_platform.execution.local import LocalExecutor, run_tasks
 
-# Job functions live at module level: spawned workers import them by name.
+# Job functions live at module level: workers import them by name.
 
 
 def meet(folder: str, expected: int, timeout: float = 120.0) -> tuple[int, bool]:
@@ -277,3 +278,54 @@ def test_workers_of_a_caller_started_with_ctrl_c_ignored_ignore_it_too(tmp_path)
     finally:
         signal.signal(signal.SIGINT, previous)
     assert result.ok and result.value == str(release)
+
+
+def what_a_worker_has(name: str) -> tuple[str | None, bool, int]:
+    """The worker's view: an environment variable, whether torch came imported, its pid."""
+    import sys
+
+    return os.environ.get(name), "torch" in sys.modules, os.getpid()
+
+
+def test_workers_see_the_callers_environment_as_it_is_when_the_pool_is_made(monkeypatch):
+    """Workers are forked from one fork server per process, started with the environment of
+    its time; each pool's workers still see the caller's environment of their own time."""
+    tasks = [Task(f"t{i}", what_a_worker_has, ("PPO_TEST_POOL_VALUE",)) for i in range(2)]
+    for value in ("first", "second"):  # the second pool reuses the running fork server
+        monkeypatch.setenv("PPO_TEST_POOL_VALUE", value)
+        results = run_tasks(tasks, executor=LocalExecutor(2))
+        assert [r.error for r in results] == [None, None]
+        assert {r.value[0] for r in results} == {value}
+        assert all(r.value[2] != os.getpid() for r in results)
+
+
+PRELOADED_POOL = """
+import multiprocessing.forkserver, os, sys
+from ppo_platform.execution.base import Task
+from ppo_platform.execution.local import LocalExecutor, run_tasks
+sys.path.insert(0, {tests!r})
+from test_local import what_a_worker_has
+
+pool = LocalExecutor(1, preload=("torch",))
+results = run_tasks([Task("a", what_a_worker_has, ("HOME",))], executor=pool)
+server = multiprocessing.forkserver._forkserver._forkserver_pid
+print("torch in the caller:", "torch" in sys.modules)
+print("torch in the worker before its task:", results[0].value[1])
+print("fork server apart:", server not in (None, os.getpid()))
+"""
+
+
+def test_a_pools_workers_start_with_its_preload_imported_once_by_the_fork_server():
+    """In a fresh process (its first pool starts the fork server): the caller never imports
+    torch, and a worker has it imported before its first task runs."""
+    import subprocess
+    import sys
+
+    code = PRELOADED_POOL.format(tests=str(Path(__file__).parent))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == [
+        "torch in the caller: False",
+        "torch in the worker before its task: True",
+        "fork server apart: True",
+    ]
