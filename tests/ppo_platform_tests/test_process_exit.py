@@ -92,3 +92,31 @@ def test_exit_now_returns_while_another_thread_works_and_exits_once_alone() -> N
     )
     assert done.returncode == 7, done.stderr
     assert done.stdout.splitlines() == ["returned while the worker ran", "alone: True"]
+
+
+def test_a_sweep_starts_its_tracking_process_and_fork_server_early_once_as_the_console_script(
+    platform_home: Path, tmp_path: Path
+) -> None:
+    """`ppo-platform sweep` (the installed console script, whose main module every worker
+    runs again as it starts) starts one tracking process and one fork server before its own
+    imports; the workers, forked from that server, start neither."""
+    spec = tmp_path / "tiny.yaml"
+    spec.write_text(TINY_GRID + "sweep: {grid: {update.epochs: [1, 2]}, seeds: [0]}\n")
+    env = {**os.environ, "PPO_PLATFORM_HOME": str(platform_home), TRACE_ENV: "1"}
+    script = Path(sys.executable).with_name("ppo-platform")
+    done = subprocess.run(
+        [str(script), "sweep", str(spec), "--workers", "2"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "2 runs, 2 finished, 0 failed" in done.stdout
+    marks = _marks(done.stderr)
+    assert marks.count("cli: tracking process started early") == 1, marks
+    assert marks.count("cli: fork server started early") == 1, marks
+    assert marks.count("tracking: serving, importing mlflow") == 1, marks  # workers share it
+    assert marks.count("pool worker: ready") == 2, marks
+    assert marks.index("cli: fork server started early") < marks.index("sweep: begins")

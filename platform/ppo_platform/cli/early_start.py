@@ -12,6 +12,7 @@ a Ray cluster's workers are its own).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 
@@ -20,7 +21,13 @@ CLI_MODULE = "ppo_platform.cli"
 
 def _command() -> str | None:
     """`run` for `ppo-platform run ...` or `python -m ppo_platform.cli run ...` (and so on),
-    None for `--help` or another program."""
+    None for `--help`, another program, or a pool worker (which imports the command's main
+    module as it starts, with its arguments)."""
+    # A worker runs the main module again while it starts ("inheriting", multiprocessing's own
+    # flag for it, which it checks to refuse starting processes then), before it knows its parent.
+    child = getattr(multiprocessing.current_process(), "_inheriting", False)
+    if child or multiprocessing.parent_process() is not None:
+        return None
     argv = list(getattr(sys, "orig_argv", sys.argv))
     if "-m" in argv[:-1] and argv[argv.index("-m") + 1] == CLI_MODULE:
         rest = argv[argv.index("-m") + 2 :]
