@@ -108,6 +108,8 @@ def serve(requests: IO[str], replies: IO[str]) -> None:
     threading.Thread(target=_read_lines, args=(starter, requests, inbox), daemon=True).start()
     try:
         while callers:
+            if inbox.empty() and _draw_a_plot(callers):
+                continue
             caller, request = inbox.get()
             if request is None:
                 tracing.mark("tracking: end of input")
@@ -124,6 +126,11 @@ def serve(requests: IO[str], replies: IO[str]) -> None:
     finally:
         for caller in callers:  # only if the loop itself failed
             caller.service.abandon()
+
+
+def _draw_a_plot(callers: set[Caller]) -> bool:
+    """Nothing waits: draw one caller's oldest queued plot (False if none is queued)."""
+    return any(caller.service.draw_plot() for caller in callers)
 
 
 def main() -> None:

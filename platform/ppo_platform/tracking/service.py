@@ -7,7 +7,9 @@ starts it first, so this import overlaps torch's), reaps orphaned runs, opens ru
 (training run, trial, study, sweep parent), writes their params, tags, metric rows, texts and
 artifacts, finds children, closes runs, and renders a training run's plot (matplotlib, imported
 here in the background when the first training run opens, while it trains: a process that tracks
-only a sweep's parent or a study never imports it). Requests about an open run name it by `run`:
+only a sweep's parent or a study never imports it). A plot is drawn once no request waits,
+after its run's close is answered (a warm worker trains its next run meanwhile), and always
+before the process ends. Requests about an open run name it by `run`:
 the `seq` of the request that opened it. At most one run of each kind is open at a time (a
 worker that trains several runs in a row keeps one tracking process). On end of input with runs
 still open (the caller was killed or crashed), it marks them KILLED with the reason: nothing is
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import re
+import sys
 import threading
 from collections import defaultdict
 from collections.abc import Callable
@@ -48,6 +51,8 @@ SUPERSEDED_REASON = (
     "the training process started another run before closing this one (it failed while "
     "finishing); metric rows acknowledged before that are stored"
 )
+# Plots queued at most: a busy process (many sharing workers) still draws them as it goes.
+MAX_QUEUED_PLOTS = 2
 # A tag value a `find` may match on: ids, hashes and names the platform made (no quotes).
 SAFE_TAG_VALUE = re.compile(r"^[A-Za-z0-9_.:/@+-]{1,256}$")
 
@@ -67,11 +72,22 @@ class OpenRun:
         return tracking_client(self.uri)
 
 
+@dataclass
+class QueuedPlot:
+    """A run's plot waiting to be drawn: the run, its series when it was asked for, the ask."""
+
+    uri: str
+    run_id: str
+    series: dict[str, list[tuple[int, float]]]
+    request: dict[str, Any]
+
+
 class TrackingService:
     """Handles one request at a time; `handlers` maps each op to its method."""
 
     def __init__(self) -> None:
         self.runs: dict[int, OpenRun] = {}  # by the seq of the request that opened the run
+        self.plots: list[QueuedPlot] = []  # drawn once no request waits, oldest first
         self.not_opened: dict[int, str] = {}  # why a run was not opened, by that seq
         self.handlers: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
             "reap": self.reap,
@@ -275,15 +291,39 @@ class TrackingService:
         return {}
 
     def plot(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Queue the run's plot, drawn from its series as they are now once no request waits
+        (`draw_plot`): the run's close is answered first, so its process starts its next run
+        meanwhile. At most `MAX_QUEUED_PLOTS` wait; an older one is drawn now."""
         run = self._current(request)
-        path = plot_training_curves(
-            {key: sorted(points) for key, points in run.history.items()},
-            Path(request["path"]),
-            title=request["title"],
-            kl_alert=request["kl_alert"],
-        )
-        retry(partial(run.client.log_artifact, run.run_id, str(path), "plots"))
+        series = {key: sorted(points) for key, points in run.history.items()}
+        self.plots.append(QueuedPlot(run.uri, run.run_id, series, request))
+        while len(self.plots) > MAX_QUEUED_PLOTS:
+            self.draw_plot()
         return {}
+
+    def draw_plot(self) -> bool:
+        """Draw and store the oldest queued plot; False if none was queued. Its run may be
+        closed already: a plot that fails is said on stderr and fails nothing else."""
+        if not self.plots:
+            return False
+        queued = self.plots.pop(0)
+        try:
+            path = plot_training_curves(
+                queued.series,
+                Path(queued.request["path"]),
+                title=queued.request["title"],
+                kl_alert=queued.request["kl_alert"],
+            )
+            client = tracking_client(queued.uri)
+            retry(partial(client.log_artifact, queued.run_id, str(path), "plots"))
+        except Exception as error:
+            print(
+                f"warning: the plot of run {queued.run_id} was not stored: {error}",
+                file=sys.stderr,
+                flush=True,
+            )
+        tracing.mark("tracking: plot drawn")
+        return True
 
     def finish(self, request: dict[str, Any]) -> dict[str, Any]:
         run = self._current(request)
@@ -301,8 +341,10 @@ class TrackingService:
                 self.finish({"run": handle, "tags": tags, "status": "FAILED"})
 
     def abandon(self) -> None:
-        """End of input with runs open: their caller is gone; mark them KILLED (children
-        first: the newest run opened is closed first)."""
+        """End of input: the queued plots are drawn; runs still open (their caller is gone)
+        are marked KILLED (children first: the newest run opened is closed first)."""
+        while self.draw_plot():
+            pass
         for handle in sorted(self.runs, reverse=True):
             tags = {tag.OUTCOME: "killed", tag.FAILURE: ABANDONED_REASON}
             with contextlib.suppress(Exception):  # the others are still closed
