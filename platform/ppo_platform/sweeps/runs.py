@@ -150,7 +150,12 @@ def run_member(
     started = _RunId()
     try:
         return run_spec(
-            spec, parent_run_id=parent_run_id, tags=tags, settings=settings, on_progress=started
+            spec,
+            parent_run_id=parent_run_id,
+            tags=tags,
+            settings=settings,
+            on_progress=started,
+            defer_plot=True,  # drawn while this worker trains its next member
         )
     except Exception as error:
         message = describe_error(error)
@@ -174,7 +179,7 @@ def resume_member(
     if newest is not None and newest["status"] in ("RUNNING", "KILLED"):
         run_id = newest["run_id"]
         try:
-            return resume_run(run_id, settings=settings)
+            return resume_run(run_id, settings=settings, defer_plot=True)
         except RunNotFoundError:  # died before its first checkpoint
             terminate_run(run_id, "KILLED", only_running=True, uri=uri)
         except Exception as error:  # the resumed run failed: it is the member's FAILED run

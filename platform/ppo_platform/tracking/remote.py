@@ -287,9 +287,11 @@ class RemoteRun:
     def log_text(self, text: str, artifact_file: str) -> None:
         self._send("text", text=text, file=artifact_file)
 
-    def render_plot(self, path: Path, title: str, kl_alert: float) -> None:
-        """The tracking process draws the run's curves to `path` and logs it under plots/."""
-        self._send("plot", path=str(path), title=title, kl_alert=kl_alert)
+    def render_plot(self, path: Path, title: str, kl_alert: float, deferred: bool = False) -> None:
+        """The tracking process draws the run's curves to `path` and logs it under plots/,
+        before the run's close is answered; `deferred`: after it, once the tracking process
+        is idle, and always before it lets its caller go (a sweep's warm worker)."""
+        self._send("plot", path=str(path), title=title, kl_alert=kl_alert, deferred=deferred)
 
     def finish(
         self, status: str, tags: dict[str, str] | None = None, timeout: float | None = None

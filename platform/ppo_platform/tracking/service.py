@@ -7,9 +7,10 @@ starts it first, so this import overlaps torch's), reaps orphaned runs, opens ru
 (training run, trial, study, sweep parent), writes their params, tags, metric rows, texts and
 artifacts, finds children, closes runs, and renders a training run's plot (matplotlib, imported
 here in the background when the first training run opens, while it trains: a process that tracks
-only a sweep's parent or a study never imports it). A plot is drawn once no request waits,
-after its run's close is answered (a warm worker trains its next run meanwhile), and always
-before the process ends. Requests about an open run name it by `run`:
+only a sweep's parent or a study never imports it). A plot is drawn before its run's close is
+answered, so the run a caller gets back is whole; a sweep member's plot may be deferred: drawn
+once no request waits, after its close is answered (its warm worker trains the next member
+meanwhile), and always before the process ends. Requests about an open run name it by `run`:
 the `seq` of the request that opened it. At most one run of each kind is open at a time (a
 worker that trains several runs in a row keeps one tracking process). On end of input with runs
 still open (the caller was killed or crashed), it marks them KILLED with the reason: nothing is
@@ -291,13 +292,15 @@ class TrackingService:
         return {}
 
     def plot(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Queue the run's plot, drawn from its series as they are now once no request waits
-        (`draw_plot`): the run's close is answered first, so its process starts its next run
-        meanwhile. At most `MAX_QUEUED_PLOTS` wait; an older one is drawn now."""
+        """Draw the run's plot from its series as they are now, before the next request is
+        read; `deferred`: queue it instead, drawn once no request waits (`draw_plot`), so the
+        run's close is answered first and its process starts its next run meanwhile. At most
+        `MAX_QUEUED_PLOTS` wait; an older one is drawn now."""
         run = self._current(request)
         series = {key: sorted(points) for key, points in run.history.items()}
         self.plots.append(QueuedPlot(run.uri, run.run_id, series, request))
-        while len(self.plots) > MAX_QUEUED_PLOTS:
+        limit = MAX_QUEUED_PLOTS if request.get("deferred") else 0
+        while len(self.plots) > limit:
             self.draw_plot()
         return {}
 

@@ -18,12 +18,17 @@ from trainers.diagnostics import DiagnosticsMonitor
 
 
 def log_final_artifacts(
-    tracker: RemoteRun, spec: ExperimentSpec, monitor: DiagnosticsMonitor, model: BaseAlgorithm
+    tracker: RemoteRun,
+    spec: ExperimentSpec,
+    monitor: DiagnosticsMonitor,
+    model: BaseAlgorithm,
+    defer_plot: bool = False,
 ) -> None:
     """final/model.zip (+ vecnormalize.pkl) linked to the checkpoint of `model`'s last step,
     with `evaluation.video` its evaluation videos, alerts.json and training_curves.png, each
     logged to the run. model.zip loads in plain stable-baselines3 (nothing of this project
-    is pickled in it)."""
+    is pickled in it). `defer_plot`: the plot may be drawn after the run's close is answered
+    (see RemoteRun.render_plot)."""
     run_dir = tracker.run_dir
     final = run_dir / "final"
     final.mkdir(parents=True, exist_ok=True)
@@ -42,4 +47,5 @@ def log_final_artifacts(
         run_dir / "training_curves.png",
         title=f"{spec.name} ({spec.algorithm}, {spec.env.id})",
         kl_alert=spec.diagnostics.kl_alert,
+        deferred=defer_plot,
     )

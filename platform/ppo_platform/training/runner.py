@@ -62,8 +62,10 @@ class TrainingSession:
         on_progress: ProgressCallback | None,
         cancel: threading.Event | None,
         make_env: EnvMaker | None = None,
+        defer_plot: bool = False,
     ) -> None:
         self.spec, self.tracker, self.make_env = spec, tracker, make_env
+        self.defer_plot = defer_plot
         self.on_progress = on_progress or (lambda event: None)
         self.cancel = cancel or threading.Event()
         self.monitor = DiagnosticsMonitor(thresholds_for(spec), spec.budget.total_timesteps)
@@ -290,7 +292,7 @@ class TrainingSession:
         tracing.mark("finish: final evaluation done")
         self.save_checkpoint(model.num_timesteps)
         tracing.mark("finish: checkpoint saved")
-        log_final_artifacts(self.tracker, self.spec, self.monitor, model)
+        log_final_artifacts(self.tracker, self.spec, self.monitor, model, self.defer_plot)
         tracing.mark("finish: final model saved, artifacts + plot handed over")
         mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
         tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}
@@ -333,10 +335,13 @@ def run_spec(
     parent_run_id: str | None = None,
     tags: dict[str, str] | None = None,
     make_env: EnvMaker | None = None,
+    defer_plot: bool = False,
 ) -> RunResult:
     """Train `spec` from scratch as a new MLflow run. Raises TrainingError if it diverges.
 
     `make_env` (notebooks): one env, made instead of `spec.env.id` (see build_train_env).
+    `defer_plot` (a sweep's warm worker): the run's plot is drawn after it returns, before its
+    tracking process lets this process go; otherwise the returned run is whole.
 
     MLflow is written by this process's tracking process (`tracking/service.py`), never
     imported here.
@@ -354,7 +359,7 @@ def run_spec(
     # open overlap torch's); the first progress event waits for the run to exist.
     with runs_closed_on_interrupt():  # also one between asking for the run and holding it
         tracker = RemoteRun.open(process, settings, spec, parent_run_id=parent_run_id, tags=tags)
-        session = TrainingSession(spec, tracker, on_progress, cancel, make_env)
+        session = TrainingSession(spec, tracker, on_progress, cancel, make_env, defer_plot)
         return session.train(model, eval_env, spec.budget.total_timesteps, fresh=True)
 
 
@@ -365,9 +370,10 @@ def resume_run(
     cancel: threading.Event | None = None,
     settings: Settings | None = None,
     make_env: EnvMaker | None = None,
+    defer_plot: bool = False,
 ) -> RunResult:
     """Continue `run_id` from its last checkpoint, into the same MLflow run (`make_env`: the
-    notebook env factory the run was started with, as in `run_spec`)."""
+    notebook env factory the run was started with, and `defer_plot`, as in `run_spec`)."""
     process = shared_tracking_process()
     settings = _prepare(settings)
     found = resumable(settings, run_id, recorded_folder(process, settings))
@@ -377,6 +383,6 @@ def resume_run(
     resumed = {tag.RESUMED_FROM_STEP: str(last.timesteps)}
     with runs_closed_on_interrupt():
         tracker = RemoteRun.reopen(process, settings, run_id, run_dir, resumed)
-        session = TrainingSession(spec, tracker, on_progress, cancel, make_env)
+        session = TrainingSession(spec, tracker, on_progress, cancel, make_env, defer_plot)
         remaining = spec.budget.total_timesteps - last.timesteps
         return session.train(model, build_eval_env(spec, make_env), remaining, False)
