@@ -48,11 +48,11 @@ def runs_closed_on_interrupt() -> Iterator[None]:
         left_open = process.open_runs() - before
         if left_open:
             tracing.mark(f"interrupted: closing {len(left_open)} run(s) left open")
-            process.close_runs(left_open, "KILLED", _interrupted_tags(error))
+            process.close_runs(left_open, "KILLED", interrupted_tags(error))
         raise
 
 
-def _interrupted_tags(error: KeyboardInterrupt) -> dict[str, str]:
+def interrupted_tags(error: KeyboardInterrupt) -> dict[str, str]:
     """The tags of a run closed KILLED by an interrupt: Ctrl-C or SIGTERM, said as such."""
     reason = "terminated (SIGTERM)" if isinstance(error, Terminated) else "interrupted"
     return {tag.OUTCOME: "cancelled", tag.FAILURE: reason}
@@ -222,7 +222,7 @@ class RemoteRun:
         elif isinstance(error, KeyboardInterrupt):
             tracing.mark("interrupted: closing the run KILLED")
             try:
-                self.finish("KILLED", _interrupted_tags(error), INTERRUPTED_REPLY_TIMEOUT)
+                self.finish("KILLED", interrupted_tags(error), INTERRUPTED_REPLY_TIMEOUT)
             except TrackingError:
                 pass  # what the tracking process could not store must not hide the interrupt
             except Exception as broken:

@@ -168,10 +168,10 @@ class TrialObjective:
             return self._train_seeds(trial, spec, run)
         except (optuna.TrialPruned, TrialFailed):
             raise  # the trial run is already closed with its state and reason
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
             tracing.mark("trial interrupted: closing the trial run")
             trial.set_user_attr("interrupted", True)
-            run.finish("FAIL", None, 0, 0, "interrupted")
+            run.finish("FAIL", None, 0, 0, "interrupted", interrupt)
             tracing.mark("trial interrupted: trial run closed")
             raise
         except Exception as error:  # a bug or a broken environment: close the run, then crash

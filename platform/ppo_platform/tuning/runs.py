@@ -3,7 +3,8 @@ the training run of every seed (created by `runner.run_spec`).
 
     tune-<study>                 params: the tune section; artifacts: best_spec.yaml, summary, plots
       trial-3                    params: the trial's full spec; metrics: value, per-seed values,
-        trial-3-seed-0           eval curve, alerts; tags: state (COMPLETE/PRUNED/FAIL), reason
+        trial-3-seed-0           eval curve, alerts; tags: state (COMPLETE/PRUNED/FAIL), reason;
+                                 KILLED when an interrupt stopped it
         trial-3-seed-1           the real training runs: learning curves, diagnostics, model
 """
 
@@ -17,7 +18,7 @@ from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.tracking import tags as tag
-from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
+from ppo_platform.tracking.remote import RemoteRun, interrupted_tags, shared_tracking_process
 
 TRIAL_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
 
@@ -118,8 +119,17 @@ class TrialRun:
             self.tracker.log_metrics({"eval/mean_reward": value}, step)
 
     def finish(
-        self, state: str, value: float | None, timesteps: int, alerts: int, reason: str = ""
+        self,
+        state: str,
+        value: float | None,
+        timesteps: int,
+        alerts: int,
+        reason: str = "",
+        interrupt: KeyboardInterrupt | None = None,
     ) -> None:
+        """Close the trial run: its Optuna state as a tag, its MLflow status from the state,
+        except an interrupted trial (Optuna: FAIL), which is KILLED with the interrupt's tags
+        as every run an interrupt closes."""
         metrics = {"tune/timesteps": float(timesteps), "diagnostics/alerts_total": float(alerts)}
         if value is not None:
             metrics["tune/value"] = value
@@ -127,4 +137,7 @@ class TrialRun:
         tags = {tag.TRIAL_STATE: state}
         if reason:
             tags[tag.TRIAL_REASON] = reason
+        if interrupt is not None:
+            self.tracker.finish("KILLED", {**tags, **interrupted_tags(interrupt)})
+            return
         self.tracker.finish(TRIAL_STATUS[state], tags)

@@ -213,12 +213,14 @@ def _runs(platform_home: Path, experiment: str) -> list[Any]:
 
 
 def _running_parent(platform_home: Path) -> str | None:
-    """The id of a RUNNING parent run with a RUNNING child, read with sqlite3 alone: an MLflow
-    client would race the command creating the store's tables."""
+    """The id of a RUNNING top-level run (a sweep's or a study's, not a trial's) with a RUNNING
+    child, read with sqlite3 alone: an MLflow client would race the command creating the
+    store's tables."""
     query = (
         "SELECT t.value FROM runs r JOIN tags t ON t.run_uuid = r.run_uuid "
         "WHERE t.key = 'mlflow.parentRunId' AND r.status = 'RUNNING' AND t.value IN "
-        "(SELECT run_uuid FROM runs WHERE status = 'RUNNING')"
+        "(SELECT run_uuid FROM runs WHERE status = 'RUNNING') AND t.value NOT IN "
+        "(SELECT run_uuid FROM tags WHERE key = 'mlflow.parentRunId')"
     )
     try:
         with contextlib.closing(sqlite3.connect(platform_home / "mlflow.db", timeout=5)) as db:
@@ -303,4 +305,10 @@ def test_a_signal_to_a_study_kills_its_parent_and_leaves_no_trial_running(
     args = ("tune", str(spec), "--workers", workers)
     process = _command(platform_home, tmp_path, *args)
     _stop_and_check(platform_home, process, "hostile-study", sig, code)
+    described = _described(_runs(platform_home, "hostile-study"))
+    assert described[0][:2] == ("tune-hostile-study", "KILLED"), described
+    # Each interrupted trial's run (Optuna: FAIL, "interrupted") is KILLED, as its seed's run.
+    reason = "terminated (SIGTERM)" if sig == signal.SIGTERM else "interrupted"
+    trials = [(status, why) for name, status, why in described if name.startswith("trial-")]
+    assert trials and set(trials) == {("KILLED", reason)}, described
     _next_start_leaves_nothing_running(platform_home, tmp_path, "hostile-study", *args)
