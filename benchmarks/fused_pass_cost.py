@@ -13,23 +13,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
-from collections.abc import Callable
+
+from throughput_floor import fastest  # this folder: the same best-of-N thread-CPU timer
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 BATCH = 512
-
-
-def fastest(call: Callable[[], object], inner: int, repeats: int) -> float:
-    """Microseconds per call: the minimum over `repeats` rounds of `inner` calls."""
-    call()
-    best = float("inf")
-    for _ in range(repeats):
-        started = time.thread_time()
-        for _ in range(inner):
-            call()
-        best = min(best, (time.thread_time() - started) / inner)
-    return best * 1e6
 
 
 def main() -> None:
@@ -77,7 +65,8 @@ def main() -> None:
         return [*grads, grad1.sum(0), grad1.t().mm(x)]
 
     with torch.no_grad():
-        apart, together = fastest(separate, 50, args.repeats), fastest(fused, 50, args.repeats)
+        apart = fastest(separate, 50, args.repeats) * 1e6
+        together = fastest(fused, 50, args.repeats) * 1e6
     print(f"one thread, min of {args.repeats} rounds, minibatch of {BATCH}")
     print(f"separate policy and value MLPs, forward + backward: {apart:7.1f} us")
     print(f"one fused pass, forward + backward:                 {together:7.1f} us")
