@@ -120,3 +120,13 @@ def test_a_sweep_starts_its_tracking_process_and_fork_server_early_once_as_the_c
     assert marks.count("tracking: serving, importing mlflow") == 1, marks  # workers share it
     assert marks.count("pool worker: ready") == 2, marks
     assert marks.index("cli: fork server started early") < marks.index("sweep: begins")
+    # Ended without the teardown, but only once the parent run was closed and acknowledged.
+    order = ["sweep: parent closed", "tracking close: exited", "process_exit: os._exit"]
+    positions = [marks.index(mark) for mark in order]  # ValueError if one is missing
+    assert positions == sorted(positions), marks
+    client = MlflowClient(f"sqlite:///{platform_home / 'mlflow.db'}")
+    experiments = [experiment.experiment_id for experiment in client.search_experiments()]
+    parents = client.search_runs(experiments, filter_string="tags.ppo_platform.kind = 'sweep'")
+    assert [run.info.status for run in parents] == ["FINISHED"]
+    report = next((platform_home / "runs" / parents[0].info.run_id / "report").glob("*.md"))
+    assert "update.epochs" in report.read_text()

@@ -173,8 +173,7 @@ def run(
     note_reaped(reaped())
     typer.echo(result.summary())
     tracing.mark("cli: summary printed")
-    global _run_closed
-    _run_closed = True  # acknowledged durable by the tracking process: `main` may exit at once
+    _all_durable()  # the run is closed and acknowledged durable: `main` may exit at once
     if result.status != "FINISHED":
         raise typer.Exit(EXIT_FAILED)
 
@@ -215,6 +214,7 @@ def sweep(
         typer.echo("\n" + result.report.markdown)
         typer.echo(f"report files: {result.report.files[0].parent}")
     typer.echo(result.summary())
+    _all_durable()  # every member and the parent run closed and acknowledged, the pool shut down
     if result.failed:
         raise typer.Exit(EXIT_FAILED)
 
@@ -342,6 +342,7 @@ def tune(
     for path in (outputs.best_spec, outputs.summary, *outputs.plots):
         typer.echo(f"wrote {path}")
     typer.echo(f"next: ppo-platform run {outputs.best_spec}")
+    _all_durable()  # the study's trials, parent run and output files are written
 
 
 register_service_commands(app)  # serve, keys, submit, status, cancel (cli_service.py)
@@ -351,13 +352,19 @@ register_agent_commands(app)  # enjoy, export (agent_commands.py)
 register_lm_commands(app)  # lm init-demo (lm_commands.py)
 
 
-_run_closed = False  # set by `run` once its run is closed and everything is durable
+_durable = False  # set by `run`, `sweep` and `tune` once all they did is closed and durable
+
+
+def _all_durable() -> None:
+    """What the command did is on disk: `main` may end the process without the teardown."""
+    global _durable
+    _durable = True
 
 
 def main() -> None:
     try:
         app(prog_name="ppo-platform")
     except SystemExit as done:
-        if _run_closed and isinstance(done.code, int | None):
+        if _durable and isinstance(done.code, int | None):
             exit_now(done.code or 0)  # skips the interpreter's teardown (process_exit.py)
         raise
