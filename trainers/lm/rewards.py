@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +16,27 @@ from typing import Any
 from .errors import LMTrainerError
 
 MAX_PATTERN_LENGTH = 200
+PATTERN_MEMORY_BYTES = 8 * 2**20  # RE2's budget for one compiled pattern
+
+
+def compile_linear(pattern: str) -> Any:
+    """`pattern` compiled by RE2: matching takes time linear in the text, whatever the pattern
+    (Python's `re` backtracks, and `(x+x+)+y` on a long text never ends). What RE2 cannot
+    express in linear time (backreferences, lookaround) is refused with the reason."""
+    import re2  # google-re2, a project dependency
+
+    options = re2.Options()
+    options.log_errors = False  # the refusal below says why, once
+    options.max_mem = PATTERN_MEMORY_BYTES
+    try:
+        return re2.compile(pattern, options=options)
+    except re2.error as error:
+        reason = error.args[0].decode() if error.args and isinstance(error.args[0], bytes) else error
+        raise LMTrainerError(
+            f"pattern {pattern!r} is not a valid regular expression for RE2 ({reason}); "
+            "patterns run on RE2 (linear time): no backreferences (\\1) or lookaround "
+            "((?=...), (?!...), (?<=...)); rewrite it without them"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -83,7 +103,7 @@ class RegexMatch:
 
     pattern: str
     score: float = 1.0
-    compiled: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    compiled: Any = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not isinstance(self.pattern, str) or not 0 < len(self.pattern) <= MAX_PATTERN_LENGTH:
@@ -91,14 +111,7 @@ class RegexMatch:
                 f"pattern must be a string of 1 to {MAX_PATTERN_LENGTH} characters, "
                 f"got {self.pattern!r}"
             )
-        try:
-            compiled = re.compile(self.pattern)
-        except re.error as error:
-            raise LMTrainerError(
-                f"pattern {self.pattern!r} is not a valid regular expression ({error}); "
-                "fix it (Python re syntax)"
-            ) from None
-        object.__setattr__(self, "compiled", compiled)
+        object.__setattr__(self, "compiled", compile_linear(self.pattern))
         _finite("score", self.score)
 
     def __call__(self, sample: Sample) -> float:

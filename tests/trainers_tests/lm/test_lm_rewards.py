@@ -61,3 +61,18 @@ def test_a_weighted_sum_combines_rewards():
 def test_bad_rewards_are_refused_naming_what_is_wrong(name, params, message):
     with pytest.raises(LMTrainerError, match=message):
         build_reward(name, params)
+
+
+@pytest.mark.timeout(60)  # Python's re would not finish this in a lifetime: a hang fails
+def test_a_pattern_that_backtracks_exponentially_in_re_matches_in_linear_time():
+    # Python's re takes ~1.6^n steps on this pattern and a near-miss text; RE2 takes ~n.
+    reward = build_reward("regex", {"pattern": r"^(b|bb)+c$"})
+    assert reward(sample("b" * 5000 + "!")) == 0.0
+    assert reward(sample("b" * 50 + "c")) == 1.0
+
+
+@pytest.mark.parametrize("pattern", [r"(ab)\1", r"x(?=y)", r"(?<!q)u"])
+def test_patterns_re2_cannot_run_in_linear_time_are_refused_with_the_reason(pattern):
+    with pytest.raises(LMTrainerError, match="RE2") as caught:
+        build_reward("regex", {"pattern": pattern})
+    assert "rewrite it without them" in str(caught.value)
