@@ -11,7 +11,7 @@ from api.routes.artifacts import RESOLVED_SPEC, _files
 from api.routes.trained_model import model_files
 from ppo_platform.errors import IssueError, PlatformError
 from ppo_platform.jobs import TERMINAL, Experiment
-from ppo_platform.settings import Settings, masked_url
+from ppo_platform.settings import Settings, store_kind
 from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.lm_loader import stored_spec
 from ppo_platform.spec.loader import dump_spec
@@ -77,7 +77,7 @@ def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
         "kl_target": _kl_target(spec),
         "clip_band": HEALTHY_CLIP_BAND,
         "mlflow_link": mlflow_link(settings, job.mlflow_run_id),
-        "tracking_uri": masked_url(settings.tracking_uri),
+        "tracking_store": store_kind(settings.tracking_uri),
         "artifacts": [(name, f"{UI}/{job.id}/artifacts/{name}") for name in artifacts],
         "model_files": [
             (name, f"{UI}/{job.id}/model/{name}") for name in model_files(job, settings)

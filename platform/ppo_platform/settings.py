@@ -191,6 +191,24 @@ def masked_url(url: str) -> str:
     return f"{scheme}://{credentials.split(':', 1)[0]}:***@{host}"
 
 
+STORE_KINDS = {
+    "sqlite": "a SQLite file",
+    "postgresql": "a PostgreSQL database",
+    "mysql": "a MySQL database",
+    "journal": "a journal file",
+    "file": "a folder of files",
+    "http": "an MLflow server",
+    "https": "an MLflow server",
+}
+
+
+def store_kind(url: str) -> str:
+    """What a store is, never where: how answers to tenants name the server's stores (the
+    tracking store, a study's storage). The operator's logs and settings keep the URL."""
+    scheme = url.split(":", 1)[0].split("+", 1)[0].lower() if ":" in url else "file"
+    return STORE_KINDS.get(scheme, f"a {scheme} store")
+
+
 @lru_cache
 def get_settings() -> Settings:
     """The process's settings, read from the environment once (tests call cache_clear)."""

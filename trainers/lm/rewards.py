@@ -31,7 +31,9 @@ def compile_linear(pattern: str) -> Any:
     try:
         return re2.compile(pattern, options=options)
     except re2.error as error:
-        reason = error.args[0].decode() if error.args and isinstance(error.args[0], bytes) else error
+        reason = (
+            error.args[0].decode() if error.args and isinstance(error.args[0], bytes) else error
+        )
         raise LMTrainerError(
             f"pattern {pattern!r} is not a valid regular expression for RE2 ({reason}); "
             "patterns run on RE2 (linear time): no backreferences (\\1) or lookaround "

@@ -46,6 +46,7 @@ class TaskResult:
     ended: float | None = None
     cancelled: bool = False  # never started: cancelled, or dropped at shutdown
     lost: bool = False  # its worker process or node died under it: it may be run again
+    signal: int | None = None  # the signal that killed its process, where one did
 
     @property
     def ok(self) -> bool:

@@ -93,7 +93,13 @@ class IsolatedExecutor(QueuedExecutor):
         process.join()
         receiver.close()
         if result is None:
-            result = TaskResult(key, error=death_reason(process.exitcode), pid=process.pid)
+            code = process.exitcode
+            result = TaskResult(
+                key,
+                error=death_reason(code),
+                pid=process.pid,
+                signal=-code if code is not None and code < 0 else None,
+            )
         with self._lock:
             self._processes.pop(key, None)
         self._done.put(result)

@@ -118,13 +118,36 @@ class ServiceSettings(BaseSettings):
         description="A request body that stalls this long between chunks is answered 408.",
     )
     cancel_grace_seconds: float = Field(
-        20.0, gt=0, description="A cancelled job still running after this long is killed."
+        3.0,
+        gt=0,
+        description="A cancelled (or timed-out) job still running after this long is killed "
+        "with its process group: cancel ends a job within about this, whatever it is doing.",
     )
     lease_seconds: float = Field(
         30.0,
         ge=10,
         description="A restarted service re-queues a job left running once its process has "
-        "not renewed its lease (every 5 s) for this long.",
+        "not renewed its lease (every 5 s) for this long; a job process whose service is gone "
+        "(or that stops answering) ends within this long.",
+    )
+    job_max_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="Wall-clock bound of every job from its start; past it the job ends "
+        "failed with the reason. Default: derived from its budget (600 s + its env steps, "
+        "or an LM job's tokens, at job_min_steps_per_second).",
+    )
+    job_min_steps_per_second: float = Field(
+        10.0,
+        gt=0,
+        description="The slowest training the derived wall-clock bound allows (env steps or "
+        "generated tokens per second).",
+    )
+    job_cpu_seconds_per_wall_second: float = Field(
+        2.0,
+        gt=0,
+        description="CPU bound of each job process: its wall-clock bound times this "
+        "(enforced by the kernel: the process is ended past it).",
     )
 
     def running_per_key(self) -> int:

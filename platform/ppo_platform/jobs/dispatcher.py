@@ -24,6 +24,7 @@ from sqlalchemy.exc import OperationalError
 from ppo_platform.execution.base import Executor, Task, TaskResult
 from ppo_platform.execution.choose import job_executor
 from ppo_platform.jobs.admission import MemoryAdmission, job_memory
+from ppo_platform.jobs.bounds import JobBounds, job_bounds
 from ppo_platform.jobs.config import ServiceSettings
 from ppo_platform.jobs.store import JobStore, age_seconds
 from ppo_platform.jobs.worker import ORPHANED, run_job
@@ -87,7 +88,10 @@ class Dispatcher:
         self.running: dict[str, str] = {}  # job id -> owner
         self.memory: dict[str, int] = {}  # job id -> estimated bytes, while it runs
         self.admission = MemoryAdmission(get_settings())
-        self.cancel_seen: dict[str, float] = {}  # job id -> monotonic time cancel was seen
+        # Job id -> monotonic time it was asked to stop (a cancel, or its wall-clock bound):
+        # still running after the cancel grace, its process group is killed.
+        self.stopping: dict[str, float] = {}
+        self.bounds: dict[str, tuple[float, JobBounds]] = {}  # job id -> (deadline, bounds)
         # Results whose end is not written to the store yet: their jobs stay in `running`
         # (the in-memory state follows the durable one) and are written on the next step.
         self.unrecorded: list[TaskResult] = []
@@ -232,7 +236,7 @@ class Dispatcher:
         if self.leased:
             self._requeue_expired()
         self._collect()
-        self._enforce_cancels()
+        self._enforce_stops()
         self._dispatch()
 
     def _collect(self) -> None:
@@ -247,7 +251,8 @@ class Dispatcher:
             self.unrecorded.pop(0)
             self.running.pop(result.key, None)  # only once its end is in the store
             self.memory.pop(result.key, None)
-            self.cancel_seen.pop(result.key, None)
+            self.stopping.pop(result.key, None)
+            self.bounds.pop(result.key, None)
 
     def _record(self, result: TaskResult) -> None:
         """A job process ended; if it could not write its status (it died), write it here."""
@@ -259,8 +264,12 @@ class Dispatcher:
         # leaving its status for us: like a worker that died, it runs again from its checkpoint.
         lost = result.lost or (result.ok and result.value == ORPHANED)
         died = result.error or "its parent process died, e.g. its Ray node"
+        bounded = self.bounds.get(job.id)
+        bound_reason = bounded[1].reason(result.signal) if bounded else None
         if job.cancel_requested:
             self._retried(lambda: self.store.finish(job.id, "cancelled"))
+        elif bound_reason is not None:  # a bound the kernel enforced ended it: never re-run
+            self._retried(lambda: self.store.finish(job.id, "failed", error=bound_reason))
         elif lost and job.attempts < limit:  # run it again, from its last checkpoint
             reason = LOST_REASON.format(error=died)
             self._retried(partial(self.store.requeue, job.id, reason))
@@ -270,16 +279,24 @@ class Dispatcher:
                 reason = GIVEN_UP.format(attempts=job.attempts, error=died, limit=limit)
             self._retried(lambda: self.store.finish(job.id, "failed", error=reason))
 
-    def _enforce_cancels(self) -> None:
-        """Jobs stop by themselves on cancel; one still running after the grace is killed."""
+    def _enforce_stops(self) -> None:
+        """A job past its wall-clock bound ends failed with the reason (its watcher sees it and
+        stops the job); a cancelled one is asked to stop by its watcher. Either, still running
+        after the cancel grace, is killed with its process group, whatever it is doing."""
         if not self.running:
             return
         now = time.monotonic()
+        for job_id, (deadline, bounds) in list(self.bounds.items()):
+            if job_id in self.running and job_id not in self.stopping and now > deadline:
+                reason = bounds.wall_reason()
+                log.warning("job %s: %s", job_id, reason)
+                self._retried(partial(self.store.finish, job_id, "failed", error=reason))
+                self.stopping[job_id] = now
         for job_id in self.store.cancels_requested():
-            if job_id not in self.running:
-                continue
-            seen = self.cancel_seen.setdefault(job_id, now)
-            if now - seen > self.service.cancel_grace_seconds:
+            if job_id in self.running:
+                self.stopping.setdefault(job_id, now)
+        for job_id, asked in list(self.stopping.items()):
+            if now - asked > self.service.cancel_grace_seconds:
                 self.executor.kill(job_id)
 
     def _dispatch(self) -> None:
@@ -305,10 +322,12 @@ class Dispatcher:
             self.running[job_id] = owner
             self.memory[job_id] = needed
             counts[owner] += 1
+            bounds = job_bounds(self.service, job.total_timesteps)
+            self.bounds[job_id] = (time.monotonic() + bounds.wall_seconds, bounds)
             task = Task(
                 job_id,
                 run_job,
-                (job_id, self.store.url, self.service.job_nice),
+                (job_id, self.store.url, self.service.job_nice, bounds),
                 num_gpus=self._gpus(job_id),
             )
             self.executor.submit(task)

@@ -180,7 +180,12 @@ def check_sampled_envs(spec: ExperimentSpec, source: str) -> None:
         issue = replace(first, path="tune.space", value=sorted(widest), message=message)
         raise SpecError([issue], source) from None
     probes = [
-        (path, bound, value, cast(ExperimentSpec, build_trial_spec(data, {path: value})))
+        (
+            path,
+            bound,
+            value,
+            cast(ExperimentSpec, build_trial_spec(data, {path: value}, from_outside=True)),
+        )
         for path in tuned
         for bound, value in _reachable(spec, path)
     ]
@@ -218,7 +223,7 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
     if kind == "tune":
         from ppo_platform.tuning import check_space
 
-        check_space(spec)
+        check_space(spec, from_outside=True)
         check_sampled_envs(spec, source)
         return study_env_steps(spec, source)
     return trained_steps(spec)
@@ -266,7 +271,7 @@ def prepare_lm_submission(text: str, max_env_steps: int, source: str) -> Submiss
     if spec.tune is not None:  # counted as a gymnasium study is (study_runs)
         from ppo_platform.tuning import check_space
 
-        check_space(spec)  # every path and bound of the space, before anything is queued
+        check_space(spec, from_outside=True)  # every path and value, before anything is queued
         runs = study_runs(spec)
     tokens *= runs
     if tokens > max_env_steps:
@@ -328,11 +333,17 @@ def plan_lm_for_service(model_dir: str, prompts: str, budget: int, overrides: li
     except InputProblem as problem:
         raise SpecError([problem.issue], "request") from None
     except SpecError as error:
+        # The planner names the files it read by their full paths: the request named them
+        # relative to the LM folder, and so does the answer.
+        inside = f"{root.resolve()}/"
         issues = [
             dataclasses.replace(
                 issue,
                 path=SERVICE_FIELDS.get(issue.path, issue.path),
-                message=issue.message.replace(f"{root}/", ""),
+                message=issue.message.replace(inside, "").replace(f"{root}/", ""),
+                value=issue.value.replace(inside, "")
+                if isinstance(issue.value, str)
+                else issue.value,
             )
             for issue in error.issues
         ]

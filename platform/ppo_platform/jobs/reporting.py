@@ -17,6 +17,7 @@ from ppo_platform.jobs.store import JobStore
 from ppo_platform.training.progress import ProgressEvent
 
 if TYPE_CHECKING:
+    from ppo_platform.jobs.bounds import DeadManSwitch
     from ppo_platform.sweeps.events import SweepEvent
     from ppo_platform.tuning.events import StudyEvent, TrialVerified, VerifyStarted
 
@@ -166,14 +167,19 @@ def verify_data(event: VerifyStarted | TrialVerified) -> dict[str, Any]:
 
 
 class Watcher:
-    """A thread that stops the job when its cancel is requested or its service died.
+    """A thread that stops the job when its cancel is requested, the dispatcher ended it (its
+    wall-clock bound) or its service died; while the service lives it renews the job's
+    dead-man switch (`jobs/bounds.py`), and stops renewing it once the service is gone.
 
     A run stops through the runner's cancel event (checkpoint kept, MLflow run KILLED); sweeps
     and studies get SIGINT on the job's process group, which their workers handle the same way.
     """
 
-    def __init__(self, store: JobStore, job_id: str, interrupt: bool) -> None:
+    def __init__(
+        self, store: JobStore, job_id: str, interrupt: bool, switch: DeadManSwitch | None = None
+    ) -> None:
         self.store, self.job_id, self.interrupt = store, job_id, interrupt
+        self.switch = switch
         self.cancel = threading.Event()
         self.cancelled = False
         self.orphaned = False
@@ -195,27 +201,33 @@ class Watcher:
     def _loop(self) -> None:
         beat = 0.0
         while not self._stop.wait(WATCH_EVERY_SECONDS):
+            if os.getppid() != self._parent:
+                self.orphaned = True  # the switch is not renewed again: the lease runs out
+                self._trigger()
+                return
+            if self.switch is not None:
+                self.switch.renew()
             if time.monotonic() - beat >= HEARTBEAT_SECONDS:
                 beat = time.monotonic()
                 self._beat()
-            if os.getppid() != self._parent:
-                self.orphaned = True
-            elif self._cancel_requested():
+            if self._stop_requested():
                 self.cancelled = True
-            else:
-                continue
-            self._trigger()
-            return
+                self._trigger()
+            # After a stop the switch is still renewed: the dispatcher kills after its grace.
 
     def _beat(self) -> None:
         with contextlib.suppress(Exception):  # the store is busy or gone: renew next time
             self.store.beat(self.job_id)
 
-    def _cancel_requested(self) -> bool:
+    def _stop_requested(self) -> bool:
+        """A cancel, or the job ended by the dispatcher (past its wall-clock bound)."""
+        if self.cancel.is_set():
+            return False  # asked once already
         try:
-            return self.store.get(self.job_id).cancel_requested
+            job = self.store.get(self.job_id)
         except Exception:  # the store is busy or gone: look again next time
             return False
+        return bool(job.cancel_requested) or job.status != "running"
 
     def _trigger(self) -> None:
         self.cancel.set()

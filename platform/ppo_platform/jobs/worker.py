@@ -4,7 +4,9 @@ This module is imported by the dispatcher (to name `run_job` in a Task) and must
 the runner, sweeps and tuning are imported inside the job process only.
 
 A job whose service died (orphaned) stops and leaves its status `running`: the next start of
-the service re-queues it and it resumes from its checkpoint.
+the service re-queues it and it resumes from its checkpoint. A job started by the dispatcher
+runs under its bounds (`jobs/bounds.py`): CPU, and a dead-man switch its watcher renews while
+the service lives, so a job stuck in code that never yields ends all the same.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from ppo_platform.errors import RunNotFoundError
 from ppo_platform.execution.base import describe_error
+from ppo_platform.jobs.bounds import DeadManSwitch, JobBounds, limit_this_process
 from ppo_platform.jobs.reporting import EventWriter, Watcher
 from ppo_platform.jobs.store import JobStore
 from ppo_platform.settings import Settings, get_settings
@@ -31,24 +34,31 @@ def job_folder(settings: Settings, job_id: str) -> Path:
     return settings.home / "jobs" / job_id
 
 
-def run_job(job_id: str, database_url: str, nice: int = 0) -> str:
+def run_job(job_id: str, database_url: str, nice: int = 0, bounds: JobBounds | None = None) -> str:
     """Run experiment `job_id` to its end; its final status ("orphaned": left running). The
-    process (and every thread and process it starts) runs at niceness `nice` or above."""
+    process (and every thread and process it starts) runs at niceness `nice` or above, and
+    under `bounds` when given (the dispatcher's job processes, never a caller's own)."""
     lower_priority(nice)
+    switch = None
+    if bounds is not None:
+        limit_this_process(bounds)
+        switch = DeadManSwitch(bounds.lease_seconds)
     store = JobStore(database_url, Path("."), migrate_schema=False)
     try:
         job = store.get(job_id)
         store.update(job_id, pid=os.getpid())
         spec = validate_any(job.spec, source=f"experiment {job_id}", from_outside=True)
-        with Watcher(store, job_id, interrupt=job.kind != "run") as watcher:
+        with Watcher(store, job_id, interrupt=job.kind != "run", switch=switch) as watcher:
             status, error, result = _run_kind(store, job, spec, watcher)
         if watcher.orphaned:
             return ORPHANED
         if watcher.cancelled and status != "succeeded":
             status, error = "cancelled", None
-        store.finish(job_id, status, error=error, result=result)
+        store.finish(job_id, status, error=error, result=result)  # unless ended already
         return status
     finally:
+        if switch is not None:
+            switch.disarm()
         store.close()
 
 
@@ -202,6 +212,7 @@ def _tune(
         out_dir=job_folder(settings, job_id),
         live=False,
         on_event=EventWriter(store, job_id).study_event,
+        from_outside=True,  # every trial is checked under the rules its spec was submitted by
     )
     outputs = result.outputs
     store.update(job_id, mlflow_run_id=result.parent_run_id)

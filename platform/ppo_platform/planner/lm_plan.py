@@ -250,12 +250,19 @@ def plan_lm_experiment(
     source = "--set" if overrides else PLAN_SOURCE
     spec = validate_lm_data(data, source=source, from_outside=spec_paths is not None)
     updates = spec.budget.updates
+    # The service's plan names its inputs as the caller did (relative to the LM folder): the
+    # server's folders are never in an answer.
+    shown_dir, shown_prompts = (
+        (Path(spec_paths[0]), Path(spec_paths[1]))
+        if spec_paths is not None
+        else (folder, prompt_file.resolve())
+    )
     return LMPlan(
         spec=spec,
         markdown=_markdown(spec, reasons, updates),
         reasons=reasons,
-        model_dir=folder,
-        prompts=prompt_file.resolve(),
+        model_dir=shown_dir,
+        prompts=shown_prompts,
         budget=budget,
         updates=updates,
         overrides=overrides,

@@ -62,21 +62,41 @@ def _problem(path: str, value: object, message: str, fix: str) -> InputProblem:
 
 
 def resolve(value: str, field: str, root: Path, from_outside: bool) -> Path:
-    """A spec path: relative ones inside `root`; absolute ones only when not from outside."""
-    candidate = Path(value).expanduser()
+    """A spec path: relative ones inside `root`; absolute ones only when not from outside.
+
+    From outside (the service) nothing is looked at before the path is known to stay inside
+    the LM folder, and no message names the server's folders: what lies outside it, or
+    whether it exists, is never told."""
+    candidate = Path(value) if from_outside else Path(value).expanduser()
     if candidate.is_absolute() and not from_outside:
         return candidate.resolve()
-    if candidate.is_absolute() or ".." in candidate.parts:
+    if candidate.is_absolute():
         raise _problem(
             field,
             value,
-            f"names a place outside the LM folder {root}.",
+            "is an absolute path; paths sent to the service are relative to its LM folder.",
+            "give the path relative to the LM folder, e.g. demo/prompts.jsonl.",
+        )
+    if ".." in candidate.parts or value.startswith("~"):
+        raise _problem(
+            field,
+            value,
+            "names a place outside the LM folder ('..' or '~').",
             "give a path relative to the LM folder (PPO_PLATFORM_LM_DIR), without '..'.",
         )
     path = (root / candidate).resolve()
     if not path.is_relative_to(root.resolve()):
-        raise _problem(field, value, f"leads outside the LM folder {root}.", "remove symlinks.")
+        raise _problem(
+            field, value, "leads outside the LM folder (through a symbolic link).", "remove it."
+        )
     return path
+
+
+def shown(path: Path, root: Path) -> str:
+    """A checked path as a message may name it: relative to the LM folder when inside it
+    (never the server's folders); a path outside it only a command-line user could give."""
+    resolved = root.resolve()
+    return str(path.relative_to(resolved)) if path.is_relative_to(resolved) else str(path)
 
 
 def _read_json(path: Path, field: str, value: str) -> Any:
@@ -102,7 +122,7 @@ def check_model_folder(value: str, field: str, root: Path, from_outside: bool) -
         raise _problem(
             field,
             value,
-            f"is not a folder ({folder}).",
+            f"is not a folder ({shown(folder, root)} in the LM folder).",
             "give a model folder under the LM folder, e.g. one `ppo-platform lm init-demo` wrote.",
         )
     config = _read_json(folder / "config.json", field, value)
@@ -152,7 +172,12 @@ def check_prompts(
     """A JSONL file whose every line is an object with the prompt (and answer) field; its size."""
     path = resolve(spec.path, f"{field}.path", root, from_outside)
     if not path.is_file():
-        raise _problem(f"{field}.path", spec.path, f"is not a file ({path}).", "give a JSONL file.")
+        raise _problem(
+            f"{field}.path",
+            spec.path,
+            f"is not a file ({shown(path, root)} in the LM folder).",
+            "give a JSONL file.",
+        )
     if path.stat().st_size > MAX_PROMPT_FILE_BYTES:
         raise _problem(
             f"{field}.path", spec.path, f"is over {human(MAX_PROMPT_FILE_BYTES)}.", "split it."

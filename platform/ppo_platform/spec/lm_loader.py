@@ -45,9 +45,23 @@ def validate_lm_data(
     except ValidationError as exc:
         issues = [issue_from_pydantic(e, positions, LMExperimentSpec) for e in exc.errors()]
         raise SpecError(capped(issues), source) from None
-    raise_located(refusals(spec), positions, source)
-    raise_located(lm_input_issues(spec, settings, from_outside), positions, source)
+    raise_located(
+        spec_issues(spec, from_outside=from_outside, settings=settings), positions, source
+    )
     return spec
+
+
+def spec_issues(
+    spec: AnySpec, *, from_outside: bool, settings: Settings | None = None
+) -> list[SpecIssue]:
+    """What a schema-valid spec must still pass, under its caller's rules: the refusal rules,
+    then an LM spec's inputs on disk (from outside, i.e. the service: only inside the LM folder,
+    and nothing read outside it). The one check of a spec and of every value a study's space
+    can give it (`tuning/space.py`), so no field can slip past one of them."""
+    issues = refusals(spec)
+    if isinstance(spec, LMExperimentSpec):
+        issues = [*issues, *lm_input_issues(spec, settings, from_outside)]
+    return issues
 
 
 def validate_any(
@@ -87,6 +101,7 @@ __all__ = [
     "AnySpec",
     "SpecIssue",
     "load_any_spec",
+    "spec_issues",
     "stored_spec",
     "validate_any",
     "validate_lm_data",

@@ -125,8 +125,11 @@ class TrialObjective:
         parent_run_id: str,
         settings: Settings | None = None,
         on_trial_start: Callable[[], None] | None = None,
+        *,
+        from_outside: bool,
     ) -> None:
         assert spec.tune is not None
+        self.from_outside = from_outside  # the caller's rules, for every trial's spec
         self.spec, self.tune, self.study_name = spec, spec.tune, study_name
         self.parent_run_id = parent_run_id
         self.settings = settings or get_settings()
@@ -149,7 +152,9 @@ class TrialObjective:
         params = sample(trial, self.tune.space)
         invalid = ""
         try:
-            spec: AnySpec | None = build_trial_spec(self.data, params)
+            spec: AnySpec | None = build_trial_spec(
+                self.data, params, from_outside=self.from_outside
+            )
         except SpecError as error:
             spec, invalid = None, f"invalid spec: {error.render()}"
         run = TrialRun.start(

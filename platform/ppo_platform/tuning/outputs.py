@@ -49,11 +49,12 @@ class StudyOutputs:
     best_value: float
 
 
-def best_spec(spec: AnySpec, trial: optuna.trial.FrozenTrial) -> AnySpec:
-    """The best trial's complete spec, without the tune section (built and validated anew)."""
+def best_spec(spec: AnySpec, trial: optuna.trial.FrozenTrial, *, from_outside: bool) -> AnySpec:
+    """The best trial's complete spec, without the tune section (built and validated anew,
+    under the study's caller's rules)."""
     assert spec.tune is not None
     params = {path: _decoded(spec, path, value) for path, value in trial.params.items()}
-    return build_trial_spec(base_data(spec), params)
+    return build_trial_spec(base_data(spec), params, from_outside=from_outside)
 
 
 def _decoded(spec: AnySpec, path: str, value: Any) -> Any:
@@ -313,20 +314,22 @@ def write_outputs(
     storage_label: str,
     tracker: Any | None = None,
     verified: list[dict[str, Any]] | None = None,
+    *,
+    from_outside: bool = False,
 ) -> StudyOutputs:
     """Write best_spec.yaml, summary.md/.json and plots to `folder` (and to the parent run).
     With `verified` (held-out results), the best is the best by held-out score."""
     best, value, how = _chosen(spec, study, verified)
     assert spec.tune is not None
     make_folder(folder)
-    tuned = best_spec(spec, best)
+    tuned = best_spec(spec, best, from_outside=from_outside)
     header = (
         f"# Best trial {best.number} of study '{study.study_name}': {how}.\n"
         "# Tuned: " + ", ".join(f"{k}" for k in best.params) + "\n"
     )
     # A resolved dump says `tune: null`; the best spec has no tune section at all.
     text = header + re.sub(r"(?m)^tune: null\n", "", dump_spec(tuned))
-    load_any_spec_text(text, "best_spec.yaml")  # runnable as is: it must validate
+    load_any_spec_text(text, "best_spec.yaml", from_outside=from_outside)  # runnable as is
     spec_path = folder / "best_spec.yaml"
     spec_path.write_text(text)
     rows = trial_rows(study)

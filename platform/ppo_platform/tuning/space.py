@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
-from ppo_platform.spec.lm_loader import AnySpec, validate_any
+from ppo_platform.spec.lm_loader import AnySpec, spec_issues, validate_any
 from ppo_platform.spec.loader import set_dotted
-from ppo_platform.spec.rules import refusals, search_space_refusal
+from ppo_platform.spec.rules import search_space_refusal
 from ppo_platform.spec.search import (
     CategoricalDistribution,
     FloatDistribution,
@@ -89,10 +89,13 @@ def trial_data(data: dict[str, Any], params: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def build_trial_spec(data: dict[str, Any], params: dict[str, Any]) -> AnySpec:
-    """The full spec of one trial, validated and refusal-checked like any spec (SpecError);
-    a `ppo_lm` trial's prompts and model folders are checked too."""
-    return validate_any(trial_data(data, params), source="trial")
+def build_trial_spec(
+    data: dict[str, Any], params: dict[str, Any], *, from_outside: bool
+) -> AnySpec:
+    """The full spec of one trial, validated and refusal-checked like any spec (SpecError)
+    under the rules of the study's caller: a `ppo_lm` trial's prompts and model folders are
+    checked too, and from outside (a service job) only inside the LM folder."""
+    return validate_any(trial_data(data, params), source="trial", from_outside=from_outside)
 
 
 def reachable_values(dist: Distribution) -> list[tuple[str, Any]]:
@@ -123,16 +126,19 @@ def grid_values(dist: Distribution) -> list[Any] | None:
     return None
 
 
-def _schema_issues(data: dict[str, Any]) -> list[SpecIssue]:
+def _schema_issues(data: dict[str, Any], from_outside: bool) -> list[SpecIssue]:
     try:
-        validate_any(data)
+        validate_any(data, from_outside=from_outside)
     except SpecError as error:
         return error.issues
     return []
 
 
-def _probe_issues(data: dict[str, Any], path: str, bound: str, value: Any) -> list[SpecIssue]:
-    """Schema errors and refusals of the base spec with one parameter at one extreme."""
+def _probe_issues(
+    data: dict[str, Any], path: str, bound: str, value: Any, from_outside: bool
+) -> list[SpecIssue]:
+    """Schema errors, refusals and (LM) input problems of the base spec with one parameter at
+    one extreme, under the caller's rules (`spec_issues`, as for a spec)."""
     from pydantic import ValidationError
 
     try:
@@ -142,10 +148,10 @@ def _probe_issues(data: dict[str, Any], path: str, bound: str, value: Any) -> li
     except SpecError as error:  # the path runs through a plain value
         found = error.issues
     except ValidationError:
-        found = _schema_issues(probe)
+        found = _schema_issues(probe, from_outside)
     else:
         # Inconsistencies (minibatch > rollout) may be fixed by another sampled value.
-        found = refusals(spec)
+        found = spec_issues(spec, from_outside=from_outside)
     return [
         search_space_refusal(path, bound, value, issue)
         if issue.rule is not None
@@ -160,8 +166,10 @@ def _probe_issues(data: dict[str, Any], path: str, bound: str, value: Any) -> li
     ]
 
 
-def check_space(spec: AnySpec) -> None:
-    """Refuse a search space that could sample an invalid or refused value (SpecError)."""
+def check_space(spec: AnySpec, *, from_outside: bool) -> None:
+    """Refuse a search space that could sample an invalid or refused value (SpecError): every
+    value it can reach is checked as a spec is, under the caller's rules (`from_outside`: the
+    service's, where an LM path must stay inside the LM folder)."""
     tune = spec.tune
     if tune is None or not tune.space:
         raise SpecError(
@@ -186,7 +194,7 @@ def check_space(spec: AnySpec) -> None:
             )
             continue
         for bound, value in reachable_values(dist):
-            issues.extend(_probe_issues(data, path, bound, value))
+            issues.extend(_probe_issues(data, path, bound, value, from_outside))
     issues.extend(_sampler_issues(tune))
     issues.extend(_pruner_issues(spec))
     if isinstance(spec, LMExperimentSpec):

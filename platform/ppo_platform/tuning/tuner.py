@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from ppo_platform.execution.local import worker_count
-from ppo_platform.settings import Settings, get_settings
+from ppo_platform.settings import Settings, get_settings, store_kind
 from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm_loader import AnySpec
@@ -79,15 +79,19 @@ def run_study(
     heartbeat_interval: int = HEARTBEAT_SECONDS,
     grace_period: int = GRACE_SECONDS,
     on_event: StudyListener | None = None,
+    from_outside: bool = False,
 ) -> TuneResult:
     """Run (or continue) the spec's study to its n_trials and write its outputs. `on_event`
     receives the study's progress as data (`tuning/events.py`): its parent run, each finished
     trial with its value and run id, the counts.
 
+    `from_outside` (a service job): the space and every trial are checked under the service's
+    rules (LM paths only inside the LM folder), as the submitted spec was.
+
     Raises SpecError for a bad spec or space, ConflictError for existing files in `out_dir`
     when not `force`, TuningError if no trial completed.
     """
-    check_space(spec)
+    check_space(spec, from_outside=from_outside)
     assert spec.tune is not None
     if isinstance(spec, ExperimentSpec):  # a ppo_lm spec's inputs were checked when loaded
         check_spec_env(spec)  # before any storage or MLflow run
@@ -96,7 +100,8 @@ def run_study(
     study_name = spec.name if study_name is None else study_name
     folder = output_folder(settings, study_name, out_dir, force)
     storage_url = storage or default_storage_url(settings)
-    label = redact(storage_url)
+    # A service job's summary names its storage by kind (no server path in an answer).
+    label = store_kind(storage_url) if from_outside else redact(storage_url)
     study = prepare_study(
         spec, open_storage(storage_url, heartbeat_interval, grace_period), study_name
     )
@@ -106,31 +111,36 @@ def run_study(
         parent_run_id = tracker.run_id
         study.set_user_attr(PARENT_RUN_ATTR, parent_run_id)
         config = _worker_config(
-            spec, storage_url, study_name, parent_run_id, settings, heartbeat_interval, grace_period
+            spec,
+            storage_url,
+            study_name,
+            parent_run_id,
+            settings,
+            heartbeat_interval,
+            grace_period,
+            from_outside=from_outside,
         )
         if on_event is not None:
             on_event(StudyStarted(study_name, parent_run_id, config.n_trials))
         board = StudyBoard(study, config.n_trials, stream=progress, live=live, on_event=on_event)
         _run_with_board(config, workers, board)
-        verified = _verify(
-            spec, study, study_name, parent_run_id, settings, workers, progress, on_event
+        verified = _verify(study, config, workers, progress, on_event)
+        outputs = write_outputs(
+            spec, study, folder, label, tracker, verified, from_outside=from_outside
         )
-        outputs = write_outputs(spec, study, folder, label, tracker, verified)
     return TuneResult(study_name, label, parent_run_id, outputs)
 
 
 def _verify(
-    spec: AnySpec,
     study: optuna.Study,
-    study_name: str,
-    parent_run_id: str,
-    settings: Settings,
+    worker: WorkerConfig,
     workers: int,
     progress: TextIO | None,
     on_event: StudyListener | None,
 ) -> list[dict[str, Any]] | None:
     """With `tune.verify`: the top trials re-run on the held-out seeds (verify.py), each
     result an event; trials verified by an earlier run of the study are not re-run."""
+    spec = worker.spec
     assert spec.tune is not None
     verify = spec.tune.verify
     if verify is None:
@@ -146,7 +156,9 @@ def _verify(
             on_event(event)
 
     assert isinstance(spec, ExperimentSpec)  # check_space refuses verify for ppo_lm
-    config = VerifyConfig(spec, study_name, parent_run_id, settings)
+    config = VerifyConfig(
+        spec, worker.study_name, worker.parent_run_id, worker.settings, worker.from_outside
+    )
     n_workers, _ = worker_count(workers, verify.top_trials)
     return verify_study(config, study, n_workers, tell)
 
@@ -159,6 +171,8 @@ def _worker_config(
     settings: Settings,
     heartbeat_interval: int,
     grace_period: int,
+    *,
+    from_outside: bool,
 ) -> WorkerConfig:
     assert spec.tune is not None
     timeout = spec.tune.timeout
@@ -172,6 +186,7 @@ def _worker_config(
         heartbeat_interval=heartbeat_interval,
         grace_period=grace_period,
         settings=settings,
+        from_outside=from_outside,
     )
 
 

@@ -48,6 +48,7 @@ class VerifyConfig:
     study_name: str
     parent_run_id: str
     settings: Settings
+    from_outside: bool  # the study's caller's rules (the service's: see check_space)
 
 
 def t_quantile(df: int) -> float:
@@ -97,7 +98,7 @@ def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[
 
     spec = config.spec
     assert spec.tune is not None and spec.tune.verify is not None
-    trial_spec = best_spec(spec, trial)
+    trial_spec = best_spec(spec, trial, from_outside=config.from_outside)
     assert isinstance(trial_spec, ExperimentSpec)  # check_space refuses verify for ppo_lm
     run = TrialRun(_open_verify_run(config, trial, trial_spec))
     values: list[float] = []

@@ -48,6 +48,7 @@ class WorkerConfig:
     heartbeat_interval: int
     grace_period: int
     settings: Settings  # the parent's: a spawned worker must not re-read its environment
+    from_outside: bool  # the study's caller's rules: each trial is checked as its spec was
 
 
 class _OnceReleased:
@@ -71,7 +72,11 @@ def run_worker(config: WorkerConfig, worker_index: int, lock: Any) -> int:
     storage = open_storage(config.storage_url, config.heartbeat_interval, config.grace_period)
     study = load_study(config.spec, storage, config.study_name, worker_index)
     objective = TrialObjective(
-        config.spec, config.study_name, config.parent_run_id, settings=config.settings
+        config.spec,
+        config.study_name,
+        config.parent_run_id,
+        settings=config.settings,
+        from_outside=config.from_outside,
     )
     ran = 0
     while config.deadline is None or time.time() < config.deadline:

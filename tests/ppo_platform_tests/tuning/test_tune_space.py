@@ -92,7 +92,7 @@ def test_clip_range_above_0_3_is_refused() -> None:
 def test_space_naming_an_unknown_field_is_refused_before_training(space_spec: SpaceFactory) -> None:
     spec = space_spec({"update.epoch": {"type": "int", "low": 1, "high": 4}})
     with pytest.raises(SpecError) as error:
-        check_space(spec)
+        check_space(spec, from_outside=False)
     issue = error.value.issues[0]
     assert issue.path == "tune.space.update.epoch.low"
     assert "unknown key" in issue.message
@@ -102,7 +102,7 @@ def test_space_naming_an_unknown_field_is_refused_before_training(space_spec: Sp
 def test_space_that_can_sample_an_out_of_range_value_is_refused(space_spec: SpaceFactory) -> None:
     spec = space_spec({"advantage.gamma": {"type": "float", "low": 0.9, "high": 1.2}})
     with pytest.raises(SpecError) as error:
-        check_space(spec)
+        check_space(spec, from_outside=False)
     issue = only_issue(error)
     assert issue.path == "tune.space.advantage.gamma.high"
     assert issue.value == 1.2
@@ -111,7 +111,7 @@ def test_space_that_can_sample_an_out_of_range_value_is_refused(space_spec: Spac
 def test_space_with_a_value_of_the_wrong_type_is_refused(space_spec: SpaceFactory) -> None:
     spec = space_spec({"update.epochs": {"type": "float", "low": 1.0, "high": 4.0}})
     with pytest.raises(SpecError) as error:
-        check_space(spec)
+        check_space(spec, from_outside=False)
     assert {i.path for i in error.value.issues} == {
         "tune.space.update.epochs.low",
         "tune.space.update.epochs.high",
@@ -121,14 +121,14 @@ def test_space_with_a_value_of_the_wrong_type_is_refused(space_spec: SpaceFactor
 def test_space_cannot_tune_the_tune_section(space_spec: SpaceFactory) -> None:
     spec = space_spec({"tune.n_trials": {"type": "int", "low": 1, "high": 4}})
     with pytest.raises(SpecError) as error:
-        check_space(spec)
+        check_space(spec, from_outside=False)
     assert only_issue(error).path == "tune.space.tune.n_trials"
 
 
 def test_grid_sampler_refuses_a_float_range(tiny_spec: Factory) -> None:
     spec = tiny_spec(**{"tune.sampler.type": "grid"})
     with pytest.raises(SpecError) as error:
-        check_space(spec)
+        check_space(spec, from_outside=False)
     issue = only_issue(error)
     assert issue.path == "tune.space.update.learning_rate.start"
     assert "finite" in issue.message
@@ -137,19 +137,19 @@ def test_grid_sampler_refuses_a_float_range(tiny_spec: Factory) -> None:
 def test_pruner_without_periodic_evaluations_is_refused(tiny_spec: Factory) -> None:
     spec = tiny_spec(**{"tune.pruner.type": "median", "evaluation.every_timesteps": 0})
     with pytest.raises(SpecError) as error:
-        check_space(spec)
+        check_space(spec, from_outside=False)
     assert only_issue(error).path == "tune.pruner.type"
 
 
 def test_every_sampled_spec_validates_and_carries_the_sampled_values() -> None:
     spec = load_spec_text(SPEC_WITH_SPACE)
-    check_space(spec)
+    check_space(spec, from_outside=False)
     study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
     data = base_data(spec)
     for _ in range(40):
         trial = study.ask()
         params = sample(trial, spec.tune.space)
-        trial_spec = build_trial_spec(data, params)
+        trial_spec = build_trial_spec(data, params, from_outside=False)
         assert 1e-4 <= trial_spec.update.learning_rate.start <= 1e-2
         assert trial_spec.update.epochs in range(2, 31, 2)
         assert trial_spec.policy.net_arch in ([64, 64], [128])  # decoded from Optuna's label
@@ -160,7 +160,7 @@ def test_every_sampled_spec_validates_and_carries_the_sampled_values() -> None:
 def test_invalid_combination_is_a_spec_error_naming_the_field(tiny_spec: Factory) -> None:
     spec = tiny_spec()
     with pytest.raises(SpecError) as error:
-        build_trial_spec(base_data(spec), {"update.minibatch_size": 512})
+        build_trial_spec(base_data(spec), {"update.minibatch_size": 512}, from_outside=False)
     assert only_issue(error).path == "update.minibatch_size"
 
 
@@ -177,4 +177,4 @@ def test_auto_space_is_centered_on_the_spec_values(tiny_spec: Factory) -> None:
 def test_auto_space_stays_within_the_refusal_limits_and_validates(tiny_spec: Factory) -> None:
     spec = with_auto_space(tiny_spec(**{"update.epochs": 25}))
     assert spec.tune.space["update.epochs"].high == 30
-    check_space(spec)  # every bound of the derived space validates
+    check_space(spec, from_outside=False)  # every bound of the derived space validates
