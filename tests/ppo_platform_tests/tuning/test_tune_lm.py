@@ -127,3 +127,23 @@ def test_an_lm_study_counts_every_trial_seed_at_its_largest_size(demo_home: Path
     (issue,) = refused.value.issues
     assert issue.path == "budget.updates" and issue.rule == "max_env_steps"
     assert "256 tokens" in issue.message
+
+
+def test_each_trial_is_checked_under_its_callers_rules(demo_home: Path, tmp_path: Path):
+    """The job worker re-checks every trial as the service checked the spec: a prompts file
+    outside the LM folder builds for the command line (absolute paths are the user's own) and
+    is refused for the service, before anything is read."""
+    from ppo_platform.errors import SpecError
+    from ppo_platform.tuning.space import base_data, build_trial_spec
+
+    outside = tmp_path / "held_out.jsonl"
+    outside.write_text((demo_home / "lm" / "arithmetic" / "heldout.jsonl").read_text())
+    spec = load_any_spec(lm_tune_spec(tmp_path))
+    params = {"lm.eval_prompts.path": str(outside)}
+    trial = build_trial_spec(base_data(spec), params, from_outside=False)
+    assert isinstance(trial, LMExperimentSpec) and trial.lm.eval_prompts is not None
+    with pytest.raises(SpecError) as refused:
+        build_trial_spec(base_data(spec), params, from_outside=True)
+    (issue,) = refused.value.issues
+    assert issue.path == "lm.eval_prompts.path" and "absolute path" in issue.message
+    assert str(tmp_path) not in issue.message
