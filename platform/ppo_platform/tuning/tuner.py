@@ -83,14 +83,10 @@ def run_study(
 ) -> TuneResult:
     """Run (or continue) the spec's study to its n_trials and write its outputs. `on_event`
     receives the study's progress as data (`tuning/events.py`): its parent run, each finished
-    trial with its value and run id, the counts.
-
-    `from_outside` (a service job): the space and every trial are checked under the service's
-    rules (LM paths only inside the LM folder), as the submitted spec was.
-
-    Raises SpecError for a bad spec or space, ConflictError for existing files in `out_dir`
-    when not `force`, TuningError if no trial completed.
-    """
+    trial with its value and run id, the counts. `from_outside` (a service job): the space and
+    every trial are checked under the service's rules, as the submitted spec was, and the
+    summary names the storage by kind. Raises SpecError for a bad spec or space, ConflictError
+    for existing files in `out_dir` when not `force`, TuningError if no trial completed."""
     check_space(spec, from_outside=from_outside)
     assert spec.tune is not None
     if isinstance(spec, ExperimentSpec):  # a ppo_lm spec's inputs were checked when loaded
@@ -100,7 +96,6 @@ def run_study(
     study_name = spec.name if study_name is None else study_name
     folder = output_folder(settings, study_name, out_dir, force)
     storage_url = storage or default_storage_url(settings)
-    # A service job's summary names its storage by kind (no server path in an answer).
     label = store_kind(storage_url) if from_outside else redact(storage_url)
     study = prepare_study(
         spec, open_storage(storage_url, heartbeat_interval, grace_period), study_name
