@@ -1,0 +1,39 @@
+"""What every benchmark repeats, in one place: alternating A/B samples, whole-process and
+in-process timing, the machine, its load and the package versions, and the results file
+(`benchmarks/results/<stem>.json` and `.md`). docs/benchmarks/index.md says how they measure."""
+
+from benchmarks.harness.alternate import alternate, cell, summarize, summary
+from benchmarks.harness.machine import (
+    cpu_model,
+    load1,
+    machine,
+    machine_line,
+    package_versions,
+    uptime,
+    versions,
+)
+from benchmarks.harness.results import RESULTS, command_line, header, write_results
+from benchmarks.harness.timing import ROOT, ProcessFailed, children_cpu_s, run_process, timed
+
+__all__ = [
+    "RESULTS",
+    "ROOT",
+    "ProcessFailed",
+    "alternate",
+    "cell",
+    "children_cpu_s",
+    "command_line",
+    "cpu_model",
+    "header",
+    "load1",
+    "machine",
+    "machine_line",
+    "package_versions",
+    "run_process",
+    "summarize",
+    "summary",
+    "timed",
+    "uptime",
+    "versions",
+    "write_results",
+]
