@@ -13,7 +13,14 @@ from benchmarks.harness.machine import (
     versions,
 )
 from benchmarks.harness.results import RESULTS, command_line, header, write_results
-from benchmarks.harness.timing import ROOT, ProcessFailed, children_cpu_s, run_process, timed
+from benchmarks.harness.timing import (
+    ROOT,
+    ProcessFailed,
+    children_cpu_s,
+    live_children_cpu_s,
+    run_process,
+    timed,
+)
 
 __all__ = [
     "RESULTS",
@@ -25,6 +32,7 @@ __all__ = [
     "command_line",
     "cpu_model",
     "header",
+    "live_children_cpu_s",
     "load1",
     "machine",
     "machine_line",

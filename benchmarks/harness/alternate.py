@@ -12,7 +12,7 @@ Sample = dict[str, Any]
 
 
 def alternate(
-    variants: Mapping[str, Callable[[], Mapping[str, Any]]],
+    variants: Mapping[str, Callable[[int], Mapping[str, Any]]],
     pairs: int,
     *,
     warmup: bool = True,
@@ -21,22 +21,27 @@ def alternate(
 ) -> dict[str, list[Sample]]:
     """Runs every variant `pairs` times, interleaved, after one untimed warm-up each.
 
-    `order="abba"` runs A B then B A (then A B ...); `"round_robin"` A B C A B C. Each sample is
+    A variant is called with the pair's index (0 for the warm-up), e.g. to pick its seed.
+    `order="abba"` runs A B then B A (then A B ...); `"round_robin"` A B C A B C; `"rotate"`
+    A B C, B C A, C A B. Each sample is
     what its variant returned plus `load1_at_start`, the 1-min load average when it began; each
     is printed as it comes in.
     """
-    if order not in ("abba", "round_robin"):
-        raise ValueError(f"order={order!r}: use 'abba' or 'round_robin'")
+    if order not in ("abba", "round_robin", "rotate"):
+        raise ValueError(f"order={order!r}: use 'abba', 'round_robin' or 'rotate'")
     names = list(variants)
     if warmup:
         for name in names:
-            variants[name]()
+            variants[name](0)
     samples: dict[str, list[Sample]] = {name: [] for name in names}
     for index in range(pairs):
-        sequence = names if order == "round_robin" or index % 2 == 0 else names[::-1]
+        if order == "rotate":  # A B C, B C A, C A B: none always first or after the same one
+            sequence = names[index % len(names) :] + names[: index % len(names)]
+        else:
+            sequence = names if order == "round_robin" or index % 2 == 0 else names[::-1]
         for name in sequence:
             load = load1()
-            sample = {**variants[name](), "load1_at_start": load}
+            sample = {**variants[name](index), "load1_at_start": load}
             samples[name].append(sample)
             figures = " ".join(
                 f"{key} {value:.3f}" for key, value in sample.items() if isinstance(value, float)

@@ -34,9 +34,11 @@ def write_results(
     stem: str,
     render: Callable[[dict[str, Any]], str] | None = None,
     folder: Path = RESULTS,
+    markdown_file: bool = True,
 ) -> Path:
-    """Adds `uptime_after`, writes `<folder>/<stem>.json` and (with `render`) `.md`, and prints
-    the markdown (or the JSON). Returns the JSON's path."""
+    """Adds `uptime_after`, writes `<folder>/<stem>.json` and, with `render`, prints the markdown
+    and writes it to `.md` (unless `markdown_file` is false: a page edited by hand). Without
+    `render` the JSON is printed. Returns the JSON's path."""
     report["uptime_after"] = uptime()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{stem}.json"
@@ -45,6 +47,7 @@ def write_results(
         print(json.dumps(report, indent=2, default=str))
         return path
     text = render(report)
-    (folder / f"{stem}.md").write_text(text)
+    if markdown_file:
+        (folder / f"{stem}.md").write_text(text)
     print(text)
     return path

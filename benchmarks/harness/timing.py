@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import resource
+import shlex
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -21,42 +23,63 @@ def run_process(
     command: Sequence[str],
     env: Mapping[str, str] | None = None,
     cwd: Path | str = ROOT,
-    stdout: int | None = subprocess.DEVNULL,
+    keep_stdout: bool = False,
+    keep_stderr: bool = False,
 ) -> dict[str, Any]:
     """One whole process: wall, CPU (user + sys of it and the children it waited for) and peak
     RSS of its largest process in MiB, from `os.wait4` (what `/usr/bin/time -v` prints).
 
-    Raises ProcessFailed on a non-zero exit. `stderr` is returned (text) for the caller's marks.
+    Raises ProcessFailed on a non-zero exit. With `keep_stdout` its stdout (text) is returned
+    too; with `keep_stderr` its stderr, for the time marks it printed, with its `pid` and
+    `started_at` (`time.perf_counter()` at launch, the clock the marks use).
     """
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        list(command),
-        cwd=cwd,
-        env=dict(env) if env is not None else None,
-        stdout=stdout,
-        stderr=subprocess.PIPE,
-    )
-    assert proc.stderr is not None
-    errors = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        raise ProcessFailed(
-            f"{' '.join(command)} exited {proc.returncode}:\n{errors.decode()[-2000:]}"
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            list(command),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdout=out if keep_stdout else subprocess.DEVNULL,
+            stderr=err,
         )
-    return {
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - started
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = (f.read().decode(errors="replace") for f in (out, err))
+    returncode = os.waitstatus_to_exitcode(status)
+    if returncode != 0:
+        raise ProcessFailed(f"{shlex.join(command)} exited {returncode}:\n{stderr[-3000:]}")
+    sample: dict[str, Any] = {
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
         "peak_rss_mib": usage.ru_maxrss / 1024,
-        "stderr": errors.decode(errors="replace"),
     }
+    if keep_stdout:
+        sample["stdout"] = stdout
+    if keep_stderr:
+        sample.update(stderr=stderr, started_at=started, pid=proc.pid)
+    return sample
 
 
 def children_cpu_s() -> float:
     """User + sys CPU seconds of every child process this one has waited for so far."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
+
+
+def live_children_cpu_s() -> float:
+    """User + sys CPU seconds used so far by this process's live children (not yet waited for,
+    e.g. a tracking process), from /proc; 0 where there is no /proc."""
+    total = 0.0
+    for children in Path("/proc/self/task").glob("*/children"):
+        for pid in children.read_text().split():
+            try:
+                stat = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+            except OSError:  # it ended meanwhile
+                continue
+            total += (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def timed(call: Callable[[], object], clock: str = "process") -> dict[str, float]:

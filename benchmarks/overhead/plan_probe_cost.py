@@ -5,7 +5,7 @@
 This times exactly that call, `probe_rewards(env)`, on a freshly created env, ROUNDS times per
 env: median and min-max, with the 1-min load beside them.
 
-    python benchmarks/plan_probe_cost.py [--rounds 7] [--envs Acrobot-v1 CartPole-v1 ...]
+    python -m benchmarks.overhead.plan_probe_cost [--rounds 7] [--envs Acrobot-v1 CartPole-v1 ...]
 
 Results: benchmarks/results/plan_probe_cost.{md,json}.
 """
@@ -13,20 +13,9 @@ Results: benchmarks/results/plan_probe_cost.{md,json}.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import statistics
-import subprocess
-import sys
-import time
-from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "platform")]
+from benchmarks.harness import cell, command_line, load1, machine, summary, timed, write_results
 
-from whole_process import machine  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results" / "plan_probe_cost"
 ENVS = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0", "Pendulum-v1", "LunarLander-v3"]
 
 
@@ -34,14 +23,12 @@ def probe_times(env_id: str, rounds: int) -> tuple[list[float], list[float], int
     from ppo_platform.planner.reward_probe import probe_rewards
     from ppo_platform.spec.env_ids import usable_env
 
-    times, loads, steps = [], [], 0
+    times, loads, steps = [], [], [0]
     for _ in range(rounds):
         with usable_env(env_id) as env:
-            loads.append(os.getloadavg()[0])
-            started = time.perf_counter()
-            steps = probe_rewards(env).steps
-            times.append(time.perf_counter() - started)
-    return times, loads, steps
+            loads.append(load1())
+            times.append(timed(lambda env=env: steps.append(probe_rewards(env).steps))["wall_s"])
+    return times, loads, steps[-1]
 
 
 def main() -> None:
@@ -49,14 +36,15 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--envs", nargs="+", default=ENVS)
     args = parser.parse_args()
-    report: dict = {"command": " ".join(["python", *sys.argv]), "machine": machine(), "rows": []}
+    report: dict = {
+        "command": command_line("benchmarks.overhead.plan_probe_cost"),
+        "machine": machine(),
+        "rows": [],
+    }
     for env_id in args.envs:
         times, loads, steps = probe_times(env_id, args.rounds)
         report["rows"].append({"env": env_id, "times_s": times, "loads": loads, "steps": steps})
-    report["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout
-    RESULTS.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n")
-    RESULTS.with_suffix(".md").write_text(markdown(report))
-    print(markdown(report))
+    write_results(report, "plan_probe_cost", markdown)
 
 
 def markdown(report: dict) -> str:
@@ -72,10 +60,9 @@ def markdown(report: dict) -> str:
         "|---|---|---|---|",
     ]
     for row in report["rows"]:
-        t = row["times_s"]
         lines.append(
-            f"| {row['env']} | {row['steps']} | {statistics.median(t):.3f} "
-            f"({min(t):.3f}-{max(t):.3f}) | {min(row['loads']):.1f}-{max(row['loads']):.1f} |"
+            f"| {row['env']} | {row['steps']} | {cell(summary(row['times_s']), 3)} "
+            f"| {min(row['loads']):.1f}-{max(row['loads']):.1f} |"
         )
     return "\n".join(lines) + "\n"
 

@@ -7,13 +7,12 @@ placed relative to the moment this script started the command; "process started"
 /proc (10 ms resolution) and "exit" is when `wait4` returned. Then one `python -X importtime`
 run of each gives the top-level packages only the platform's training process imports.
 
-    python benchmarks/fixed_cost_timeline.py --rounds 5
+    python -m benchmarks.overhead.fixed_cost_timeline --rounds 5
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import statistics
@@ -24,8 +23,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+from benchmarks.harness import ROOT, alternate, command_line, run_process, write_results
+
 STEPS = "256"
 PLATFORM = [
     "run",
@@ -44,33 +43,30 @@ TRACE = re.compile(r"^trace (\S+) (\d+) (\S+) ([^\t]*)")
 
 def commands() -> dict[str, list[str]]:
     exe = str(Path(sys.executable).with_name("ppo-platform"))
-    plain = [sys.executable, str(ROOT / "benchmarks" / "plain_sb3_cartpole.py"), "--steps", STEPS]
+    plain = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "overhead" / "plain_sb3_cartpole.py"),
+        "--steps",
+        STEPS,
+    ]
     return {"plain": plain, "platform": [exe, *PLATFORM]}
 
 
 def run_traced(command: list[str], env: dict[str, str]) -> dict:
     """One whole process; its marks as seconds since launch, per process role."""
-    started = time.perf_counter()
-    load = os.getloadavg()[0]
-    proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=-1)
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    ended = time.perf_counter() - started
-    if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{command} failed:\n{err[-3000:]}")
+    sample = run_process(command, env, keep_stderr=True)
+    started, err, main_pid = sample.pop("started_at"), sample.pop("stderr"), sample.pop("pid")
     marks = [m.groups() for line in err.splitlines() if (m := TRACE.match(line))]
     roles: dict[str, str] = {}
     for _, pid, _, label in marks:
         if label.startswith("tracking:"):
             roles[pid] = "tracking"
     events = [
-        (float(t) - started, "main" if int(pid) == proc.pid else roles.get(pid, "child"), label)
+        (float(t) - started, "main" if int(pid) == main_pid else roles.get(pid, "child"), label)
         for t, pid, _, label in marks
     ]
-    events.append((ended, "main", "exit (wait4 returned)"))
-    cpu = usage.ru_utime + usage.ru_stime
-    return {"wall_s": ended, "cpu_s": cpu, "load1": load, "events": events}
+    events.append((sample["wall_s"], "main", "exit (wait4 returned)"))
+    return {**sample, "events": events}
 
 
 def import_costs(command: list[str], env: dict[str, str]) -> dict[str, float]:
@@ -128,32 +124,29 @@ def main() -> None:
         "PPO_PLATFORM_TRACE_TIMES": "1",
     }
     tools = commands()
-    for command in tools.values():  # warm-up: page cache, bytecode, MLflow database
-        run_traced(command, env)
-    samples: dict[str, list[dict]] = {name: [] for name in tools}
-    for _ in range(args.rounds):
-        for name, command in tools.items():
-            samples[name].append(run_traced(command, env))
-            print(f"{name:9} {samples[name][-1]['wall_s']:.2f} s", flush=True)
+    # One untimed warm-up each (page cache, bytecode, MLflow database), then plain, platform, ...
+    samples = alternate(
+        {name: lambda _, c=command: run_traced(c, env) for name, command in tools.items()},
+        args.rounds,
+        order="round_robin",
+    )
     untraced = {k: v for k, v in env.items() if k != "PPO_PLATFORM_TRACE_TIMES"}
     imports = {name: import_costs(command, untraced) for name, command in tools.items()}
     report = {
-        "command": f"python benchmarks/fixed_cost_timeline.py --rounds {args.rounds}",
+        "command": command_line("benchmarks.overhead.fixed_cost_timeline"),
         "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-        "uptime_after": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
         "samples": samples,
         "imports": imports,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.out}.json").write_text(json.dumps(report, indent=1))
-    print(render(report))
+    # The .md page is written by hand around this time line: the JSON only, the markdown printed.
+    write_results(report, args.out, render, markdown_file=False)
 
 
 def render(report: dict) -> str:
     when = f"{report['date_utc']} UTC, `{report['uptime_after']}`"
     lines = [f"Command: `{report['command']}`, {when}"]
     for name, samples in report["samples"].items():
-        loads = [s["load1"] for s in samples]
+        loads = [s["load1_at_start"] for s in samples]
         lines += [
             "",
             f"### {name}: wall {median_range([s['wall_s'] for s in samples])} s, CPU "

@@ -7,26 +7,20 @@ callbacks and update together) and of the platform's own hooks inside it (the up
 listener: metric rows, diagnostics monitor, progress events; the evaluation and checkpoint
 callbacks; handing rows to the tracking process). Medians with min-max; load recorded.
 
-    python benchmarks/per_step_cost.py --steps 20000 --pairs 3
+    python -m benchmarks.overhead.per_step_cost --steps 20000 --pairs 3
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
-import json
 import os
 import pstats
-import sys
 import tempfile
 import time
-from datetime import UTC, datetime
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "platform"), str(ROOT), str(ROOT / "benchmarks")]
-
-from in_process import platform_run, summary  # noqa: E402
+from benchmarks.harness import alternate, command_line, machine, summary, write_results
+from benchmarks.overhead.in_process import plain_run, platform_run
 
 # (file suffix, function name) of what is ours inside `learn`, and of `learn` itself.
 HOOKS = {
@@ -55,12 +49,6 @@ def profiled(call) -> dict[str, float]:  # type: ignore[no-untyped-def]
     return found
 
 
-def plain(steps: int) -> None:
-    from plain_sb3_cartpole import train_plain
-
-    train_plain(steps)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20_000)
@@ -70,31 +58,29 @@ def main() -> None:
     from ppo_platform.execution.threads import pin_threads
 
     pin_threads(1)
-    plain(512)  # warm-up: imports, first torch calls
+    plain_run(512)  # warm-up: imports, first torch calls
     platform_run(512)
-    samples: dict[str, list[dict[str, float]]] = {"plain": [], "platform": []}
-    load = [os.getloadavg()[0]]
-    for _ in range(args.pairs):
-        samples["plain"].append(profiled(lambda: plain(args.steps)))
-        samples["platform"].append(profiled(lambda: platform_run(args.steps)))
-        load.append(os.getloadavg()[0])
+    variants = {
+        "plain": lambda _: profiled(lambda: plain_run(args.steps)),
+        "platform": lambda _: profiled(lambda: platform_run(args.steps)),
+    }
+    samples = alternate(variants, args.pairs, warmup=False, order="round_robin")
+    load = [s["load1_at_start"] for runs in samples.values() for s in runs]
     per_step = {
         tool: {
             name: summary([s[name] * 1e6 / args.steps for s in runs])
             for name in HOOKS
-            if any(s[name] for s in runs)
+            if any(s.get(name) for s in runs)
         }
         for tool, runs in samples.items()
     }
     report = {
-        "command": f"python benchmarks/per_step_cost.py --steps {args.steps} --pairs {args.pairs}",
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "command": command_line("benchmarks.overhead.per_step_cost"),
+        "machine": machine(),
         "load1": summary(load),
         "cpu_us_per_env_step_under_cprofile": per_step,
     }
-    out = ROOT / "benchmarks" / "results" / "per_step_cost.json"
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(json.dumps(report, indent=2))
+    write_results(report, "per_step_cost")
 
 
 if __name__ == "__main__":

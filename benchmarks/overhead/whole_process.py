@@ -8,9 +8,10 @@ Medians with min and max. All tools use specs/cartpole.yaml's values (rl-zoo's t
 PPO), one torch thread, seed 0.
 
     # `make bench`, the quick set (a local check, not committed):
-    python benchmarks/whole_process.py --steps 256 20000 --pairs 3 --out whole_process_quick
+    python -m benchmarks.overhead.whole_process --steps 256 20000 --pairs 3 \
+        --out whole_process_quick
     # the full set (results/whole_process.md):
-    python benchmarks/whole_process.py --steps 256 20000 100000 --pairs 5
+    python -m benchmarks.overhead.whole_process --steps 256 20000 100000 --pairs 5
 
 rl-baselines3-zoo runs only from its own venv (benchmarks/.venv-zoo, `make bench-zoo-venv`);
 without it that column is skipped and the results say so.
@@ -19,32 +20,29 @@ without it that column is skipped and the results say so.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import platform
-import shlex
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.harness import (
+    ROOT,
+    alternate,
+    cell,
+    command_line,
+    header,
+    machine,
+    package_versions,
+    run_process,
+    summarize,
+    versions,
+    write_results,
+)
+
 ZOO_PYTHON = ROOT / "benchmarks" / ".venv-zoo" / "bin" / "python"
-RESULTS = ROOT / "benchmarks" / "results"
+PLAIN_SCRIPT = ROOT / "benchmarks" / "overhead" / "plain_sb3_cartpole.py"
 EVAL_OFF = ["--set", "evaluation.every_timesteps=0", "--set", "evaluation.episodes=1"]
-
-
-@dataclass
-class Tool:
-    name: str
-    description: str
-    command: list[str]
-    samples: list[dict[str, float]] = field(default_factory=list)
 
 
 def platform_command(steps: int, evaluation_off: bool) -> list[str]:
@@ -60,91 +58,53 @@ def zoo_command(steps: int, evaluation_off: bool, log_folder: Path) -> list[str]
     return args + (["--eval-freq", "-1"] if evaluation_off else [])
 
 
-def tools_for(steps: int, with_zoo: bool, scratch: Path) -> list[Tool]:
-    plain = [sys.executable, str(ROOT / "benchmarks" / "plain_sb3_cartpole.py")]
-    tools = [
-        Tool(
-            "plain_sb3", "plain SB3 script (no eval, no logging)", [*plain, "--steps", str(steps)]
-        ),
-        Tool(
-            "platform_eval_off",
+def tools_for(steps: int, with_zoo: bool, scratch: Path) -> dict[str, tuple[str, list[str]]]:
+    """Each tool's name -> (description, command)."""
+    plain = [sys.executable, str(PLAIN_SCRIPT), "--steps", str(steps)]
+    tools = {
+        "plain_sb3": ("plain SB3 script (no eval, no logging)", plain),
+        "platform_eval_off": (
             "ppo-platform run, evaluation.every_timesteps=0, episodes=1",
             platform_command(steps, evaluation_off=True),
         ),
-        Tool(
-            "platform_default",
+        "platform_default": (
             "ppo-platform run, default evaluation (every 10k, 10 episodes)",
             platform_command(steps, evaluation_off=False),
         ),
-    ]
+    }
     if with_zoo:
-        tools += [
-            Tool(
-                "zoo_eval_off",
-                "python -m rl_zoo3.train --eval-freq -1",
-                zoo_command(steps, True, scratch / "zoo"),
-            ),
-            Tool(
-                "zoo_default",
-                "python -m rl_zoo3.train, default eval (every 25k, 5 episodes)",
-                zoo_command(steps, False, scratch / "zoo"),
-            ),
-        ]
+        tools["zoo_eval_off"] = (
+            "python -m rl_zoo3.train --eval-freq -1",
+            zoo_command(steps, True, scratch / "zoo"),
+        )
+        tools["zoo_default"] = (
+            "python -m rl_zoo3.train, default eval (every 25k, 5 episodes)",
+            zoo_command(steps, False, scratch / "zoo"),
+        )
     return tools
 
 
-def run_once(command: list[str], env: dict[str, str]) -> dict[str, float]:
-    """One whole process: wall, CPU (user + sys, children included) and peak RSS in MiB."""
-    load = os.getloadavg()[0]
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
-    assert proc.stderr is not None
-    errors = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - started
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        sys.exit(f"{' '.join(command)} exited {proc.returncode}:\n{errors.decode()[-2000:]}")
-    return {
-        "wall_s": wall,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "peak_rss_mib": usage.ru_maxrss / 1024,
-        "load1_at_start": load,
-    }
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def bench_steps(steps: int, pairs: int, with_zoo: bool, env: dict[str, str]) -> dict:
+    """Every tool `pairs` times round-robin (after one untimed warm-up each: page cache, MLflow
+    database, bytecode); medians and ratios over the plain script's."""
     scratch = Path(env["PPO_PLATFORM_HOME"])
     tools = tools_for(steps, with_zoo, scratch)
-    for tool in tools:  # warm-up, untimed: page cache, MLflow database, bytecode
-        run_once(tool.command, env)
-    for pair in range(pairs):
-        for tool in tools:
-            tool.samples.append(run_once(tool.command, env))
-            print(
-                f"  {steps:>6} steps pair {pair + 1}: {tool.name:18} "
-                f"{tool.samples[-1]['wall_s']:6.2f} s",
-                flush=True,
-            )
+    samples = alternate(
+        {name: lambda _, c=command: run_process(c, env) for name, (_, command) in tools.items()},
+        pairs,
+        order="round_robin",
+        label=f"{steps:>6} steps ",
+    )
     result: dict = {"env_steps": steps, "pairs": pairs, "tools": {}}
-    for tool in tools:
-        result["tools"][tool.name] = {
-            "description": tool.description,
-            "command": " ".join(tool.command)
+    for name, (description, command) in tools.items():
+        result["tools"][name] = {
+            "description": description,
+            "command": " ".join(command)
             .replace(str(ROOT) + "/", "")
             .replace(str(Path(sys.executable).parent) + "/", "")
             .replace(str(scratch), "$TMP"),
-            "samples": tool.samples,
-            **{
-                key: summary([s[key] for s in tool.samples])
-                for key in ("wall_s", "cpu_s", "peak_rss_mib")
-            },
+            "samples": samples[name],
+            **summarize(samples[name], ("wall_s", "cpu_s", "peak_rss_mib")),
         }
     plain = result["tools"]["plain_sb3"]
     for tool in result["tools"].values():
@@ -152,62 +112,6 @@ def bench_steps(steps: int, pairs: int, with_zoo: bool, env: dict[str, str]) -> 
         tool["cpu_vs_plain"] = tool["cpu_s"]["median"] / plain["cpu_s"]["median"]
         tool["wall_minus_plain_s"] = tool["wall_s"]["median"] - plain["wall_s"]["median"]
     return result
-
-
-def package_versions(python: Path | str, names: list[str]) -> dict[str, str]:
-    code = (
-        "import importlib.metadata as m, json, sys\n"
-        "out = {}\n"
-        "for n in sys.argv[1:]:\n"
-        "    try: out[n] = m.version(n)\n"
-        "    except m.PackageNotFoundError: out[n] = 'not installed'\n"
-        "print(json.dumps(out))"
-    )
-    done = subprocess.run([str(python), "-c", code, *names], capture_output=True, text=True)
-    return json.loads(done.stdout) if done.returncode == 0 else {}
-
-
-def machine() -> dict:
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    mem_kib = int(Path("/proc/meminfo").read_text().split()[1])
-    commit = subprocess.run(
-        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip() or os.environ.get("BENCH_COMMIT", "unknown (not a git checkout)")
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "memory_gib": round(mem_kib / 2**20, 1),
-        "os": platform.platform(),
-        "python": platform.python_version(),
-        "git_commit": commit,
-        "date_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime()),
-        "uptime_before": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip(),
-    }
-
-
-def cell(stats: dict[str, float], digits: int = 2) -> str:
-    return f"{stats['median']:.{digits}f} ({stats['min']:.{digits}f}-{stats['max']:.{digits}f})"
-
-
-def header(title: str, report: dict) -> list[str]:
-    """Title, command, machine and versions: the first lines of a whole-process result."""
-    m = report["machine"]
-    return [
-        f"# {title}",
-        "",
-        f"Command: `{report['command']}`",
-        "",
-        f"Machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, {m['os']}, "
-        f"Python {m['python']}, commit {m['git_commit']}, {m['date_utc']} UTC.",
-        f"Versions: {', '.join(f'{k} {v}' for k, v in report['versions'].items())}.",
-    ]
 
 
 def markdown(report: dict) -> str:
@@ -269,12 +173,10 @@ def main() -> None:
         "PYTHONPATH": f"{ROOT / 'platform'}:{ROOT}",
     }
     report: dict = {
-        "command": shlex.join(["python", "benchmarks/whole_process.py", *sys.argv[1:]]),
+        "command": command_line("benchmarks.overhead.whole_process"),
         "note": args.note,
         "machine": machine(),
-        "versions": package_versions(
-            sys.executable, ["torch", "stable_baselines3", "gymnasium", "mlflow"]
-        ),
+        "versions": versions(),
         "zoo": zoo,
         "cases": [],
     }
@@ -295,16 +197,6 @@ def main() -> None:
     ]
     report["load1_min"], report["load1_max"] = min(loads), max(loads)
     write_results(report, args.out, markdown)
-
-
-def write_results(report: dict, stem: str, render: Callable[[dict], str]) -> None:
-    """The load after the run, then results/<stem>.json and .md (printed too)."""
-    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    report["uptime_after"] = uptime
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"{stem}.json").write_text(json.dumps(report, indent=2) + "\n")
-    (RESULTS / f"{stem}.md").write_text(render(report))
-    print(render(report))
 
 
 if __name__ == "__main__":

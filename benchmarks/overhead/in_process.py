@@ -1,12 +1,10 @@
-"""What the in-process benchmarks (per-step cost, per-member overhead) share: one platform
-run of specs/cartpole.yaml without evaluation or checkpoints, and a median/min/max summary."""
+"""What the in-process benchmarks (per-step cost, per-member overhead) share: one platform run
+of specs/cartpole.yaml without evaluation or checkpoints, and the plain script's training."""
 
 from __future__ import annotations
 
-import statistics
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
+from benchmarks.harness import ROOT
+from benchmarks.overhead.plain_sb3_cartpole import train_plain
 
 
 def platform_run(steps: int) -> None:
@@ -19,5 +17,6 @@ def platform_run(steps: int) -> None:
     run_spec(load_spec(ROOT / "specs" / "cartpole.yaml", overrides))
 
 
-def summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+def plain_run(steps: int) -> None:
+    """The plain SB3 script's `learn` for `steps` env steps, in this process."""
+    train_plain(steps)

@@ -6,9 +6,9 @@ each (OMP_NUM_THREADS=1, MKL_NUM_THREADS=1), in the order A B then B A. Wall tim
 (user + sys of the child, from os.wait4) and the 1-min load at each start; medians with min-max;
 machine, versions, commit and the final returns go into benchmarks/results/cleanrl_ab.{md,json}.
 
-    python benchmarks/cleanrl_ab.py                       # CartPole, throughput, HalfCheetah
-    python benchmarks/cleanrl_ab.py --rows cartpole --pairs 2 --steps 20000 --out quick
-    python benchmarks/cleanrl_ab.py --rows atari --pairs 2 --out /tmp/atari   # ALE, EnvPool
+    python -m benchmarks.throughput.cleanrl_ab          # CartPole, throughput, HalfCheetah
+    python -m benchmarks.throughput.cleanrl_ab --rows cartpole --pairs 2 --steps 20000 --out quick
+    python -m benchmarks.throughput.cleanrl_ab --rows atari --pairs 2 --out /tmp/atari  # EnvPool
 
 CleanRL's scripts are copied from a CleanRL git checkout into benchmarks/.cleanrl/ (never
 committed) by `--copy-scripts REPO`, which applies the small patches in `PATCHES` so that
@@ -29,22 +29,23 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from whole_process import (
+from benchmarks.harness import (
+    ROOT,
+    alternate,
     cell,
+    command_line,
     header,
     machine,
     package_versions,
-    summary,
+    run_process,
+    summarize,
+    versions,
     write_results,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 CLEANRL_DIR = ROOT / "benchmarks" / ".cleanrl"
 CLEANRL_PYTHON = ROOT / "benchmarks" / ".venv-cleanrl" / "bin" / "python"
 SCRIPTS = ("ppo.py", "ppo_continuous_action.py", "ppo_atari.py")
@@ -225,23 +226,8 @@ def cleanrl_command(row: Row, seed: int) -> list[str]:
 
 def run_once(command: list[str], env: dict[str, str], cwd: Path) -> dict:
     """One whole process: wall, CPU (user + sys of the child, os.wait4) and its final return."""
-    load = os.getloadavg()[0]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)
-        wall = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0), err.seek(0)
-        stdout, stderr = out.read().decode(), err.read().decode()
-    if proc.returncode != 0:
-        sys.exit(f"{shlex.join(command)} exited {proc.returncode}:\n{stderr[-3000:]}")
-    return {
-        "wall_s": wall,
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "load1_at_start": load,
-        "final_return": final_return(stdout),
-    }
+    sample = run_process(command, env, cwd, keep_stdout=True)
+    return {**sample, "final_return": final_return(sample.pop("stdout"))}
 
 
 def final_return(stdout: str) -> float | None:
@@ -266,23 +252,21 @@ def bench_row(row: Row, pairs: int, seeds: list[int], warmup: bool) -> dict:
         "ppo-platform": (platform_command, ROOT),
         "cleanrl": (cleanrl_command, home),  # CleanRL writes runs/ into its working directory
     }
-    if warmup:  # untimed: page cache, bytecode, MLflow database
-        for make, cwd in tools.values():
-            run_once(make(row, seeds[0]), env, cwd)
-    samples: dict[str, list[dict]] = {name: [] for name in tools}
-    for pair in range(pairs):
-        seed = seeds[pair % len(seeds)]
-        order = list(tools) if pair % 2 == 0 else list(reversed(tools))
-        for name in order:
-            make, cwd = tools[name]
-            sample = {**run_once(make(row, seed), env, cwd), "seed": seed}
-            samples[name].append(sample)
-            print(
-                f"{row.name} pair {pair + 1} {name:12} seed {seed} wall {sample['wall_s']:6.2f} s "
-                f"cpu {sample['cpu_s']:6.2f} s load {sample['load1_at_start']:.1f} "
-                f"return {sample['final_return']}",
-                flush=True,
-            )
+
+    def variant(make, cwd):  # type: ignore[no-untyped-def]
+        def one(pair: int) -> dict:
+            seed = seeds[pair % len(seeds)]
+            return {**run_once(make(row, seed), env, cwd), "seed": seed}
+
+        return one
+
+    # The warm-up (untimed: page cache, bytecode, MLflow database) runs the first seed.
+    samples = alternate(
+        {name: variant(make, cwd) for name, (make, cwd) in tools.items()},
+        pairs,
+        warmup=warmup,
+        label=f"{row.name} ",
+    )
     result: dict = {"row": row.name, "description": row.description, "env_steps": row.steps}
     result["differences"] = row.differences
     result["commands"] = {
@@ -292,8 +276,7 @@ def bench_row(row: Row, pairs: int, seeds: list[int], warmup: bool) -> dict:
     for name, runs in samples.items():
         result[name] = {
             "samples": runs,
-            "wall_s": summary([s["wall_s"] for s in runs]),
-            "cpu_s": summary([s["cpu_s"] for s in runs]),
+            **summarize(runs, ("wall_s", "cpu_s")),
             "steps_per_s": row.steps / statistics.median(s["wall_s"] for s in runs),
             "final_returns": {str(s["seed"]): s["final_return"] for s in runs},
         }
@@ -369,11 +352,9 @@ def main() -> None:
         if ale == "not installed":
             sys.exit(ATARI_SETUP)
     report: dict = {
-        "command": shlex.join(["python", "benchmarks/cleanrl_ab.py", *sys.argv[1:]]),
+        "command": command_line("benchmarks.throughput.cleanrl_ab"),
         "machine": machine(),
-        "versions": package_versions(
-            sys.executable, ["torch", "stable_baselines3", "gymnasium", "envpool", "ale-py"]
-        ),
+        "versions": versions("torch", "stable_baselines3", "gymnasium", "envpool", "ale-py"),
         "cleanrl_commit": (CLEANRL_DIR / "COMMIT").read_text().strip()[:8],
         "patches": sorted({f"{why}" for _, _, _, why in PATCHES}),
         "rows": [],
