@@ -11,13 +11,17 @@ from benchmarks.harness.machine import (
     package_versions,
     uptime,
     versions,
+    wait_for_quiet,
 )
+from benchmarks.harness.marks import all_cpu, parse_marks, phases, roles
 from benchmarks.harness.results import RESULTS, command_line, header, write_results
 from benchmarks.harness.timing import (
     ROOT,
     ProcessFailed,
     children_cpu_s,
     live_children_cpu_s,
+    measured,
+    peak_rss_mib,
     run_process,
     timed,
 )
@@ -26,6 +30,7 @@ __all__ = [
     "RESULTS",
     "ROOT",
     "ProcessFailed",
+    "all_cpu",
     "alternate",
     "cell",
     "children_cpu_s",
@@ -36,12 +41,18 @@ __all__ = [
     "load1",
     "machine",
     "machine_line",
+    "measured",
     "package_versions",
+    "parse_marks",
+    "peak_rss_mib",
+    "phases",
+    "roles",
     "run_process",
     "summarize",
     "summary",
     "timed",
     "uptime",
     "versions",
+    "wait_for_quiet",
     "write_results",
 ]

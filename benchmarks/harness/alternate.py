@@ -18,6 +18,7 @@ def alternate(
     warmup: bool = True,
     order: str = "abba",
     label: str = "",
+    settle: Callable[[], object] | None = None,
 ) -> dict[str, list[Sample]]:
     """Runs every variant `pairs` times, interleaved, after one untimed warm-up each.
 
@@ -25,7 +26,8 @@ def alternate(
     `order="abba"` runs A B then B A (then A B ...); `"round_robin"` A B C A B C; `"rotate"`
     A B C, B C A, C A B. Each sample is
     what its variant returned plus `load1_at_start`, the 1-min load average when it began; each
-    is printed as it comes in.
+    is printed as it comes in. `settle`, if given, runs before each timed sample (e.g.
+    `wait_for_quiet`).
     """
     if order not in ("abba", "round_robin", "rotate"):
         raise ValueError(f"order={order!r}: use 'abba', 'round_robin' or 'rotate'")
@@ -40,6 +42,8 @@ def alternate(
         else:
             sequence = names if order == "round_robin" or index % 2 == 0 else names[::-1]
         for name in sequence:
+            if settle is not None:
+                settle()
             load = load1()
             sample = {**variants[name](index), "load1_at_start": load}
             samples[name].append(sample)

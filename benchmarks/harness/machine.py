@@ -19,6 +19,14 @@ def load1() -> float:
     return os.getloadavg()[0]
 
 
+def wait_for_quiet(threshold: float, limit_s: float = 300.0) -> float:
+    """Waits (at most `limit_s`) until the 1-min load average is below `threshold`; returns it."""
+    deadline = time.monotonic() + limit_s
+    while load1() >= threshold and time.monotonic() < deadline:
+        time.sleep(10)
+    return load1()
+
+
 def uptime() -> str:
     """`uptime`'s line: the time, the up time, the users and the three load averages."""
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()

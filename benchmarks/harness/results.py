@@ -35,19 +35,22 @@ def write_results(
     render: Callable[[dict[str, Any]], str] | None = None,
     folder: Path = RESULTS,
     markdown_file: bool = True,
+    echo: bool = True,
 ) -> Path:
     """Adds `uptime_after`, writes `<folder>/<stem>.json` and, with `render`, prints the markdown
     and writes it to `.md` (unless `markdown_file` is false: a page edited by hand). Without
-    `render` the JSON is printed. Returns the JSON's path."""
+    `render` the JSON is printed; `echo=False` prints nothing. Returns the JSON's path."""
     report["uptime_after"] = uptime()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{stem}.json"
     path.write_text(json.dumps(report, indent=2, default=str) + "\n")
     if render is None:
-        print(json.dumps(report, indent=2, default=str))
+        if echo:
+            print(json.dumps(report, indent=2, default=str))
         return path
     text = render(report)
     if markdown_file:
         (folder / f"{stem}.md").write_text(text)
-    print(text)
+    if echo:
+        print(text)
     return path

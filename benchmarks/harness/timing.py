@@ -10,7 +10,9 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -68,6 +70,11 @@ def children_cpu_s() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+def peak_rss_mib() -> float:
+    """This process's peak resident memory so far, in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def live_children_cpu_s() -> float:
     """User + sys CPU seconds used so far by this process's live children (not yet waited for,
     e.g. a tracking process), from /proc; 0 where there is no /proc."""
@@ -82,10 +89,15 @@ def live_children_cpu_s() -> float:
     return total
 
 
-def timed(call: Callable[[], object], clock: str = "process") -> dict[str, float]:
-    """One call in this process: wall seconds and CPU seconds (`process`: this process's user +
-    sys, every thread; `thread`: the calling thread's only)."""
+def measured(call: Callable[[], T], clock: str = "process") -> tuple[T, dict[str, float]]:
+    """What `call()` returned, and its wall seconds and CPU seconds (`process`: this process's
+    user + sys, every thread; `thread`: the calling thread's only)."""
     cpu = time.process_time if clock == "process" else time.thread_time
     wall_started, cpu_started = time.perf_counter(), cpu()
-    call()
-    return {"wall_s": time.perf_counter() - wall_started, "cpu_s": cpu() - cpu_started}
+    returned = call()
+    return returned, {"wall_s": time.perf_counter() - wall_started, "cpu_s": cpu() - cpu_started}
+
+
+def timed(call: Callable[[], object], clock: str = "process") -> dict[str, float]:
+    """`measured` without what the call returned."""
+    return measured(call, clock)[1]

@@ -9,69 +9,28 @@ mark; then the CPU of each process and of the phases a sweep pays once (start-up
 report, shutdown) against the members' training (`learn: begins` -> `learn: done`). CPU is the
 figure to read on a loaded machine: wall time there is mostly waiting for a core.
 
-    .venv/bin/python benchmarks/sweep_timeline.py --workers 2 --steps 20000 [--json FILE]
+    python -m benchmarks.parallel.sweep_timeline --workers 2 --steps 20000 [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
-import subprocess
 import sys
 import tempfile
-import time
-from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-TRACE = re.compile(r"^trace (\S+) (\d+) (\S+) ([^\t]*)(?:\t(\S+))?$")
+from benchmarks.harness import (
+    all_cpu,
+    load1,
+    parse_marks,
+    phases,
+    roles,
+    run_process,
+    write_results,
+)
+
 QUIET = ("rows answered", "artifact answered")
-TRAINING = ("learn: begins", "learn: done")
-
-
-def roles(marks: list[tuple[float, str, str, float]]) -> dict[str, str]:
-    """pid -> what the process is, from its marks: the CLI (first), workers, tracking."""
-    kinds: dict[str, str] = {}
-    for _, pid, label, _ in marks:
-        if pid not in kinds:
-            kinds[pid] = "cli" if not kinds else "other"
-        if label.startswith("tracking:") and kinds[pid] == "other":
-            kinds[pid] = "tracking"
-        elif label.startswith("pool worker") and kinds[pid] == "other":
-            kinds[pid] = "worker"
-    counts: dict[str, int] = defaultdict(int)
-    names = {}
-    for pid, kind in kinds.items():
-        counts[kind] += 1
-        names[pid] = kind if kind == "cli" else f"{kind}{counts[kind]}"
-    return names
-
-
-def phases(marks: list[tuple[float, str, str, float]]) -> dict[str, dict[str, float]]:
-    """CPU seconds per process: total (at its last mark), in training, and the rest."""
-    by_pid: dict[str, list[tuple[float, str, str, float]]] = defaultdict(list)
-    for mark in marks:
-        by_pid[mark[1]].append(mark)
-    spent: dict[str, dict[str, float]] = {}
-    for pid, own in by_pid.items():
-        training, began = 0.0, None
-        for _, _, label, cpu in own:
-            if label == TRAINING[0]:
-                began = cpu
-            elif label == TRAINING[1] and began is not None:
-                training, began = training + cpu - began, None
-        total = own[-1][3]
-        spent[pid] = {"cpu": total, "training": training, "other": total - training}
-    return spent
-
-
-def all_cpu(spent: dict[str, dict[str, float]]) -> float:
-    """The CPU of every process of a sweep, from each one's own last mark. Not rusage: pool
-    workers are forked by the fork server, which reaps them and is itself reaped by no one the
-    caller waits for, so their CPU never reaches the caller's RUSAGE_CHILDREN."""
-    return sum(figures["cpu"] for figures in spent.values())
 
 
 def main() -> None:
@@ -94,18 +53,10 @@ def main() -> None:
     command = [exe, "sweep", "specs/cartpole.yaml", "--workers", str(args.workers)]
     for override in overrides:
         command += ["--set", override]
-    load = os.getloadavg()[0]
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    load_after = os.getloadavg()[0]
-    if done.returncode != 0:
-        sys.exit(done.stderr[-3000:])
-    marks = [
-        (float(m[1]) - started, m[2], m[4], float(m[5] or 0.0))
-        for line in done.stderr.splitlines()
-        if (m := TRACE.match(line))
-    ]
+    load = load1()
+    sample = run_process(command, env, keep_stderr=True)
+    wall, load_after = sample["wall_s"], load1()
+    marks = parse_marks(sample["stderr"], sample["started_at"])
     names = roles(marks)
     last_cpu: dict[str, float] = {}
     for at, pid, label, cpu in marks:
@@ -128,20 +79,16 @@ def main() -> None:
         f"1-min load {load:.2f} before, {load_after:.2f} after"
     )
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "command": command,
-                    "wall_s": wall,
-                    "cpu_s": cpu_all,
-                    "training_cpu_s": training,
-                    "load1": [load, load_after],
-                    "processes": {names[pid]: f for pid, f in spent.items()},
-                    "marks": [(at, names[pid], label, cpu) for at, pid, label, cpu in marks],
-                },
-                indent=1,
-            )
-        )
+        report = {
+            "command": command,
+            "wall_s": wall,
+            "cpu_s": cpu_all,
+            "training_cpu_s": training,
+            "load1": [load, load_after],
+            "processes": {names[pid]: f for pid, f in spent.items()},
+            "marks": [(at, names[pid], label, cpu) for at, pid, label, cpu in marks],
+        }
+        write_results(report, args.json.stem, folder=args.json.parent, echo=False)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ each run first waits (up to 5 min) for the 1-minute load average to drop below -
 runs alternate between worker counts, and the fastest of --repeats runs is reported (all wall
 times are listed). Results are written as markdown.
 
-    .venv/bin/python benchmarks/tuning_throughput.py                      # ~15 min on 2 cores
-    .venv/bin/python benchmarks/tuning_throughput.py --summary outputs/tune-x/summary.json
+    python -m benchmarks.parallel.tuning_throughput                      # ~15 min on 2 cores
+    python -m benchmarks.parallel.tuning_throughput --summary outputs/tune-x/summary.json
 """
 
 from __future__ import annotations
@@ -16,13 +16,20 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import tempfile
-import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-RESULTS = Path(__file__).parent / "results" / "tuning_throughput.md"
+from benchmarks.harness import (
+    alternate,
+    command_line,
+    load1,
+    machine,
+    measured,
+    wait_for_quiet,
+    write_results,
+)
 
 
 def bench_spec(trials: int, timesteps: int) -> Any:
@@ -85,11 +92,17 @@ def run_once(workers: int, trials: int, timesteps: int) -> dict[str, Any]:
     study = prepare_study(spec, open_storage(storage), "bench")
     for params in param_sets(spec, trials):
         study.enqueue_trial(params)
-    started = time.perf_counter()
-    result = run_study(
-        spec, workers=workers, storage=storage, study_name="bench", out_dir=home / "out", live=False
+    result, timing = measured(
+        lambda: run_study(
+            spec,
+            workers=workers,
+            storage=storage,
+            study_name="bench",
+            out_dir=home / "out",
+            live=False,
+        )
     )
-    seconds = time.perf_counter() - started
+    seconds = timing["wall_s"]
     rows = json.loads(result.outputs.summary_json.read_text())["trials"]
     return {
         "workers": workers,
@@ -115,28 +128,16 @@ def pruning(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def wait_for_quiet(threshold: float, limit: float = 300.0) -> float:
-    """Wait until the 1-minute load average is below `threshold`; returns the load then."""
-    deadline = time.time() + limit
-    while os.getloadavg()[0] >= threshold and time.time() < deadline:
-        time.sleep(10)
-    return os.getloadavg()[0]
-
-
-def markdown(
-    runs: list[dict[str, Any]],
-    studies: dict[str, dict[str, Any]],
-    trials: int,
-    timesteps: int,
-    load: tuple[float, float],
-) -> str:
+def markdown(report: dict[str, Any]) -> str:
+    runs, studies = report["runs"], report["studies"]
+    trials, timesteps, load = report["trials"], report["timesteps"], report["load1"]
+    m = report["machine"]
     lines = [
         "# Tuning throughput",
         "",
-        f"Command: `.venv/bin/python benchmarks/tuning_throughput.py --trials {trials} "
-        f"--timesteps {timesteps} --repeats N [--summary STUDY/summary.json]`",
+        f"Command: `{report['command']}`",
         "",
-        f"Machine: {os.cpu_count()} cores ({platform.processor() or platform.machine()}), "
+        f"Machine: {m['cores']} cores ({m['cpu']}), commit {m['git_commit']}, {m['date_utc']} UTC, "
         f"shared with other jobs: load average {load[0]:.1f} before, {load[1]:.1f} after. "
         "Timings on a loaded machine are noisy; compare the two rows, not absolute values.",
         "",
@@ -189,28 +190,34 @@ def main() -> None:
     )
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--quiet-load", type=float, default=1.0)
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", default="tuning_throughput", help="results file stem")
     args = parser.parse_args()
-    load_before = os.getloadavg()[0]
-    measured: dict[int, list[dict[str, Any]]] = {w: [] for w in args.workers}
-    for _ in range(args.repeats):
-        for workers in args.workers:
-            load = wait_for_quiet(args.quiet_load)
-            measured[workers].append(
-                {**run_once(workers, args.trials, args.timesteps), "load": load}
-            )
+    load_before = load1()
+    samples = alternate(
+        {f"{w}": lambda _, w=w: run_once(w, args.trials, args.timesteps) for w in args.workers},
+        args.repeats,
+        warmup=False,
+        order="round_robin",
+        settle=partial(wait_for_quiet, args.quiet_load),
+    )
     runs = []
-    for results in measured.values():
+    for results in samples.values():
         best = min(results, key=lambda r: r["seconds"])
-        runs.append({**best, "all": [(r["seconds"], r["load"]) for r in results]})
+        runs.append({**best, "all": [(r["seconds"], r["load1_at_start"]) for r in results]})
     studies = {}
     for path in args.summary:
         rows = json.loads(path.read_text())["trials"]
         studies[str(path)] = {"trials": len(rows), **pruning(rows)}
-    text = markdown(runs, studies, args.trials, args.timesteps, (load_before, os.getloadavg()[0]))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(text)
-    print(text)
+    report = {
+        "command": command_line("benchmarks.parallel.tuning_throughput"),
+        "machine": machine(),
+        "trials": args.trials,
+        "timesteps": args.timesteps,
+        "runs": runs,
+        "studies": studies,
+        "load1": (load_before, load1()),
+    }
+    write_results(report, args.out, markdown)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Throughput of the language-model PPO trainer: tokens per second for generation and for the
 update, and peak memory, on tiny GPT-2s built from configs (nothing downloaded).
 
-    python benchmarks/lm_throughput.py
+    python -m benchmarks.throughput.lm_throughput [--rounds 5]
 
 Generation tokens = sampled response tokens; update tokens = response tokens x epochs (each
 epoch recomputes every token's log-prob, value and entropy with gradients). Writes
@@ -10,16 +10,22 @@ benchmarks/results/lm_throughput.{json,md}. Timings depend on the machine's load
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import random
-import resource
 import tempfile
-import time
-from pathlib import Path
+
+from benchmarks.harness import (
+    command_line,
+    load1,
+    machine,
+    measured,
+    peak_rss_mib,
+    timed,
+    write_results,
+)
 
 os.environ["HF_HUB_OFFLINE"] = "1"
-RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 SIZES = {
     "demo (2 layers, 64 wide, 102k params)": {"n_layer": 2, "n_embd": 64, "n_head": 4, "pos": 16},
     "4 layers, 128 wide": {"n_layer": 4, "n_embd": 128, "n_head": 4, "pos": 64},
@@ -56,13 +62,10 @@ def measure(size: dict[str, int], max_new_tokens: int, rounds: int = 5) -> dict[
     generation = update = 0.0
     tokens = 0
     for _ in range(rounds):
-        started = time.perf_counter()
-        batch = trainer.collect(prompts)
-        generation += time.perf_counter() - started
+        batch, collecting = measured(lambda: trainer.collect(prompts))
+        generation += collecting["wall_s"]
         tokens += int(batch.action_mask.sum())
-        started = time.perf_counter()
-        trainer.update(batch)
-        update += time.perf_counter() - started
+        update += timed(lambda b=batch: trainer.update(b))["wall_s"]
     return {
         "params": sum(p.numel() for p in trainer.policy.parameters()),
         "max_new_tokens": max_new_tokens,
@@ -74,37 +77,47 @@ def measure(size: dict[str, int], max_new_tokens: int, rounds: int = 5) -> dict[
     }
 
 
-def main() -> None:
-    rows = {}
-    for name, size in SIZES.items():
-        # Responses never end early: the length penalty model is untrained, EOS is rare.
-        rows[name] = measure(size, max_new_tokens=min(32, size["pos"] - 8))
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    load = os.getloadavg()
-    result = {"rows": rows, "peak_rss_bytes": peak, "load_average": load}
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "lm_throughput.json").write_text(json.dumps(result, indent=2))
+def render(result: dict) -> str:
     lines = [
         "# Language-model PPO trainer throughput",
         "",
-        f"`python benchmarks/lm_throughput.py`: one torch thread, 64 prompts per rollout, "
-        f"4 epochs x minibatches of 16; 2 shared CPU cores, load average {load[0]:.1f}. The "
-        "rollout includes sampling, the old-policy and reference forward passes and the reward.",
+        f"`{result['command']}`: one torch thread, 64 prompts per rollout, "
+        f"4 epochs x minibatches of 16; {result['machine']['cores']} shared CPU cores, load "
+        f"average {result['load1']:.1f}. The rollout includes sampling, the old-policy and "
+        "reference forward passes and the reward.",
         "",
         "| model | params | response tokens / rollout | rollout tokens/s | update tokens/s |",
         "|---|---|---|---|---|",
     ]
-    for name, r in rows.items():
+    for name, r in result["rows"].items():
         lines.append(
             f"| {name} | {r['params']:,} | {r['response_tokens_per_rollout']:.0f} | "
             f"{r['rollout_tokens_per_second']:.0f} | {r['update_tokens_per_second']:.0f} |"
         )
     lines += [
         "",
-        f"Peak resident memory of the process (both models, in turn): {peak / 2**20:.0f} MiB.",
+        "Peak resident memory of the process (both models, in turn): "
+        f"{result['peak_rss_mib']:.0f} MiB.",
     ]
-    (RESULTS / "lm_throughput.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5, help="rollouts and updates per model")
+    args = parser.parse_args()
+    rows = {}
+    for name, size in SIZES.items():
+        # Responses never end early: the length penalty model is untrained, EOS is rare.
+        rows[name] = measure(size, max_new_tokens=min(32, size["pos"] - 8), rounds=args.rounds)
+    result = {
+        "command": command_line("benchmarks.throughput.lm_throughput"),
+        "machine": machine(),
+        "rows": rows,
+        "peak_rss_mib": peak_rss_mib(),
+        "load1": load1(),
+    }
+    write_results(result, "lm_throughput", render)
 
 
 if __name__ == "__main__":

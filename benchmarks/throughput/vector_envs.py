@@ -9,7 +9,7 @@ Three measurements, each alternating the variants (A B / B A) and reporting medi
    (every_timesteps 0, episodes 1), dummy vs native; CPU (children included) and wall.
 3. `throughput`: the same whole process at 64 envs x 32 steps, K 4, 4 minibatches of 512.
 
-    python benchmarks/vector_envs.py --pairs 5 --steps 100000 --throughput-steps 1000000
+    python -m benchmarks.throughput.vector_envs --pairs 5 --steps 100000 --throughput-steps 1000000
 
 Writes benchmarks/results/vector_envs.{json,md}. CPU time is the comparable number on a loaded
 machine; the load is recorded with every result.
@@ -20,30 +20,30 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from whole_process import run_once  # noqa: E402
+from benchmarks.harness import (
+    ROOT,
+    alternate,
+    command_line,
+    machine,
+    machine_line,
+    run_process,
+    summarize,
+    summary,
+    timed,
+    write_results,
+)
 
-RESULTS = ROOT / "benchmarks" / "results"
 THROUGHPUT = [
     "env.n_envs=64",
     "rollout.n_steps=32",
     "update.epochs=4",
     "update.minibatch_size=512",
 ]
-
-
-def summary(values: list[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
 
 
 def _collector(variant: str) -> tuple[Any, Any]:
@@ -72,17 +72,18 @@ def bench_collect(pairs: int, rollouts: int) -> dict[str, Any]:
     torch.set_num_threads(1)
     variants = ["dummy_stock", "dummy_lean", "native_lean"]
     models = {name: _collector(name) for name in variants}
-    samples: dict[str, list[float]] = {name: [] for name in variants}
-    for pair in range(pairs + 1):  # the first round warms up, untimed
-        for name in variants if pair % 2 == 0 else reversed(variants):
-            model, callback = models[name]
-            started = time.process_time()
+
+    def collect(name: str) -> dict[str, float]:
+        model, callback = models[name]
+
+        def rollouts_() -> None:
             for _ in range(rollouts):
                 model.collect_rollouts(model.env, callback, model.rollout_buffer, model.n_steps)
-            rate = rollouts * 256 / (time.process_time() - started)
-            if pair:
-                samples[name].append(rate)
-    return {name: summary(values) for name, values in samples.items()}
+
+        return {"steps_per_cpu_s": rollouts * 256 / timed(rollouts_)["cpu_s"]}
+
+    samples = alternate({name: lambda _, n=name: collect(n) for name in variants}, pairs)
+    return {name: summary(s["steps_per_cpu_s"] for s in runs) for name, runs in samples.items()}
 
 
 def _run_command(spec: Path, steps: int, mode: str, extra: list[str]) -> list[str]:
@@ -108,28 +109,16 @@ def bench_runs(steps: int, pairs: int, extra: list[str]) -> dict[str, Any]:
     }
     modes = ["dummy", "native"]
     commands = {m: _run_command(ROOT / "specs" / "cartpole.yaml", steps, m, extra) for m in modes}
-    for mode in modes:  # warm-up, untimed
-        run_once(commands[mode], env)
-    samples: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
-    for pair in range(pairs):
-        for mode in modes if pair % 2 == 0 else reversed(modes):
-            sample = run_once(commands[mode], env)
-            samples[mode].append(sample)
-            print(f"  {steps} {mode:6} cpu {sample['cpu_s']:6.2f} s wall {sample['wall_s']:6.2f} s")
+    variants = {mode: lambda _, m=mode: run_process(commands[m], env) for mode in modes}
+    samples = alternate(variants, pairs, label=f"{steps} ")
     return {
         mode: {
-            "cpu_s": summary([s["cpu_s"] for s in values]),
-            "wall_s": summary([s["wall_s"] for s in values]),
-            "steps_per_cpu_s": summary([steps / s["cpu_s"] for s in values]),
-            "steps_per_wall_s": summary([steps / s["wall_s"] for s in values]),
-            "load1_at_start": summary([s["load1_at_start"] for s in values]),
+            **summarize(values, ("cpu_s", "wall_s", "load1_at_start")),
+            "steps_per_cpu_s": summary(steps / s["cpu_s"] for s in values),
+            "steps_per_wall_s": summary(steps / s["wall_s"] for s in values),
         }
         for mode, values in samples.items()
     }
-
-
-def _uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def _cell(stats: dict[str, float], digits: int = 0) -> str:
@@ -142,8 +131,8 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"Command: `{result['command']}`",
         "",
-        f"Machine: {result['machine']}; commit {result['commit']}; {result['date']}.",
-        f"Load: before `{result['load_before']}`; after `{result['load_after']}`.",
+        machine_line(result["machine"]),
+        f"Load: before `{result['machine']['uptime_before']}`; after `{result['uptime_after']}`.",
         "",
         "## collect_rollouts alone (CartPole-v1, 8 envs x 32 steps), env steps per CPU second",
         "",
@@ -173,7 +162,7 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--rollouts", type=int, default=100, help="per collect sample")
     parser.add_argument("--steps", type=int, default=100_000)
@@ -183,16 +172,9 @@ def main() -> None:
     )
     args = parser.parse_args()
     blocks = set(args.blocks.split(","))
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
-    ).stdout.strip()
     result: dict[str, Any] = {
-        "command": "python benchmarks/vector_envs.py " + " ".join(sys.argv[1:]),
-        "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-        f"Python {platform.python_version()}",
-        "commit": commit,
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "load_before": _uptime(),
+        "command": command_line("benchmarks.throughput.vector_envs"),
+        "machine": machine(),
     }
     if "collect" in blocks:
         result["collect"] = bench_collect(args.pairs, args.rollouts)
@@ -206,16 +188,12 @@ def main() -> None:
             "steps": args.throughput_steps,
             "modes": bench_runs(args.throughput_steps, args.pairs, THROUGHPUT),
         }
-    print(save(result))
+    save(result)
 
 
 def save(result: dict[str, Any]) -> str:
-    result["load_after"] = _uptime()
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "vector_envs.json").write_text(json.dumps(result, indent=1) + "\n")
-    text = markdown(result)
-    (RESULTS / "vector_envs.md").write_text(text)
-    return text
+    write_results(result, "vector_envs", markdown)
+    return markdown(result)
 
 
 if __name__ == "__main__":
