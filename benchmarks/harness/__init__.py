@@ -6,6 +6,7 @@ from benchmarks.harness.alternate import alternate, cell, summarize, summary
 from benchmarks.harness.machine import (
     cpu_model,
     load1,
+    load_averages,
     machine,
     machine_line,
     package_versions,
@@ -14,9 +15,17 @@ from benchmarks.harness.machine import (
     wait_for_quiet,
 )
 from benchmarks.harness.marks import all_cpu, parse_marks, phases, roles
-from benchmarks.harness.results import RESULTS, command_line, header, write_results
+from benchmarks.harness.results import (
+    RESULTS,
+    command_entry,
+    command_line,
+    header,
+    merge_previous,
+    write_results,
+)
 from benchmarks.harness.timing import (
     ROOT,
+    Launched,
     ProcessFailed,
     children_cpu_s,
     live_children_cpu_s,
@@ -29,19 +38,23 @@ from benchmarks.harness.timing import (
 __all__ = [
     "RESULTS",
     "ROOT",
+    "Launched",
     "ProcessFailed",
     "all_cpu",
     "alternate",
     "cell",
     "children_cpu_s",
+    "command_entry",
     "command_line",
     "cpu_model",
     "header",
     "live_children_cpu_s",
     "load1",
+    "load_averages",
     "machine",
     "machine_line",
     "measured",
+    "merge_previous",
     "package_versions",
     "parse_marks",
     "peak_rss_mib",

@@ -19,6 +19,11 @@ def load1() -> float:
     return os.getloadavg()[0]
 
 
+def load_averages() -> tuple[float, float, float]:
+    """The 1-, 5- and 15-min load averages now."""
+    return os.getloadavg()
+
+
 def wait_for_quiet(threshold: float, limit_s: float = 300.0) -> float:
     """Waits (at most `limit_s`) until the 1-min load average is below `threshold`; returns it."""
     deadline = time.monotonic() + limit_s

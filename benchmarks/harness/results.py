@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,3 +54,37 @@ def write_results(
     if echo:
         print(text)
     return path
+
+
+def command_entry(report: dict[str, Any]) -> dict[str, str]:
+    """The command that made a result, with its date and commit."""
+    m = report["machine"]
+    return {"command": report["command"], "date_utc": m["date_utc"], "commit": m["git_commit"]}
+
+
+def merge_previous(
+    report: dict[str, Any],
+    previous_file: Path,
+    redone: Iterable[tuple[Any, ...]],
+    key: Sequence[str],
+    lists: Sequence[str] = (),
+    mappings: Sequence[str] = (),
+) -> dict[str, Any]:
+    """`report` extended by the rows (`runs`) of the result in `previous_file` that it re-runs
+    none of (`redone`: the re-run rows' values of the fields `key`), for a command that re-runs
+    a subset of a table. The `lists` fields become the union (the previous order first), the
+    `mappings` fields are merged (the report's entries win), and `commands` lists every command
+    whose rows the result holds. Without a previous file, `report` as it is."""
+    if not previous_file.exists():
+        return report
+    previous = json.loads(previous_file.read_text())
+    again = set(redone)
+    kept = [row for row in previous["runs"] if tuple(row[f] for f in key) not in again]
+    merged = {**report, "runs": kept}
+    for name in lists:
+        merged[name] = previous[name] + [x for x in report[name] if x not in previous[name]]
+    for name in mappings:
+        merged[name] = {**previous.get(name, {}), **report[name]}
+    old_commands = previous.get("commands") or [command_entry(previous)]
+    merged["commands"] = [*old_commands, command_entry(report)]
+    return merged

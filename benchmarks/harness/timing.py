@@ -18,7 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class ProcessFailed(RuntimeError):
-    """A timed process exited non-zero; the message holds its command and stderr's tail."""
+    """A timed process exited non-zero; the message holds its command and stderr's tail, and
+    `sample` what was measured (wall, CPU, its output)."""
+
+    def __init__(self, message: str, sample: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.sample = sample
 
 
 def run_process(
@@ -49,9 +54,6 @@ def run_process(
         out.seek(0)
         err.seek(0)
         stdout, stderr = (f.read().decode(errors="replace") for f in (out, err))
-    returncode = os.waitstatus_to_exitcode(status)
-    if returncode != 0:
-        raise ProcessFailed(f"{shlex.join(command)} exited {returncode}:\n{stderr[-3000:]}")
     sample: dict[str, Any] = {
         "wall_s": wall,
         "cpu_s": usage.ru_utime + usage.ru_stime,
@@ -59,9 +61,38 @@ def run_process(
     }
     if keep_stdout:
         sample["stdout"] = stdout
-    if keep_stderr:
+    if keep_stderr:  # its pid, and its launch on the perf_counter clock its marks use
         sample.update(stderr=stderr, started_at=started, pid=proc.pid)
+    returncode = os.waitstatus_to_exitcode(status)
+    if returncode != 0:
+        message = f"{shlex.join(command)} exited {returncode}:\n{stderr[-3000:]}"
+        raise ProcessFailed(message, {**sample, "stdout": stdout, "stderr": stderr})
     return sample
+
+
+class Launched:
+    """One whole process started now, its output to `log`; `wait()` -> its wall and CPU as
+    `run_process` measures them. For processes that run side by side."""
+
+    def __init__(self, command: Sequence[str], env: Mapping[str, str], log: Path) -> None:
+        self.command, self.log = list(command), log
+        self.started = time.perf_counter()
+        with log.open("w") as out:
+            self.process = subprocess.Popen(self.command, env=dict(env), stdout=out, stderr=out)
+
+    def wait(self) -> dict[str, Any]:
+        """Raises ProcessFailed (the log's tail in its message) on a non-zero exit."""
+        _, status, usage = os.wait4(self.process.pid, 0)
+        sample = {
+            "wall_s": time.perf_counter() - self.started,
+            "cpu_s": usage.ru_utime + usage.ru_stime,
+            "peak_rss_mib": usage.ru_maxrss / 1024,
+        }
+        returncode = os.waitstatus_to_exitcode(status)
+        if returncode != 0:
+            tail = self.log.read_text()[-4000:]
+            raise ProcessFailed(f"{shlex.join(self.command)} exited {returncode}:\n{tail}", sample)
+        return sample
 
 
 def children_cpu_s() -> float:

@@ -10,17 +10,15 @@ window after them (false alarms, read as such only on a run that ends at or abov
 published return). The alerts are a pure function of the logged KL, so every threshold is
 judged on the same training run, without training again.
 
-    python benchmarks/alert_thresholds.py --run HOME RUN_ID [--run HOME RUN_ID ...]
+    python -m benchmarks.learning.alert_thresholds --run HOME RUN_ID [--run HOME RUN_ID ...]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "platform"), str(ROOT)]
+from benchmarks.harness.verdicts import judge
 
 THRESHOLDS = (0.1, 0.15, 0.2, 0.3, 0.5)
 
@@ -40,31 +38,6 @@ def read_run(home: Path, run_id: str) -> tuple[list[tuple[int, float]], list[tup
     if not kl:
         raise SystemExit(f"run {run_id} in {store}: no KL logged (is it a PPO run's id?)")
     return kl, series["eval/mean_reward"]
-
-
-def regressions(evaluations: list[tuple[int, float]], drop: float) -> list[int]:
-    """Steps of evaluations more than `drop` (a fraction of the best so far) below that best."""
-    found, best = [], None
-    for step, value in evaluations:
-        if best is not None and best > 0 and value < best * (1 - drop):
-            found.append(step)
-        best = value if best is None else max(best, value)
-    return found
-
-
-def judge(
-    kl: list[tuple[int, float]],
-    evaluations: list[tuple[int, float]],
-    threshold: float,
-    window: int,
-    drop: float,
-) -> dict[str, int]:
-    """Alerts at `threshold`, regressions preceded by one, alerts followed by none."""
-    alerts = [step for step, value in kl if value > threshold]
-    falls = regressions(evaluations, drop)
-    warned = sum(any(fall - window <= a < fall for a in alerts) for fall in falls)
-    idle = sum(not any(a < fall <= a + window for fall in falls) for a in alerts)
-    return {"alerts": len(alerts), "regressions": len(falls), "warned": warned, "idle": idle}
 
 
 def main() -> None:

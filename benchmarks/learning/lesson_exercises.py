@@ -9,31 +9,26 @@ updates above the drift level 0.4), the final return and the mean eval return ov
 the alerts per signal, the sweep's wall time, the machine, the versions and the load average
 sampled while the sweeps ran.
 
-    PPO_PLATFORM_HOME=... .venv/bin/python benchmarks/lesson_exercises.py \\
+    PPO_PLATFORM_HOME=... .venv/bin/python -m benchmarks.learning.lesson_exercises \\
         ex2_lesson_regime=PARENT_RUN_ID ex3_lesson_regime=PARENT_RUN_ID [--load-log FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import re
-from datetime import UTC, datetime
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from benchmarks.harness import RESULTS, load1, machine, machine_line, versions, write_results
 from ppo_platform.reports import build_report
 from ppo_platform.reports.stats import SeedRun
 from ppo_platform.settings import get_settings
 from ppo_platform.tracking.gateway import tracking_client
 
-REPO = Path(__file__).resolve().parents[1]
-OUT = REPO / "benchmarks" / "results" / "lesson_exercises"
+OUT = RESULTS / "lesson_exercises"
 NAME = re.compile(r"^[a-z0-9_]{1,40}$")
 RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
@@ -125,7 +120,7 @@ def markdown(sweeps: list[dict[str, Any]], meta: dict[str, Any]) -> str:
 def load_summary(path: Path | None) -> str:
     """min / median / max of the 1-minute load average sampled in `path` (`HH:MM:SS l1 l5 l15`)."""
     if path is None or not path.exists():
-        return f"{os.getloadavg()[0]:.1f} at writing (no samples)"
+        return f"{load1():.1f} at writing (no samples)"
     samples = [float(line.split()[1]) for line in path.read_text().splitlines() if line.strip()]
     return (
         f"median {np.median(samples):.1f}, min {min(samples):.1f}, max {max(samples):.1f} "
@@ -144,20 +139,18 @@ def main() -> None:
         if len(pair) != 2 or not NAME.match(pair[0]) or not RUN_ID.match(pair[1]):
             parser.error(f"{'='.join(pair)!r}: give NAME=PARENT_RUN_ID (name [a-z0-9_], 32 hex)")
     sweeps = [collect(name, run_id) for name, run_id in pairs]
+    m = machine()
     meta = {
-        "date": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.platform()}",
+        "date": f"{m['date_utc']} UTC",
+        "machine": machine_line(m).removeprefix("Machine: ").rstrip("."),
         "versions": ", ".join(
-            f"{pkg} {version(pkg)}" for pkg in ("torch", "stable-baselines3", "gymnasium")
-        )
-        + f", Python {platform.python_version()}",
+            f"{pkg} {v}" for pkg, v in versions("torch", "stable-baselines3", "gymnasium").items()
+        ),
         "load": load_summary(args.load_log),
         "note": args.note,
     }
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "summary.json").write_text(json.dumps({"meta": meta, "sweeps": sweeps}, indent=2))
-    (OUT / "summary.md").write_text(markdown(sweeps, meta), encoding="utf-8")
-    print(markdown(sweeps, meta))
+    report = {"meta": meta, "sweeps": sweeps}
+    write_results(report, "summary", lambda r: markdown(r["sweeps"], r["meta"]), folder=OUT)
 
 
 if __name__ == "__main__":

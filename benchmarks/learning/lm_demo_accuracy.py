@@ -7,23 +7,30 @@ prompts of the SFT model and of each run's final policy. Also: the first-fifth v
 mean of lm/reward_mean and the final lm/kl_ref of each run. Writes
 benchmarks/results/lm_demo_accuracy.{json,md}.
 
-    nice -n 10 python benchmarks/lm_demo_accuracy.py --seeds 0 1 2 --parallel 2
+    nice -n 10 python -m benchmarks.learning.lm_demo_accuracy --seeds 0 1 2 --parallel 2
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
+from benchmarks.harness import (
+    ROOT,
+    children_cpu_s,
+    command_line,
+    load1,
+    machine,
+    measured,
+    write_results,
+)
+
+REPO = ROOT
 SAMPLES = 4  # sampled responses per held-out prompt (temperature 1, as PPO samples)
 
 
@@ -36,41 +43,32 @@ def run_seed(home: Path, seed: int) -> subprocess.Popen[str]:
     return subprocess.Popen(command, env=env, text=True, stdout=subprocess.PIPE)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--parallel", type=int, default=2, help="Runs at once (2 cores: 2).")
-    args = parser.parse_args()
-    os.environ["HF_HUB_OFFLINE"] = "1"
-    home = Path(tempfile.mkdtemp(prefix="lm_demo_bench_"))
-    os.environ["PPO_PLATFORM_HOME"] = str(home)
+def train_and_score(seeds: list[int], parallel: int, home: Path) -> dict[str, Any]:
+    """The demo, the PPO runs of `seeds` (`parallel` at a time) and their held-out accuracy."""
     from mlflow.tracking import MlflowClient
 
     from ppo_platform.settings import get_settings
     from ppo_platform.training.lm_demo import heldout_accuracy, init_demo, split_records
 
-    started = time.perf_counter()
     demo = init_demo(get_settings())
     _, heldout = split_records()
     client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
     client.search_experiments()  # creates the store once: parallel first writers collide
     sft_sampled = heldout_accuracy(demo.model, heldout, greedy=False, samples=SAMPLES)
     outputs: dict[int, str] = {}
-    for start in range(0, len(args.seeds), args.parallel):
-        processes = {s: run_seed(home, s) for s in args.seeds[start : start + args.parallel]}
+    for start in range(0, len(seeds), parallel):
+        processes = {s: run_seed(home, s) for s in seeds[start : start + parallel]}
         outputs.update({seed: p.communicate()[0] for seed, p in processes.items()})
-    cpu = resource.getrusage(resource.RUSAGE_CHILDREN)
     rows = []
     for run in client.search_runs(
         [e.experiment_id for e in client.search_experiments() if e.name == "lm-arithmetic"]
     ):
-        seed = int(run.data.params["budget.seed"])
         rewards = [m.value for m in client.get_metric_history(run.info.run_id, "lm/reward_mean")]
         fifth = max(len(rewards) // 5, 1)
         final = home / "runs" / run.info.run_id / "final" / "model"
         rows.append(
             {
-                "seed": seed,
+                "seed": int(run.data.params["budget.seed"]),
                 "status": run.info.status,
                 "sft_accuracy": demo.sft_accuracy,
                 "ppo_accuracy": heldout_accuracy(final, heldout, greedy=True),
@@ -85,25 +83,38 @@ def main() -> None:
             }
         )
     rows.sort(key=lambda r: r["seed"])
-    load = os.getloadavg()
+    return {"rows": rows, "demo_seconds": demo.seconds, "outputs": outputs}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--parallel", type=int, default=2, help="Runs at once (2 cores: 2).")
+    args = parser.parse_args()
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    home = Path(tempfile.mkdtemp(prefix="lm_demo_bench_"))
+    os.environ["PPO_PLATFORM_HOME"] = str(home)
+    cpu_before = children_cpu_s()
+    scored, timing = measured(lambda: train_and_score(args.seeds, args.parallel, home))
     result = {
-        "rows": rows,
-        "demo_seconds": demo.seconds,
-        "wall_seconds": time.perf_counter() - started,
-        "runs_cpu_seconds": cpu.ru_utime + cpu.ru_stime,
-        "load_average": load,
-        "outputs": outputs,
+        "command": command_line("benchmarks.learning.lm_demo_accuracy"),
+        "machine": machine(),
+        **scored,
+        "wall_seconds": timing["wall_s"],
+        "runs_cpu_seconds": children_cpu_s() - cpu_before,
+        "load1": load1(),
+        "parallel": args.parallel,
     }
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "lm_demo_accuracy.json").write_text(json.dumps(result, indent=2))
+    write_results(result, "lm_demo_accuracy", render)
+
+
+def render(result: dict[str, Any]) -> str:
     lines = [
         "# Language-model demo: SFT vs PPO held-out accuracy",
         "",
-        "`nice -n 10 python benchmarks/lm_demo_accuracy.py --seeds "
-        + " ".join(map(str, args.seeds))
-        + f" --parallel {args.parallel}`"
-        f" (2 shared CPU cores, load average {load[0]:.1f} at the end; wall "
-        f"{result['wall_seconds']:.0f} s with {args.parallel} runs at a time; the runs' CPU time "
+        f"`nice -n 10 {result['command']}` ({result['machine']['cores']} shared CPU cores, load "
+        f"average {result['load1']:.1f} at the end; wall {result['wall_seconds']:.0f} s with "
+        f"{result['parallel']} runs at a time; the runs' CPU time "
         f"{result['runs_cpu_seconds']:.0f} s in all).",
         "",
         "Accuracy on the 200 held-out prompts: greedy, and sampled at temperature 1 (4 samples "
@@ -113,15 +124,14 @@ def main() -> None:
         "last fifth | final lm/kl_ref (target 2.0) |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
+    for r in result["rows"]:
         lines.append(
             f"| {r['seed']} | {r['sft_accuracy']:.3f} | {r['ppo_accuracy']:.3f} | "
             f"{r['sft_sampled_accuracy']:.3f} | {r['ppo_sampled_accuracy']:.3f} | "
             f"{r['reward_first_fifth']:.3f} | {r['reward_last_fifth']:.3f} | "
             f"{r['kl_ref_final']:.3f} |"
         )
-    (RESULTS / "lm_demo_accuracy.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

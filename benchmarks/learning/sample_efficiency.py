@@ -9,9 +9,9 @@ final mean eval return (mean +- std over seeds), env steps until an evaluation r
 env's solve threshold, wall time (median, min-max) with the 1-min load at its start.
 Beside them: rl-baselines3-zoo's published PPO results (benchmark.md; one run each).
 
-    python benchmarks/sample_efficiency.py                    # `make bench-full`
-    python benchmarks/sample_efficiency.py --envs Pendulum-v1 --seeds 3 --workers 2
-    python benchmarks/sample_efficiency.py --envs Acrobot-v1 --variants planner --merge
+    python -m benchmarks.learning.sample_efficiency                 # `make bench-full`
+    python -m benchmarks.learning.sample_efficiency --envs Pendulum-v1 --seeds 3 --workers 2
+    python -m benchmarks.learning.sample_efficiency --envs Acrobot-v1 --variants planner --merge
 
 `--merge` keeps the runs already in the results file except those this command re-runs (same
 env, spec, seed and budget), so a subset can be (re-)run without repeating what is still valid;
@@ -28,19 +28,24 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parents[1] / "platform")]
+from benchmarks.harness import (
+    RESULTS,
+    ROOT,
+    ProcessFailed,
+    command_line,
+    load1,
+    machine,
+    merge_previous,
+    run_process,
+    versions,
+    write_results,
+)
 
-from whole_process import machine, package_versions  # noqa: E402
-
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 ZOO_FILE = ROOT / "tests" / "fixtures" / "zoo_ppo.yml"
 EPISODES = 20
 VARIANTS = ("planner", "zoo")
@@ -244,15 +249,17 @@ def run_one(job: dict, scratch: Path) -> dict:
         command += ["--set", f"{key}={value}"]
     env = {**os.environ, "PPO_PLATFORM_HOME": str(home)}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "platform"), str(ROOT)])
-    load = os.getloadavg()[0]
-    started = time.perf_counter()
-    done = subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - started
-    found = DONE.search(done.stdout)
-    if done.returncode != 0 or not found:
-        return {**job, "error": (done.stdout + done.stderr)[-1500:], "wall_s": wall}
+    load = load1()
+    try:
+        done = run_process(command, env, cwd=scratch, keep_stdout=True, keep_stderr=True)
+    except ProcessFailed as failed:
+        done = failed.sample
+    wall = done["wall_s"]
+    found = DONE.search(done["stdout"])
+    if not found:
+        return {**job, "error": (done["stdout"] + done["stderr"])[-1500:], "wall_s": wall}
     history = eval_history(home, found.group(1))
-    alerts = re.search(r"(\d+) alert\(s\)", done.stdout)
+    alerts = re.search(r"(\d+) alert\(s\)", done["stdout"])
     return {
         **job,
         "spec": str(job["spec"].name),
@@ -339,7 +346,7 @@ def add_stopped(args: argparse.Namespace) -> None:
     report = {
         "command": args.run_command,
         "machine": machine(),
-        "versions": package_versions(sys.executable, ["stable-baselines3", "torch", "gymnasium"]),
+        "versions": versions("stable-baselines3", "torch", "gymnasium"),
         "envs": [env_id],
         "runs": [record],
         "shared": {},
@@ -499,23 +506,11 @@ def markdown(report: dict) -> str:
 
 def merged(report: dict, previous_file: Path, jobs: list[dict]) -> dict:
     """`report` extended by the runs of `previous_file` that none of `jobs` re-runs."""
-    if not previous_file.exists():
-        return report
-    previous = json.loads(previous_file.read_text())
-    again = {(j["env"], j["variant"], j["seed"], j["budget"]) for j in jobs}
-    kept = [
-        r for r in previous["runs"] if (r["env"], r["variant"], r["seed"], r["budget"]) not in again
-    ]
-    old_commands = previous.get("commands") or [_command_entry(previous)]
-    envs = previous["envs"] + [e for e in report["envs"] if e not in previous["envs"]]
-    return {
-        **report,
-        "envs": [e for e in ENVS if e in envs],
-        "runs": kept,
-        "shared": {**previous.get("shared", {}), **report["shared"]},
-        "skipped": {**previous.get("skipped", {}), **report["skipped"]},
-        "commands": [*old_commands, _command_entry(report)],
-    }
+    key = ("env", "variant", "seed", "budget")
+    redone = [tuple(job[f] for f in key) for job in jobs]
+    result = merge_previous(report, previous_file, redone, key, ("envs",), ("shared", "skipped"))
+    result["envs"] = [e for e in ENVS if e in result["envs"]]
+    return result
 
 
 def fold(out: Path, sources: list[Path]) -> None:
@@ -526,11 +521,6 @@ def fold(out: Path, sources: list[Path]) -> None:
         report["runs"] += part["runs"]
         report["commands"][-1]["command"] += f"  (folded in from {source.name})"
         save(report, out)
-
-
-def _command_entry(report: dict) -> dict:
-    m = report["machine"]
-    return {"command": report["command"], "date_utc": m["date_utc"], "commit": m["git_commit"]}
 
 
 def _header(report: dict) -> list[str]:
@@ -557,8 +547,8 @@ def _header(report: dict) -> list[str]:
 
 
 def save(report: dict, out: Path) -> None:
-    out.with_suffix(".json").write_text(json.dumps(report, indent=2, default=str) + "\n")
-    out.with_suffix(".md").write_text(markdown(report))
+    """`out`.json and .md, the load after the last run finished as `uptime_after`."""
+    write_results(report, out.name, markdown, folder=out.parent, echo=False)
 
 
 def main() -> None:
@@ -593,9 +583,9 @@ def main() -> None:
         fold(args.out, args.merge_from)
         return
     report: dict = {
-        "command": "python benchmarks/sample_efficiency.py " + " ".join(sys.argv[1:]),
+        "command": command_line("benchmarks.learning.sample_efficiency"),
         "machine": machine(),
-        "versions": package_versions(sys.executable, ["stable-baselines3", "torch", "gymnasium"]),
+        "versions": versions("stable-baselines3", "torch", "gymnasium"),
         "envs": args.envs,
         "seeds": args.seeds,
         "runs": [],
@@ -631,7 +621,6 @@ def main() -> None:
                     flush=True,
                 )
                 save(report, args.out)
-    report["uptime_after"] = subprocess.run(["uptime"], capture_output=True, text=True).stdout
     save(report, args.out)
 
 

@@ -16,7 +16,7 @@ TRL runs in its own venv (never a project dependency): `make bench-trl-venv` bui
 benchmarks/.venv-trl with torch 2.13.0 (CPU), transformers 5.24.0 and trl 1.12.0, the last
 release with trl/experimental/ppo. Then, from the project's venv:
 
-    nice -n 10 .venv/bin/python benchmarks/trl_side_by_side.py --updates 200
+    nice -n 10 .venv/bin/python -m benchmarks.learning.trl_side_by_side --updates 200
 
 runs the platform, then TRL (one after the other; `--parallel`: both at once, each process's
 own CPU time measured), and writes
@@ -30,15 +30,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
+# The harness needs the standard library only: the TRL worker imports it in TRL's venv too.
+from benchmarks.harness import (
+    ROOT,
+    Launched,
+    command_line,
+    load_averages,
+    machine,
+    measured,
+    write_results,
+)
+
+REPO = ROOT
+MODULE = "benchmarks.learning.trl_side_by_side"
 TRL_PYTHON = REPO / "benchmarks" / ".venv-trl" / "bin" / "python"
 PROMPTS_PER_UPDATE, MINIBATCH, EPOCHS, MAX_NEW_TOKENS = 128, 16, 4, 4
 
@@ -156,9 +165,7 @@ def trl_worker(args: argparse.Namespace) -> None:
         eval_dataset=dataset.select(range(PROMPTS_PER_UPDATE)),
         callbacks=[Collect()],
     )
-    started = time.perf_counter()
-    trainer.train()
-    seconds = time.perf_counter() - started
+    seconds = measured(trainer.train)[1]["wall_s"]
     final = Path(args.out).parent / "trl_final"
     policy.save_pretrained(final)
     tokenizer.save_pretrained(final)
@@ -172,47 +179,27 @@ def trl_worker(args: argparse.Namespace) -> None:
 # --- Driver: runs in the project's venv --------------------------------------------------------
 
 
-class Timed:
-    """One command started now; `wait()` -> (wall seconds, CPU seconds of that process)."""
-
-    def __init__(self, command: list[str], env: dict[str, str], log: Path) -> None:
-        self.command, self.log = command, log
-        self.started = time.perf_counter()
-        with log.open("w") as out:
-            self.process = subprocess.Popen(command, env=env, stdout=out, stderr=out)
-
-    def wait(self) -> tuple[float, float]:
-        _, status, usage = os.wait4(self.process.pid, 0)
-        wall = time.perf_counter() - self.started
-        self.process.returncode = os.waitstatus_to_exitcode(status)
-        if self.process.returncode != 0:
-            raise SystemExit(
-                f"{self.command[:3]} failed ({self.process.returncode}):\n"
-                + self.log.read_text()[-4000:]
-            )
-        return wall, usage.ru_utime + usage.ru_stime
-
-
 def fifths(values: list[float]) -> tuple[float, float]:
     fifth = max(len(values) // 5, 1)
     return sum(values[:fifth]) / fifth, sum(values[-fifth:]) / fifth
 
 
-def platform_start(updates: int, env: dict[str, str], work: Path) -> Timed:
+def platform_start(updates: int, env: dict[str, str], work: Path) -> Launched:
     command = [
         str(Path(sys.executable).parent / "ppo-platform"), "run",
         str(REPO / "specs" / "lm_arithmetic.yaml"), "--quiet",
         "--set", f"budget.updates={updates}", "--set", "evaluation.every_updates=0",
     ]  # fmt: skip
-    return Timed(command, env, work / "platform.log")
+    return Launched(command, env, work / "platform.log")
 
 
-def platform_result(home: Path, timed: Timed) -> dict[str, Any]:
+def platform_result(home: Path, timed: Launched) -> dict[str, Any]:
     from mlflow.tracking import MlflowClient
 
     from ppo_platform.training.lm_demo import heldout_accuracy, split_records
 
-    wall, cpu = timed.wait()
+    done = timed.wait()
+    wall, cpu = done["wall_s"], done["cpu_s"]
     client = MlflowClient(f"sqlite:///{home / 'mlflow.db'}")
     (experiment,) = [e for e in client.search_experiments() if e.name == "lm-arithmetic"]
     (run,) = client.search_runs([experiment.experiment_id])
@@ -227,18 +214,19 @@ def platform_result(home: Path, timed: Timed) -> dict[str, Any]:
     }
 
 
-def trl_start(demo: Any, updates: int, env: dict[str, str], work: Path) -> Timed:
+def trl_start(demo: Any, updates: int, env: dict[str, str], work: Path) -> Launched:
     command = [
-        str(TRL_PYTHON), __file__, "--trl-worker", "--model", str(demo.model),
+        str(TRL_PYTHON), "-m", MODULE, "--trl-worker", "--model", str(demo.model),
         "--train", str(demo.train), "--updates", str(updates), "--out", str(work / "trl.json"),
     ]  # fmt: skip
-    return Timed(command, env, work / "trl.log")
+    return Launched(command, {**env, "PYTHONPATH": str(ROOT)}, work / "trl.log")
 
 
-def trl_result(timed: Timed, work: Path) -> dict[str, Any]:
+def trl_result(timed: Launched, work: Path) -> dict[str, Any]:
     from ppo_platform.training.lm_demo import heldout_accuracy, split_records
 
-    wall, cpu = timed.wait()
+    done = timed.wait()
+    wall, cpu = done["wall_s"], done["cpu_s"]
     found = json.loads((work / "trl.json").read_text())
     return {
         "rewards": [row["objective/scores"] for row in found["logs"]],
@@ -354,12 +342,9 @@ def main() -> None:
         result["platform"] = platform_result(home, platform_start(args.updates, env, home))
         result["trl"] = trl_result(trl_start(demo, args.updates, env, home), home)
     result["parallel"] = args.parallel
-    result["load_average"] = os.getloadavg()
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / f"{args.out_name}.json").write_text(json.dumps(result, indent=1))
-    text = report(result, args.updates)
-    (RESULTS / f"{args.out_name}.md").write_text(text)
-    print(text)
+    result["load_average"] = load_averages()
+    result["command"], result["machine"] = command_line(MODULE), machine()
+    write_results(result, args.out_name, lambda r: report(r, args.updates))
 
 
 if __name__ == "__main__":
