@@ -106,18 +106,33 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def process_cpu_s(pid: int) -> float:
+    """User + sys CPU seconds a live process has used so far (its own, not its children's), from
+    /proc; 0 once it has ended."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def descendants(pid: int) -> list[int]:
+    """The live children of `pid`, their children, and so on, from /proc."""
+    found: list[int] = []
+    for children in Path(f"/proc/{pid}/task").glob("*/children"):
+        try:
+            listed = children.read_text().split()
+        except OSError:  # the thread ended meanwhile
+            continue
+        for child in listed:
+            found += [int(child), *descendants(int(child))]
+    return found
+
+
 def live_children_cpu_s() -> float:
-    """User + sys CPU seconds used so far by this process's live children (not yet waited for,
-    e.g. a tracking process), from /proc; 0 where there is no /proc."""
-    total = 0.0
-    for children in Path("/proc/self/task").glob("*/children"):
-        for pid in children.read_text().split():
-            try:
-                stat = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
-            except OSError:  # it ended meanwhile
-                continue
-            total += (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    """User + sys CPU seconds used so far by this process's live descendants (not yet waited
+    for, e.g. a tracking process), from /proc."""
+    return sum(process_cpu_s(pid) for pid in descendants(os.getpid()))
 
 
 def measured(call: Callable[[], T], clock: str = "process") -> tuple[T, dict[str, float]]:

@@ -244,7 +244,7 @@ def report(result: dict[str, Any], updates: int) -> str:
     lines = [
         "# ppo-platform vs TRL PPOTrainer on the language-model demo",
         "",
-        f"`nice -n 10 .venv/bin/python benchmarks/trl_side_by_side.py --updates {updates}"
+        f"`nice -n 10 .venv/bin/python -m benchmarks.learning.trl_side_by_side --updates {updates}"
         + (" --parallel" if result["parallel"] else "")
         + "` "
         f"(2 shared CPU cores; load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the "

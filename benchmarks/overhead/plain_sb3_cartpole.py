@@ -4,7 +4,7 @@ What a user would write by hand: specs/cartpole.yaml's hyperparameters (rl-basel
 tuned CartPole-v1 values), one torch thread, seed 0, `learn`, no evaluation, no logging, no
 saving. It imports nothing from this project, so its start-up is SB3's own.
 
-    python benchmarks/plain_sb3_cartpole.py --steps 20000
+    python benchmarks/overhead/plain_sb3_cartpole.py --steps 20000
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """REST API latency: submission and status p50/p99 at 1, 10 (and 50) concurrent clients while
 a training job runs, with the load beside every run, and the server's start-up time.
 
-    PYTHONPATH=platform:. python benchmarks/api_latency.py [--requests 200] [--clients 1,10]
+    PYTHONPATH=platform:. python -m benchmarks.service.api_latency [--requests 200] [--clients 1,10]
         [--repeat 3] [--pin]
 
 Whole processes over real HTTP on loopback: the server is `python -m ppo_platform.cli serve`
@@ -16,27 +16,36 @@ the tail is the two competing for a core. Writes benchmarks/results/api_latency.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import datetime as dt
 import json
 import os
-import platform
 import signal
-import socket
 import sqlite3
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[1]
-KEY = "bench-key-0123456789"
+from benchmarks.harness import (
+    ROOT,
+    alternate,
+    command_line,
+    descendants,
+    load1,
+    machine,
+    measured,
+    process_cpu_s,
+    versions,
+    write_results,
+)
+from benchmarks.harness.services import API_KEY, api_server
+
+KEY = API_KEY
 HEADERS = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/yaml"}
 SPEC = (
     "name: {name}\nenv: {{id: ppo_platform/GridWorld-v0, n_envs: 1}}\n"
@@ -45,54 +54,11 @@ SPEC = (
 )
 
 
-def at_nice_zero() -> None:
-    """In the child before exec: nice 0 whatever the parent's (lowering it needs root)."""
-    with contextlib.suppress(PermissionError):
-        os.setpriority(os.PRIO_PROCESS, 0, 0)
-
-
 def start_server(
     home: Path, tree: Path, extra: dict[str, str]
 ) -> tuple[subprocess.Popen[bytes], str, float, float]:
     """The server process, its URL, and seconds until /healthz and /readyz answer."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(tree / "platform"), str(tree)]),
-        "PPO_PLATFORM_HOME": str(home),
-        "PPO_PLATFORM_API_KEYS": json.dumps({"bench": KEY}),
-        "PPO_PLATFORM_MAX_RUNNING": "1",
-        "PPO_PLATFORM_MAX_QUEUED": "100000",
-        # One key measures throughput here: its write rate and the intake queue must not cap it.
-        "PPO_PLATFORM_KEY_REQUESTS_PER_SECOND": "1000000",
-        "PPO_PLATFORM_KEY_REQUEST_BURST": "1000000",
-        "PPO_PLATFORM_INTAKE_QUEUE": "100000",
-        **extra,
-    }
-    url = f"http://127.0.0.1:{port}"
-    started = time.perf_counter()
-    command = [sys.executable, "-m", "ppo_platform.cli", "serve", "--port", str(port)]
-    process = subprocess.Popen(
-        command,
-        env=env,
-        cwd=tree,  # `python -m` puts the working directory first on sys.path
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        preexec_fn=at_nice_zero,
-    )
-    times = []
-    for route in ("/healthz", "/readyz"):
-        while True:
-            try:
-                if httpx.get(f"{url}{route}", timeout=0.5).status_code == 200:
-                    times.append(time.perf_counter() - started)
-                    break
-            except httpx.TransportError:
-                pass
-            time.sleep(0.01)
-    return process, url, times[0], times[1]
+    return api_server(home, tree, extra)
 
 
 def client_session(url: str, label: str, per_client: int, job_id: str) -> dict[str, list[float]]:
@@ -101,13 +67,10 @@ def client_session(url: str, label: str, per_client: int, job_id: str) -> dict[s
     with httpx.Client(base_url=url, headers=HEADERS, timeout=60) as http:
         for n in range(per_client):
             spec = SPEC.format(name=f"bench-{label}-{n}", steps=512)
-            t0 = time.perf_counter()
-            submitted = http.post("/v1/experiments", content=spec)
-            t1 = time.perf_counter()
-            status = http.get(f"/v1/experiments/{job_id}")
-            t2 = time.perf_counter()
-            timings["submit"].append((t1 - t0) * 1000)
-            timings["status"].append((t2 - t1) * 1000)
+            submitted, submit = measured(lambda s=spec: http.post("/v1/experiments", content=s))
+            status, read = measured(lambda: http.get(f"/v1/experiments/{job_id}"))
+            timings["submit"].append(submit["wall_s"] * 1000)
+            timings["status"].append(read["wall_s"] * 1000)
             if submitted.status_code != 202 or status.status_code != 200:
                 timings["errors"].append(1.0)
     return timings
@@ -133,27 +96,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def own_cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def cpu_seconds(server: int, job: int) -> float:
     """User + system CPU of the server and its intake workers (every child but the training
     job's processes; the queued runs never start while the training job runs)."""
     skip = {job, *descendants(job)}
-    return sum(own_cpu_seconds(p) for p in [server, *descendants(server)] if p not in skip)
-
-
-def descendants(pid: int) -> list[int]:
-    found = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            found += [int(child), *descendants(int(child))]
-    return found
+    return sum(process_cpu_s(p) for p in [server, *descendants(server)] if p not in skip)
 
 
 def pin(pids: list[int], cores: str) -> None:
@@ -207,7 +154,7 @@ def run_level(
     url: str, placement: Placement, job_id: str, clients: int, requests: int, tag: str
 ) -> dict:
     server, job = placement.server, placement.job
-    cpu, load = cpu_seconds(server, job), os.getloadavg()[0]
+    cpu, load = cpu_seconds(server, job), load1()
     t = measure(url, clients, requests, job_id, tag)
     n = len(t["submit"])
     return {
@@ -220,7 +167,7 @@ def run_level(
         "errors": len(t["errors"]),
         "server_cpu_ms_per_pair": (cpu_seconds(server, job) - cpu) * 1000 / n,
         "load_before": load,
-        "load_after": os.getloadavg()[0],
+        "load_after": load1(),
     }
 
 
@@ -285,22 +232,31 @@ def main() -> None:
     trees = [t.resolve() for t in args.tree or [ROOT]]
     labels = args.label or ["this tree" for _ in trees]
     tree_envs = args.tree_env or ["-" for _ in trees]
-    runs: list[dict[str, Any]] = []
-    for round_ in range(args.repeat):  # trees alternate: A B A B ...
-        for tree, label, env in zip(trees, labels, tree_envs, strict=True):
-            runs += session(args, tree, label, round_, env)
-    write_results(args, runs)
+    variants = {  # the same tree may come twice (two settings): keyed by position
+        f"{index}: {label}": lambda round_, t=tree, lb=label, e=env: {
+            "runs": session(args, t, lb, round_, e)
+        }
+        for index, (tree, label, env) in enumerate(zip(trees, labels, tree_envs, strict=True))
+    }
+    sessions = alternate(variants, args.repeat, warmup=False, order="round_robin")
+    runs = [
+        run
+        for round_ in range(args.repeat)
+        for done in sessions.values()
+        for run in done[round_]["runs"]
+    ]
+    report = {
+        "command": command_line("benchmarks.service.api_latency"),
+        "machine": machine(),
+        "versions": versions("fastapi", "uvicorn", "sqlalchemy", "pydantic", "pyyaml"),
+        "args": {k: str(v) for k, v in vars(args).items()},
+        "runs": runs,
+    }
+    write_results(report, Path(args.out).name, partial(markdown, args))
 
 
 def spread(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} ({min(values):.1f}-{max(values):.1f})"
-
-
-def versions() -> str:
-    from importlib.metadata import version
-
-    names = ("fastapi", "uvicorn", "sqlalchemy", "pydantic", "pyyaml")
-    return ", ".join(f"{n} {version(n)}" for n in names)
 
 
 def summary_rows(runs: list[dict]) -> list[str]:
@@ -329,8 +285,10 @@ def summary_rows(runs: list[dict]) -> list[str]:
     return lines
 
 
-def write_results(args: argparse.Namespace, runs: list[dict]) -> None:
-    now = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+def markdown(args: argparse.Namespace, report: dict) -> str:
+    """The page; the notes below `NOTES` in the existing page are kept."""
+    runs, m = report["runs"], report["machine"]
+    versions_text = ", ".join(f"{k} {v}" for k, v in report["versions"].items())
     pin = " --pin" if args.pin else ""
     pin += "".join(f" --server-env {item}" for item in args.server_env or [])
     trees = "".join(
@@ -342,9 +300,10 @@ def write_results(args: argparse.Namespace, runs: list[dict]) -> None:
     lines = [
         "# REST API latency",
         "",
-        f"`python benchmarks/api_latency.py --requests {args.requests} --clients "
-        f"{args.clients} --repeat {args.repeat}{pin}{trees}`, {now}; {os.cpu_count()} cores "
-        f"shared with other work, Python {platform.python_version()}, {versions()}. While one "
+        f"`python -m benchmarks.service.api_latency --requests {args.requests} --clients "
+        f"{args.clients} --repeat {args.repeat}{pin}{trees}`, {m['date_utc']} UTC, commit "
+        f"{m['git_commit']}; {m['cores']} cores shared with other work, Python {m['python']}, "
+        f"{versions_text}. While one "
         "GridWorld training job runs in the job service, each client thread alternates POST "
         "/v1/experiments (a queued run) and GET /v1/experiments/{id} of the training job; "
         "milliseconds over real HTTP on loopback. Server and training job at nice "
@@ -387,10 +346,7 @@ def write_results(args: argparse.Namespace, runs: list[dict]) -> None:
     notes = ""
     if out.exists() and NOTES in out.read_text():
         notes = out.read_text().split(NOTES, 1)[1]
-    out.write_text("\n".join(lines) + "\n\n" + NOTES + notes)
-    record = {"date": now, "args": {k: str(v) for k, v in vars(args).items()}, "runs": runs}
-    out.with_suffix(".json").write_text(json.dumps(record, indent=1))
-    print("\n".join(lines))
+    return "\n".join(lines) + "\n\n" + NOTES + notes
 
 
 NOTES = "<!-- notes (kept when the script rewrites the results above) -->"

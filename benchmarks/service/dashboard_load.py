@@ -1,7 +1,7 @@
 """The dashboard under load: the experiments page with 500 experiments, and how fast the
 experiment page answers a click while a training run streams its events into it.
 
-    PYTHONPATH=platform:. python benchmarks/dashboard_load.py [--experiments 500 --rounds 15]
+    python -m benchmarks.service.dashboard_load [--experiments 500 --rounds 15]
 
 Whole processes: a real `ppo-platform serve` on loopback over a fresh home whose job store is
 seeded with finished experiments (written through JobStore, as the service would), and
@@ -16,13 +16,10 @@ benchmarks/results/dashboard_load.{md,json} with the load average beside every n
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,11 +27,21 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from api_latency import KEY, start_server
+from benchmarks.harness import (
+    ROOT,
+    command_line,
+    load1,
+    machine,
+    machine_line,
+    measured,
+    write_results,
+)
+from benchmarks.harness import (
+    versions as package_versions,
+)
+from benchmarks.harness.services import API_KEY as KEY
+from benchmarks.harness.services import api_server
 
-ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
 SEED_SPEC = (
     "name: seeded-{n}\nenv: {{id: CartPole-v1, n_envs: 1}}\nrollout: {{n_steps: 64}}\n"
     "update: {{epochs: 2, minibatch_size: 64}}\nbudget: {{total_timesteps: 1024}}\n"
@@ -115,14 +122,13 @@ def measure_list_page(page: Any, url: str, cookie: str, rounds: int) -> dict[str
     browser_ms, response_ms, server_ms, loads = [], [], [], []
     with httpx.Client(base_url=url, cookies={"ppo_session": cookie}, timeout=30) as http:
         for _ in range(rounds):
-            loads.append(os.getloadavg()[0])
+            loads.append(load1())
             page.goto(url + "/")
             timing = page.evaluate("() => performance.getEntriesByType('navigation')[0].toJSON()")
             browser_ms.append(timing["loadEventEnd"] - timing["startTime"])
             response_ms.append(timing["responseEnd"] - timing["startTime"])
-            started = time.perf_counter()
-            html = http.get("/").text
-            server_ms.append((time.perf_counter() - started) * 1000)
+            html, took = measured(lambda: http.get("/").text)
+            server_ms.append(took["wall_s"] * 1000)
     rows = page.locator("table.experiments tbody tr").count()
     return {
         "rows": rows,
@@ -137,7 +143,7 @@ def measure_list_page(page: Any, url: str, cookie: str, rounds: int) -> dict[str
 def click_latency(page: Any, clicks: int, probed: bool = False) -> dict[str, Any]:
     if not probed:
         page.evaluate(CLICK_PROBE)
-    load = os.getloadavg()[0]
+    load = load1()
     summary = page.locator("details summary")
     for _ in range(clicks):
         summary.click()
@@ -159,13 +165,17 @@ def replay_page(page: Any, url: str, history: str, events: int, clicks: int) -> 
     page.goto(f"{url}/experiments/{history}", wait_until="commit")
     page.wait_for_selector("details summary", state="attached")
     page.evaluate(CLICK_PROBE)
-    started = time.perf_counter()
-    result = click_latency(page, clicks, probed=True)
-    page.wait_for_function(
-        f"() => Number(document.getElementById('chart-kl').dataset.points || 0) >= {events}",
-        timeout=300_000,
-    )
-    result["all_points_s"] = round(time.perf_counter() - started, 2)
+
+    def clicked_until_drawn() -> dict[str, Any]:
+        clicked = click_latency(page, clicks, probed=True)
+        page.wait_for_function(
+            f"() => Number(document.getElementById('chart-kl').dataset.points || 0) >= {events}",
+            timeout=300_000,
+        )
+        return clicked
+
+    result, took = measured(clicked_until_drawn)
+    result["all_points_s"] = round(took["wall_s"], 2)
     result["events"] = events
     return result
 
@@ -194,18 +204,13 @@ def streaming_page(page: Any, url: str, clicks: int) -> dict[str, Any]:
 
 
 def versions(browser: Any) -> dict[str, str]:
-    from importlib.metadata import version
-
     return {
-        "python": platform.python_version(),
         "chromium": browser.version,
-        **{name: version(name) for name in ("playwright", "fastapi", "jinja2", "sqlalchemy")},
+        **package_versions("playwright", "fastapi", "jinja2", "sqlalchemy"),
     }
 
 
-def write(report: dict[str, Any]) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "dashboard_load.json").write_text(json.dumps(report, indent=2) + "\n")
+def markdown(report: dict[str, Any]) -> str:
     lp, st = report["list_page"], report["experiment_page"]
 
     def cell(s: dict[str, float]) -> str:
@@ -214,7 +219,8 @@ def write(report: dict[str, Any]) -> None:
     lines = [
         "# Dashboard load",
         "",
-        f"{report['date']} · {report['machine']} · {json.dumps(report['versions'])}",
+        machine_line(report["machine"]),
+        f"Versions: {json.dumps(report['versions'])}",
         f"Command: `{report['command']}`",
         "",
         f"## Experiments page, {lp['rows']} experiments ({lp['html_bytes']:,} bytes of HTML)",
@@ -248,7 +254,7 @@ def write(report: dict[str, Any]) -> None:
         report["note"],
         "",
     ]
-    (RESULTS / "dashboard_load.md").write_text("\n".join(lines))
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -264,7 +270,7 @@ def main() -> None:
 
     home = Path(tempfile.mkdtemp(prefix="dashboard-bench-"))
     history = seed(home, args.experiments, args.history)
-    process, url, _startup = start_server(home)
+    process, url, _healthz, _readyz = api_server(home, ROOT)
     try:
         cookie = httpx.post(f"{url}/login", data={"api_key": KEY}).cookies["ppo_session"]
         with sync_playwright() as playwright:
@@ -275,11 +281,9 @@ def main() -> None:
             context.add_cookies([{"name": "ppo_session", "value": cookie, "url": url}])
             page = context.new_page()
             report = {
-                "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-                "machine": f"{platform.machine()}, {os.cpu_count()} cores, "
-                f"{platform.platform(terse=True)}",
+                "machine": machine(),
                 "versions": versions(browser),
-                "command": " ".join(["python", "benchmarks/dashboard_load.py", *sys.argv[1:]]),
+                "command": command_line("benchmarks.service.dashboard_load"),
                 "list_page": measure_list_page(page, url, cookie, args.rounds),
                 "experiment_page": None
                 if args.no_streaming
@@ -295,7 +299,7 @@ def main() -> None:
         process.terminate()
         process.wait(30)
     if report["experiment_page"] is not None:
-        write(report)
+        write_results(report, "dashboard_load", markdown, echo=False)
     print(json.dumps(report, indent=2))
 
 
