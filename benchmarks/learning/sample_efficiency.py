@@ -140,7 +140,7 @@ NOTES = (
     "0.03-0.17 at KL <= 0.004: no alert, and its linear schedules' tail is not judged.",
     "ALE/Breakout-v5, the planner's atari spec (atari wrapper, 4 stacked frames, Nature "
     "CNN, 8 x 128, K 4, frameskip 1, no sticky actions), 1 seed: `python "
-    "benchmarks/sample_efficiency.py --envs ALE/Breakout-v5 --seeds 1 --workers 1 "
+    "benchmarks/learning/sample_efficiency.py --envs ALE/Breakout-v5 --seeds 1 --workers 1 "
     "--variants planner` ran at 22-41 env steps/s under a load of 12-17 and was stopped at "
     "73,728 of 1e5 steps when time ran out (no row in the table): game-score evaluations (5 "
     "episodes) 2.0, 3.6, 3.6, 3.6, 7.2, 5.4, 7.2 at 10k-70k; training episodes scored ~1.8; "
