@@ -19,7 +19,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks.harness import alternate, run_process, summarize
+from benchmarks.harness import (
+    alternate,
+    command_line,
+    machine,
+    run_process,
+    summarize,
+    write_results,
+)
 
 
 def tree_command(tree: str, steps: int, overrides: list[str]) -> list[str]:
@@ -70,9 +77,15 @@ def main() -> None:
             | {"loads": [round(run["load1_at_start"], 1) for run in runs]}
             for name, runs in samples.items()
         }
-    print(json.dumps(results, indent=1))
+    report = {
+        "command": command_line("benchmarks.overhead.whole_process_ab"),
+        "machine": machine(),
+        "results": results,
+    }
     if args.out:
-        args.out.write_text(json.dumps(results, indent=1))
+        write_results(report, args.out.stem, folder=args.out.parent.resolve())
+    else:
+        print(json.dumps(report, indent=1))
 
 
 if __name__ == "__main__":
