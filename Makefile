@@ -50,34 +50,34 @@ lint: setup
 ZOO_VENV ?= benchmarks/.venv-zoo
 bench: setup
 	-$(MAKE) bench-zoo-venv
-	$(BIN)/python benchmarks/whole_process.py --steps 256 20000 --pairs 3 --out whole_process_quick
+	$(BIN)/python -m benchmarks.overhead.whole_process --steps 256 20000 --pairs 3 --out whole_process_quick
 	-$(MAKE) bench-cleanrl
 
 # ppo-platform vs CleanRL's single-file PPO scripts, whole processes, alternating pairs, into
-# benchmarks/results/cleanrl_ab.* (the full set: `$(BIN)/python benchmarks/cleanrl_ab.py`).
+# benchmarks/results/cleanrl_ab.* (the full set: `$(BIN)/python -m benchmarks.throughput.cleanrl_ab`).
 # `make bench` runs the quick set: CartPole and the throughput configuration, both at 100k env
 # steps, 3 pairs (a local check, not committed).
 bench-cleanrl: setup bench-cleanrl-venv
-	$(BIN)/python benchmarks/cleanrl_ab.py --rows cartpole throughput --pairs 3 --steps 100000 \
+	$(BIN)/python -m benchmarks.throughput.cleanrl_ab --rows cartpole throughput --pairs 3 --steps 100000 \
 		--out cleanrl_ab_quick
 
 # Sample efficiency: planner vs rl-baselines3-zoo hyperparameters, 6 envs x 3 seeds (hours on 2
 # loaded cores). LunarLander needs the box2d extra; without it that env is skipped and says so.
 bench-full: setup
 	-$(BIN)/python -m pip install --quiet -e ".[box2d]"
-	PYTHONPATH=platform:. $(BIN)/python benchmarks/sample_efficiency.py
+	PYTHONPATH=platform:. $(BIN)/python -m benchmarks.learning.sample_efficiency
 
 bench-zoo-venv: $(ZOO_VENV)/.installed
 
 # CleanRL lives only in its own venv with its scripts copied (not committed) into
 # benchmarks/.cleanrl/ from CLEANRL_REPO at CLEANRL_REF: a clone, a bare git dir or a URL
-# (cloned bare into benchmarks/.cleanrl/repo.git); benchmarks/cleanrl_ab.py patches the scripts
+# (cloned bare into benchmarks/.cleanrl/repo.git); benchmarks/throughput/cleanrl_ab.py patches the scripts
 # for gymnasium 1.x as it copies them.
 CLEANRL_VENV ?= benchmarks/.venv-cleanrl
 CLEANRL_REPO ?= https://github.com/vwxyzjn/cleanrl
 CLEANRL_REF ?= fe8d8a03
 bench-cleanrl-venv: $(CLEANRL_VENV)/.installed
-	$(PYTHON) benchmarks/cleanrl_ab.py --copy-scripts "$(CLEANRL_REPO)" --ref $(CLEANRL_REF)
+	$(PYTHON) -m benchmarks.throughput.cleanrl_ab --copy-scripts "$(CLEANRL_REPO)" --ref $(CLEANRL_REF)
 
 $(CLEANRL_VENV)/.installed:
 	test -x $(CLEANRL_VENV)/bin/python || $(PYTHON) -m venv $(CLEANRL_VENV)
@@ -103,4 +103,4 @@ $(TRL_VENV)/.installed:
 
 # Into benchmarks/results/trl_side_by_side.{json,md} (~25 min on 2 loaded cores).
 bench-trl: setup bench-trl-venv
-	HF_HUB_OFFLINE=1 nice -n 10 $(BIN)/python benchmarks/trl_side_by_side.py --updates 200
+	HF_HUB_OFFLINE=1 nice -n 10 $(BIN)/python -m benchmarks.learning.trl_side_by_side --updates 200

@@ -255,8 +255,8 @@ def test_non_finite_metrics_names_nan_and_inf() -> None:
 
 
 # Logged by the planner's HalfCheetah-v5 spec (1 x 512, K 10, LR 5e-5, clip 0.2), updates 1-30
-# of benchmarks/sample_efficiency.py: (clip fraction, post-update KL); its return climbed at
-# every evaluation (119, 1515, 2101 at 10k, 20k, 30k env steps).
+# of benchmarks/learning/sample_efficiency.py: (clip fraction, post-update KL); its return
+# climbed at every evaluation (119, 1515, 2101 at 10k, 20k, 30k env steps).
 HALFCHEETAH_PLANNED = [
     (0.371, 0.0383), (0.326, 0.0379), (0.305, 0.0403), (0.343, 0.047), (0.346, 0.0427),
     (0.34, 0.0446), (0.377, 0.0461), (0.346, 0.0575), (0.359, 0.0467), (0.399, 0.0624),

@@ -1,0 +1,1 @@
+"""How fast does the service answer: REST latency, start-up, the dashboard under load."""
