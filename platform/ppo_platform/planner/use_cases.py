@@ -156,7 +156,7 @@ SIMULATOR = replace(
     "raised false critical drift alerts",
     kl_alert=0.15,
     kl_alert_reason="judged on this plan's six 1e6-step runs (HalfCheetah-v5 and Hopper-v5, "
-    "seeds 0-2; benchmarks/alert_thresholds.py): their post-update KL ran a median of "
+    "seeds 0-2; benchmarks/learning/alert_thresholds.py): their post-update KL ran a median of "
     "0.04-0.075, and 859 of their updates were above 0.1 with no evaluation collapse after "
     "them (on HalfCheetah 132 of 1,954 updates on a run that ended at 6720). Above 0.15 an "
     "alert still came before 15 of the 19 collapses (18 at 0.1), with 159 such idle alerts "
