@@ -1,7 +1,7 @@
 """Is one fused policy-and-value pass cheaper than SB3's two separate MLPs? (It was not.)
 
 The throughput row's minibatch (512 CartPole observations, separate 64-64 tanh MLPs for the
-policy and the value, a 2-logit and a 1-value head) forward and backward as `trainers.manual`
+policy and the value, a 2-logit and a 1-value head) forward and backward as `trainers.fast.manual`
 computes it, against the same arithmetic with the two networks fused: the first layers as one
 `addmm` of 128 outputs, the second layers as one `baddbmm` over a stack of two, the heads as one
 `addmm` over the concatenated hidden states. Thread CPU per call, the minimum over rounds.

@@ -26,7 +26,8 @@ from torch import Tensor
 from ppo_platform.spec.loader import load_spec
 from ppo_platform.training.algorithms import ppo_kwargs
 from ppo_platform.training.environments import build_train_env
-from trainers.ppo import MonitoredPPO, _RolloutTensors
+from trainers.fast.rollout_buffer import RolloutTensors
+from trainers.ppo import MonitoredPPO
 
 REPO = Path(__file__).resolve().parents[1]
 RESULT = REPO / "benchmarks" / "results" / "post_update_kl_cost.md"
@@ -58,7 +59,7 @@ def time_update(model: MonitoredPPO) -> float:
 
 def time_pass(model: MonitoredPPO) -> float:
     """The post-update KL pass alone, on the model's rollout."""
-    rollout = _RolloutTensors(model.rollout_buffer)
+    rollout = RolloutTensors.for_buffer(model.rollout_buffer)
     start = time.perf_counter()
     model._post_update_kl(rollout, discrete=isinstance(model.action_space, spaces.Discrete))
     return time.perf_counter() - start

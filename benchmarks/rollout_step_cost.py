@@ -3,7 +3,7 @@
 - env step, normalized: over EnvPool's pool (the platform's `LeanVecNormalize`), stock SB3's
   `VecNormalize(DummyVecEnv)`, and the platform's `LeanVecNormalize(LeanDummyVecEnv)` (what
   `auto` picks for one MuJoCo env);
-- policy forward: SB3's `ActorCriticPolicy.forward` and `trainers.manual`'s, one observation;
+- policy forward: SB3's `ActorCriticPolicy.forward` and `trainers.fast.manual`'s, one observation;
 - whole step: `collect_rollouts` of the model the platform builds, per env step.
 
 CPU time (process user + sys: EnvPool's worker thread included), one torch thread, alternating
@@ -33,7 +33,7 @@ from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize  # noqa: 
 from ppo_platform.spec.loader import load_spec  # noqa: E402
 from ppo_platform.training.algorithms import build_model  # noqa: E402
 from ppo_platform.training.environments import build_train_env  # noqa: E402
-from trainers.manual import ManualLoss  # noqa: E402
+from trainers.fast.manual import ManualLoss  # noqa: E402
 
 SPEC = ROOT / "specs" / "halfcheetah_cleanrl.yaml"
 

@@ -52,8 +52,8 @@ def main() -> None:
     from ppo_platform.spec.loader import load_spec
     from ppo_platform.training.algorithms import build_model
     from ppo_platform.training.native_envs import native_vec_env
-    from trainers.lean import MinibatchStep
-    from trainers.manual import ManualLoss
+    from trainers.fast.manual import ManualLoss
+    from trainers.fast.optimizer_step import MinibatchStep
 
     torch.set_num_threads(1)
     sets = [f"env.n_envs={N_ENVS}", f"update.epochs={EPOCHS}", f"update.minibatch_size={MINIBATCH}"]

@@ -33,7 +33,7 @@ from trainers.ppo import MonitoredPPO
 
 
 class AutogradPPO(MonitoredPPO):
-    """Ours without `trainers.manual`: the loss's gradients by autograd."""
+    """Ours without `trainers.fast.manual`: the loss's gradients by autograd."""
 
     def _manual_loss(self) -> None:
         return None
