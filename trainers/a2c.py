@@ -12,11 +12,12 @@ from gymnasium import spaces
 from stable_baselines3 import A2C
 from torch.nn import functional as F
 
-from .ppo import LeanUpdateMixin, rollout_statistics
+from .fast.algorithm import FastPathsMixin
+from .ppo import rollout_statistics
 from .reporting import UpdateReportingMixin
 
 
-class InstrumentedA2C(LeanUpdateMixin, A2C):
+class InstrumentedA2C(FastPathsMixin, A2C):
     """SB3 A2C whose update also reports loss and gradient norm, under PPO's metric names."""
 
     def _train(self) -> None:

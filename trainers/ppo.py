@@ -2,18 +2,16 @@
 diagnostics come from `trainers.losses`.
 
 The update keeps every per-minibatch statistic on the device and reads them back once, at the
-end of the update (stock SB3 calls `.item()` five times per minibatch); each minibatch step is
-`trainers.lean`'s (direct foreach Adam and clip, inlined distributions). With the same seed and
-the same rollout it takes exactly the gradient steps stock SB3 `PPO` takes.
+end of the update (stock SB3 calls `.item()` five times per minibatch). Its pieces are stock
+SB3's and torch's (`trainers.stock`) or, with the fast paths on (`trainers.fast`, the default),
+their bit-equal replacements. Either way, with the same seed and the same rollout it takes
+exactly the gradient steps stock SB3 `PPO` takes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any, Literal
 
-import numpy as np
 import torch
 from gymnasium import spaces
 from stable_baselines3 import PPO
@@ -22,7 +20,11 @@ from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from torch import Tensor
 from torch.nn import functional as F
 
-from .lean import MinibatchStep, evaluate_actions
+from .fast.algorithm import FastPathsMixin
+from .fast.distributions import evaluate_actions
+from .fast.manual import ManualLoss
+from .fast.optimizer_step import MinibatchStep
+from .fast.rollout_buffer import RolloutTensors
 from .losses import (
     PolicyLossOutput,
     clipped_policy_loss,
@@ -32,9 +34,8 @@ from .losses import (
     ratio_quantiles,
     return_spread,
 )
-from .manual import ManualLoss
 from .reporting import UpdateReportingMixin
-from .rollout import LeanRolloutMixin
+from .stock import BufferRollout, Observations, OptimizerStep
 
 # A linear clip schedule reaches 0 at the end of training; the objective needs eps > 0.
 # 1e-8 is below float32 resolution around 1, so clamp(r, 1 - eps, 1 + eps) is still exactly 1.
@@ -45,92 +46,11 @@ TARGET_KL_FACTOR = 1.5
 POST_KL_CHUNK = 8192
 
 KLSource = Literal["minibatch", "post_update"]
-Observations = Tensor | dict[str, Tensor]
-
-
-def use_foreach_optimizer(optimizer: torch.optim.Optimizer) -> None:
-    """Let the optimizer update all parameters per kernel (`foreach`) instead of one by one.
-
-    Same arithmetic as torch's default CPU path, bit for bit, with a fraction of the kernel
-    launches; an explicit foreach=False in policy_kwargs is respected.
-    """
-    for group in optimizer.param_groups:
-        if "foreach" in group and group["foreach"] is None:
-            group["foreach"] = True
-
-
-@contextmanager
-def distribution_checks_off() -> Iterator[None]:
-    """Skip torch.distributions' argument validation: a host sync per minibatch.
-
-    Nothing is lost: a NaN that validation would have caught makes the update's metrics
-    non-finite, and UpdateReportingMixin raises NonFiniteError for those once per update.
-    """
-    previous = torch.distributions.Distribution._validate_args
-    torch.distributions.Distribution.set_default_validate_args(False)
-    try:
-        yield
-    finally:
-        torch.distributions.Distribution.set_default_validate_args(previous)
 
 
 def epoch_kl_name(epoch: int) -> str:
     """MLflow name of the mean approx KL of epoch `epoch` (1-based, zero-padded so it sorts)."""
     return f"train/approx_kl_epoch_{epoch:02d}"
-
-
-_BUFFER_FIELDS = ("observations", "actions", "values", "log_probs", "advantages", "returns")
-
-
-class _RolloutTensors:
-    """The rollout buffer as flat tensors, built once per update.
-
-    `minibatches()` yields exactly what `buffer.get(batch_size)` yields, with the same
-    `np.random.permutation` draw, but SB3 gathers every minibatch from numpy into fresh tensors
-    while these are index views of tensors converted once.
-    """
-
-    def __init__(self, buffer: RolloutBuffer) -> None:
-        self.buffer = buffer
-        self.size = buffer.buffer_size * buffer.n_envs
-        self.tensors: tuple[Tensor, ...] | None = None
-        if type(buffer) is not RolloutBuffer:  # Dict observations or a custom buffer: SB3's way
-            return
-        if not buffer.generator_ready:  # what buffer.get() does on its first call
-            for name in _BUFFER_FIELDS:
-                setattr(buffer, name, buffer.swap_and_flatten(getattr(buffer, name)))
-            buffer.generator_ready = True
-        arrays = [getattr(buffer, name) for name in _BUFFER_FIELDS]
-        arrays[1] = arrays[1].astype(np.float32, copy=False)  # actions, as SB3 samples them
-        arrays[2:] = [array.reshape(-1) for array in arrays[2:]]
-        self.tensors = tuple(buffer.to_torch(array) for array in arrays)
-
-    def minibatches(self, batch_size: int) -> Iterator[RolloutBufferSamples]:
-        """One epoch of shuffled minibatches."""
-        if self.tensors is None:
-            yield from self.buffer.get(batch_size)
-            return
-        order = torch.from_numpy(np.random.permutation(self.size)).to(self.tensors[0].device)
-        for start in range(0, self.size, batch_size):
-            index = order[start : start + batch_size]
-            yield RolloutBufferSamples(*(tensor.index_select(0, index) for tensor in self.tensors))
-
-    def whole(self) -> tuple[Observations, Tensor, Tensor]:
-        """Observations, actions and rollout log-probs of every transition, in buffer order.
-
-        Valid once `minibatches()` has run (the buffer is flattened then); draws no random numbers.
-        """
-        if self.tensors is not None:
-            return self.tensors[0], self.tensors[1], self.tensors[3]
-        buffer = self.buffer
-        obs: Any = buffer.observations
-        observations: Observations = (
-            {key: buffer.to_torch(value) for key, value in obs.items()}
-            if isinstance(obs, dict)
-            else buffer.to_torch(obs)
-        )
-        actions = buffer.to_torch(buffer.actions.astype(np.float32, copy=False))
-        return observations, actions, buffer.to_torch(buffer.log_probs.reshape(-1))
 
 
 def _rows(observations: Observations, start: int, stop: int) -> Observations:
@@ -208,23 +128,7 @@ class _UpdateRecord:
         return dict(zip(named, values, strict=True))
 
 
-class LeanUpdateMixin:
-    """The update's speed-ups for an SB3 on-policy algorithm whose update lives in `_train()`:
-    a foreach optimizer and no per-minibatch distribution checks (same arithmetic)."""
-
-    def _setup_model(self) -> None:
-        super()._setup_model()  # type: ignore[misc]
-        use_foreach_optimizer(self.policy.optimizer)  # type: ignore[attr-defined]
-
-    def train(self) -> None:
-        with distribution_checks_off():
-            self._train()
-
-    def _train(self) -> None:
-        raise NotImplementedError
-
-
-class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
+class ClipPPO(FastPathsMixin, PPO):
     """SB3 PPO with our update: the clipped surrogate from `trainers.losses`, same-update logs.
 
     After the last epoch one extra forward pass over the whole rollout measures the KL between
@@ -240,8 +144,9 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
         super().__init__(*args, **kwargs)
 
     def _manual_loss(self) -> ManualLoss | None:
-        """The autograd-free loss when it covers this policy and this class's objective."""
-        if type(self)._policy_objective is not ClipPPO._policy_objective:
+        """The autograd-free loss when the fast paths are on, it covers this policy and this
+        class's objective."""
+        if not self.fast_paths.on or type(self)._policy_objective is not ClipPPO._policy_objective:
             return None
         return ManualLoss.build(self.policy)
 
@@ -265,7 +170,10 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
                 batch.old_values, batch.returns, coefficients,
             )  # fmt: skip
         actions = batch.actions.long().flatten() if discrete else batch.actions
-        values, log_prob, entropy = evaluate_actions(self.policy, batch.observations, actions)
+        if self.fast_paths.on:
+            values, log_prob, entropy = evaluate_actions(self.policy, batch.observations, actions)
+        else:
+            values, log_prob, entropy = self.policy.evaluate_actions(batch.observations, actions)
         values = values.flatten()
         out = self._policy_objective(log_prob, batch.old_log_prob, advantages, clip_epsilon)
         if clip_range_vf is not None:
@@ -279,7 +187,7 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
         return out, value_loss, entropy_loss, loss, None
 
     def _post_update_kl(
-        self, rollout: _RolloutTensors, discrete: bool, manual: ManualLoss | None
+        self, rollout: BufferRollout, discrete: bool, manual: ManualLoss | None
     ) -> Tensor:
         """k3 KL(pi_rollout || pi_now) over the whole rollout: no gradients, no random draws."""
         observations, actions, old_log_prob = rollout.whole()
@@ -320,9 +228,7 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
             clip_range_vf = float(self.clip_range_vf(progress))  # type: ignore[operator]
         discrete = isinstance(self.action_space, spaces.Discrete)
         record = _UpdateRecord()
-        rollout = _RolloutTensors(self.rollout_buffer)
-        # Looked up once: policy.parameters() walks every submodule on each call.
-        step = MinibatchStep(self.policy.optimizer, list(self.policy.parameters()))
+        rollout, step = self._update_pieces()
         manual = self._manual_loss()
         early_stop_epoch = None
         post_kl: Tensor | None = None
@@ -346,7 +252,8 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
                 # Returns the norm before clipping: the diagnostic we want.
                 if grads is None:
                     record.grad_norms.append(step(loss, self.max_grad_norm))
-                else:
+                else:  # only the fast paths compute gradients by hand
+                    assert isinstance(step, MinibatchStep)
                     record.grad_norms.append(step.with_grads(grads, self.max_grad_norm))
             self._n_updates += 1
             if self.target_kl is not None and self.kl_source == "post_update":
@@ -369,6 +276,17 @@ class ClipPPO(LeanRolloutMixin, LeanUpdateMixin, PPO):
         if early_stop_epoch is not None:
             metrics["train/early_stop_epoch"] = float(early_stop_epoch)
         self._record(metrics)
+
+    def _update_pieces(self) -> tuple[BufferRollout, OptimizerStep]:
+        """The rollout's minibatches and the minibatch step: stock, or the fast paths'."""
+        # Looked up once: policy.parameters() walks every submodule on each call.
+        parameters: list[Tensor] = list(self.policy.parameters())
+        if not self.fast_paths.on:
+            return BufferRollout(self.rollout_buffer), OptimizerStep(
+                self.policy.optimizer, parameters
+            )
+        rollout = RolloutTensors.for_buffer(self.rollout_buffer)
+        return rollout, MinibatchStep(self.policy.optimizer, parameters)
 
     def _record(self, metrics: dict[str, Any]) -> None:
         for key, value in metrics.items():

@@ -112,6 +112,8 @@ DIRECT_VARIABLES = {
     "not given (default http://127.0.0.1:8000).",
     "PPO_PLATFORM_TRACE_TIMES": "`1`: every process of a run prints time marks (start-up, "
     "imports, exit) to stderr, on one clock.",
+    "PPO_PLATFORM_FAST_PATHS": "`0`: the trainers run stock stable-baselines3 and torch end to "
+    "end instead of their bit-equal fast paths (default `1`; docs/guides/fast-paths.md).",
     "PPO_PLATFORM_DASHBOARD_SECRET": "Secret of the dashboard's CSRF tokens; default: a random "
     "secret made once in the platform home (`dashboard.secret`).",
 }

@@ -37,7 +37,7 @@ CASES: dict[str, tuple[str, dict[str, Any], float]] = {
     "target_kl_early_stop": ("CartPole-v1", {"target_kl": 1e-4}, 0.7),
     "clip_range_decayed_to_zero": ("CartPole-v1", {"learning_rate": 3e-3}, 0.0),
     "odd_last_minibatch": ("CartPole-v1", {"batch_size": 48}, 0.7),
-    # trainers.manual's gradients with an entropy bonus and with ReLU layers
+    # trainers.fast.manual's gradients with an entropy bonus and with ReLU layers
     "entropy_bonus": ("CartPole-v1", {"ent_coef": 0.01}, 0.7),
     "relu": ("CartPole-v1", {"policy_kwargs": {"activation_fn": torch.nn.ReLU}}, 0.7),
     # and with a Gaussian head

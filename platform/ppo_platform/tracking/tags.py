@@ -26,6 +26,8 @@ RUN_DIR = f"{PREFIX}run_dir"  # the run's folder, recorded when the platform cre
 ALERTS_TOTAL = f"{PREFIX}alerts_total"
 STOP_REASON = f"{PREFIX}stop_reason"  # why a run stopped early (cancelled, drift alert)
 RESUMED_FROM_STEP = f"{PREFIX}resumed_from_step"
+# "on", or "off (why)": whether the trainer's fast paths ran (docs/guides/fast-paths.md)
+FAST_PATHS = f"{PREFIX}fast_paths"
 
 # A spec's own tags (tracking.tags, not reserved) that the platform writes into specs it makes
 IMPORTED_FROM = "imported_from"  # import-zoo: "rl-baselines3-zoo ppo.yml"

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from stable_baselines3.common.vec_env import SubprocVecEnv, VecEnv, VecNormalize
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecNormalize
 
 from ppo_platform.envs.apply import wrap_vec_env
 from ppo_platform.envs.factory import EnvFactory
@@ -30,8 +30,9 @@ from ppo_platform.training.native_envs import (
     native_vec_env,
     vector_level_wrappers,
 )
-from trainers.dummy_vec_env import LeanDummyVecEnv
-from trainers.vec_normalize import LeanVecNormalize
+from trainers.fast import fast_paths
+from trainers.fast.dummy_vec_env import LeanDummyVecEnv
+from trainers.fast.vec_normalize import LeanVecNormalize
 
 EVAL_SEED_OFFSET = 10_000
 # Evaluation steps up to this many envs together (one batched forward pass per step); more
@@ -80,7 +81,8 @@ def _vec_env(
     if wants_subproc and make_env is not None:
         check_shippable(make_env, "env.vectorization: subproc")
     factories = [dataclasses.replace(factory, action_seed=seed + i) for i in range(n_envs)]
-    venv = (SubprocVecEnv if wants_subproc else LeanDummyVecEnv)(factories)  # type: ignore[arg-type]
+    dummy = LeanDummyVecEnv if fast_paths().on else DummyVecEnv
+    venv = (SubprocVecEnv if wants_subproc else dummy)(factories)  # type: ignore[arg-type]
     venv.seed(seed)
     return wrap_vec_env(venv, spec.env.wrappers)
 
@@ -120,7 +122,8 @@ def build_train_env(
     if normalize_stats is not None:
         return VecNormalize.load(str(normalize_stats), env)
     if norm.obs or norm.reward:
-        env = LeanVecNormalize(
+        normalize = LeanVecNormalize if fast_paths().on else VecNormalize
+        env = normalize(
             env,
             norm_obs=norm.obs,
             norm_obs_keys=normalized_keys(env.observation_space),

@@ -320,6 +320,12 @@ def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr, flush=True)
 
 
+def fast_paths_tag(model: BaseAlgorithm) -> dict[str, str]:
+    """The run's record of its trainer's fast paths (`on` or `off (why)`), if it has them."""
+    fast = getattr(model, "fast_paths", None)
+    return {} if fast is None else {tag.FAST_PATHS: fast.describe()}
+
+
 def _prepare(settings: Settings | None) -> Settings:
     settings = settings or get_settings()
     pin_threads(settings.torch_threads)
@@ -355,6 +361,7 @@ def run_spec(
     tracing.mark("run_spec: envs built")
     model = build_model(spec, env)
     tracing.mark("run_spec: model built")
+    tags = {**(tags or {}), **fast_paths_tag(model)}
     # Training starts while the tracking process creates the run (its MLflow import and store
     # open overlap torch's); the first progress event waits for the run to exist.
     with runs_closed_on_interrupt():  # also one between asking for the run and holding it
@@ -380,7 +387,7 @@ def resume_run(
     spec, last, run_dir = found.spec, found.checkpoint, found.run_dir
     env = build_train_env(spec, normalize_stats=last.normalize, make_env=make_env)
     model = load_model(spec, str(last.model), env)  # on fresh envs, reset before the first step
-    resumed = {tag.RESUMED_FROM_STEP: str(last.timesteps)}
+    resumed = {tag.RESUMED_FROM_STEP: str(last.timesteps), **fast_paths_tag(model)}
     with runs_closed_on_interrupt():
         tracker = RemoteRun.reopen(process, settings, run_id, run_dir, resumed)
         session = TrainingSession(spec, tracker, on_progress, cancel, make_env, defer_plot)

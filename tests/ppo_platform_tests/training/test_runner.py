@@ -76,6 +76,7 @@ def test_completed_run_is_finished_in_mlflow_with_truthful_tags(finished) -> Non
     assert run.data.tags["ppo_platform.spec_hash"] == spec.spec_hash()
     assert run.data.tags["ppo_platform.outcome"] == "completed"
     assert run.data.tags["mlflow.runName"] == "tiny"
+    assert run.data.tags["ppo_platform.fast_paths"] == "on"  # the trainer's fast paths ran
     experiment = client().get_experiment(run.info.experiment_id)
     assert experiment.name == "tiny"
 

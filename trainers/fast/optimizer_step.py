@@ -1,45 +1,41 @@
-"""The hot loop of the PPO update without its Python overhead: the same arithmetic in fewer calls.
+"""Replaces torch's `clip_grad_norm_` + `Adam.step()` in the PPO update (`trainers.stock.
+OptimizerStep`): the same arithmetic in fewer calls.
 
 A minibatch step on a small MLP is a few hundred microseconds of arithmetic wrapped in several
 milliseconds of dispatch: torch's Adam step walks its parameter groups in Python and updates
 the parameters with about ten foreach kernels; `clip_grad_norm_` groups the gradients by device
-on every call; a `torch.distributions` object is built and validated per minibatch. Here:
+on every call. `MinibatchStep` zeroes the gradients, backpropagates, clips to the global norm
+(the norm before clipping is returned, as `clip_grad_norm_` returns it) and takes one Adam step:
+torch's own foreach Adam function on the optimizer's own state, called directly, without
+`step()`'s per-call Python (hooks, profiler records, `_init_group`'s walk over every parameter's
+state). Bit-equal to `clip_grad_norm_` + `optimizer.step()`. (torch's fused CPU kernel,
+`torch._fused_adam_`, is faster still but rounds differently, ~1 ulp per step: a different
+trajectory from stock SB3's on the same seed.)
 
-- `MinibatchStep`: zero the gradients, backpropagate, clip to the global norm (the norm before
-  clipping is returned, as `clip_grad_norm_` returns it) and take one Adam step: torch's own
-  foreach Adam function on the optimizer's own state, called directly, without `step()`'s
-  per-call Python (hooks, profiler records, `_init_group`'s walk over every parameter's state).
-  Bit-equal to `clip_grad_norm_` + `optimizer.step()`. (torch's fused CPU kernel,
-  `torch._fused_adam_`, is faster still but rounds differently, ~1 ulp per step: a different
-  trajectory from stock SB3's on the same seed.)
-- `evaluate_actions`: SB3's `ActorCriticPolicy.evaluate_actions` for categorical and diagonal
-  Gaussian policies with the distribution's formulas inlined: bit-equal values and gradients.
-
-Anything else (a custom optimizer, gSDE, other distributions, a policy that overrides
-`evaluate_actions`) takes SB3's and torch's own path.
+Anything else (a custom optimizer, several parameter groups, a GPU) takes torch's own path.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
 import torch
-from stable_baselines3.common.distributions import (
-    CategoricalDistribution,
-    DiagGaussianDistribution,
-)
-from stable_baselines3.common.policies import ActorCriticPolicy
 from torch import Tensor
-from torch.optim.adam import _multi_tensor_adam
 
-from .compiler_free import keep_compiler_unloaded
+from ..stock import OptimizerStep
+from . import privates
 
-keep_compiler_unloaded()  # building an optimizer no longer imports torch's compiler
 
-_HALF_LOG_2PI = math.log(math.sqrt(2 * math.pi))
-_GAUSSIAN_ENTROPY = 0.5 + 0.5 * math.log(2 * math.pi)
+def use_foreach_optimizer(optimizer: torch.optim.Optimizer) -> None:
+    """Let the optimizer update all parameters per kernel (`foreach`) instead of one by one.
+
+    Same arithmetic as torch's default CPU path, bit for bit, with a fraction of the kernel
+    launches; an explicit foreach=False in policy_kwargs is respected.
+    """
+    for group in optimizer.param_groups:
+        if "foreach" in group and group["foreach"] is None:
+            group["foreach"] = True
 
 
 def _plain_adam(optimizer: torch.optim.Optimizer, parameters: list[Tensor]) -> bool:
@@ -59,12 +55,11 @@ def _plain_adam(optimizer: torch.optim.Optimizer, parameters: list[Tensor]) -> b
     return plain and same and on_cpu and not isinstance(group["lr"], Tensor)
 
 
-class MinibatchStep:
+class MinibatchStep(OptimizerStep):
     """Backward, global-norm clip and Adam step for one minibatch, built once per update."""
 
     def __init__(self, optimizer: torch.optim.Optimizer, parameters: list[Tensor]) -> None:
-        self.optimizer = optimizer
-        self.parameters = parameters
+        super().__init__(optimizer, parameters)
         self.lean = _plain_adam(optimizer, parameters)
         self._state: tuple[list[Tensor], list[Tensor], list[Tensor]] | None = None
         self._count: float | None = None  # the shared Adam step count, once all are equal
@@ -116,7 +111,7 @@ class MinibatchStep:
                     self._count, group["lr"], (beta1, beta2), group["eps"],
                 )  # fmt: skip
                 return
-            _multi_tensor_adam(
+            privates.multi_tensor_adam()(
                 self.parameters, grads, exp_avgs, exp_avg_sqs, [], steps, None, None,
                 amsgrad=False, has_complex=False, beta1=beta1, beta2=beta2, lr=group["lr"],
                 weight_decay=group["weight_decay"], eps=group["eps"], maximize=False,
@@ -144,40 +139,3 @@ def _foreach_adam(
     torch._foreach_add_(exp_avg_sq_sqrt, eps)
     torch._foreach_addcdiv_(params, exp_avgs, exp_avg_sq_sqrt, [step_size] * len(params))
     return count
-
-
-def _inlined_distribution(policy: ActorCriticPolicy) -> bool:
-    return (
-        type(policy).evaluate_actions is ActorCriticPolicy.evaluate_actions
-        and type(policy)._get_action_dist_from_latent
-        is ActorCriticPolicy._get_action_dist_from_latent
-        and policy.share_features_extractor
-        and type(policy.action_dist) in (CategoricalDistribution, DiagGaussianDistribution)
-    )
-
-
-def evaluate_actions(
-    policy: ActorCriticPolicy, observations: Any, actions: Tensor
-) -> tuple[Tensor, Tensor, Tensor | None]:
-    """`policy.evaluate_actions(observations, actions)`: values, log-probs and entropies, the
-    same tensors bit for bit, without building a `torch.distributions` object."""
-    if not isinstance(policy, ActorCriticPolicy) or not _inlined_distribution(policy):
-        return policy.evaluate_actions(observations, actions)
-    latent_pi, latent_vf = policy.mlp_extractor(policy.extract_features(observations))
-    params = policy.action_net(latent_pi)
-    if type(policy.action_dist) is CategoricalDistribution:
-        # torch Categorical: normalized logits, log_prob by gather, entropy -sum(p log p).
-        logits = params - params.logsumexp(dim=-1, keepdim=True)
-        log_prob = logits.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
-        values = policy.value_net(latent_vf)
-        clamped = torch.clamp(logits, min=torch.finfo(logits.dtype).min)
-        entropy = -(clamped * torch.softmax(logits, dim=-1)).sum(-1)
-        return values, log_prob, entropy
-    # torch Normal with SB3's std = ones * exp(log_std), summed over the action dimensions.
-    std = torch.ones_like(params) * policy.log_std.exp()
-    log_prob = -((actions - params) ** 2) / (2 * std**2) - std.log() - _HALF_LOG_2PI
-    values = policy.value_net(latent_vf)
-    entropy = _GAUSSIAN_ENTROPY + torch.log(std)
-    if log_prob.dim() > 1:  # SB3's sum_independent_dims
-        return values, log_prob.sum(dim=1), entropy.sum(dim=1)
-    return values, log_prob.sum(), entropy.sum()

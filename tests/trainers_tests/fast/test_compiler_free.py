@@ -7,7 +7,11 @@ import subprocess
 import sys
 import textwrap
 
-from trainers.compiler_free import keep_compiler_unloaded
+import torch
+from stable_baselines3.common.env_util import make_vec_env
+
+from trainers.fast.compiler_free import build_compiler_free
+from trainers.ppo import MonitoredPPO
 
 TRAIN_SAVE_LOAD = textwrap.dedent(
     """
@@ -42,12 +46,20 @@ def test_a_training_process_never_imports_torchs_compiler() -> None:
     assert done.stdout.strip().splitlines()[-1] == "dynamo imported: False"
 
 
+def test_only_the_trainers_optimizer_is_changed() -> None:
+    model = MonitoredPPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=1, seed=0), n_steps=64)
+    assert "zero_grad" in vars(model.policy.optimizer)  # bound on the trainer's instance
+    other = torch.optim.Adam([torch.nn.Parameter(torch.ones(3))])
+    assert "zero_grad" not in vars(other)  # every other optimizer is torch's as it is
+    original = torch.optim.Optimizer.zero_grad.__wrapped__  # type: ignore[attr-defined]
+    assert "__dynamo_disable" not in vars(original)  # torch's wrapper was not touched
+
+
 def test_once_the_compiler_is_imported_torchs_own_disable_takes_over() -> None:
-    keep_compiler_unloaded()
     import torch._dynamo  # what torch.compile would import
 
     parameter = torch.nn.Parameter(torch.ones(3))
-    optimizer = torch.optim.Adam([parameter], lr=0.1)
+    optimizer = build_compiler_free(torch.optim.Adam, [parameter], lr=0.1)
     parameter.grad = torch.ones(3)
     optimizer.step()
     optimizer.zero_grad()

@@ -1,4 +1,5 @@
-"""SB3's `VecNormalize` with a cheaper running-statistics update for one env.
+"""Replaces SB3's `VecNormalize`: the same normalization with a cheaper running-statistics update
+for one env.
 
 `RunningMeanStd.update` takes `np.mean` and `np.var` of the batch, two reductions through
 numpy's Python wrappers, twice per step (observations and returns): with one env that is most

@@ -1,4 +1,4 @@
-"""SB3's `DummyVecEnv` with a cheaper copy of the step's infos.
+"""Replaces SB3's `DummyVecEnv`: the same env stepping with a cheaper copy of the step's infos.
 
 `DummyVecEnv.step_wait` hands out `deepcopy(infos)` every step, so that nothing downstream
 shares a dict or an array with the env. With one MuJoCo env that deepcopy (a memo dict and a

@@ -1,21 +1,19 @@
-"""The lean update's pieces against the SB3 and torch calls they replace."""
+"""trainers.fast.optimizer_step: torch's clipped Adam step bit for bit."""
 
 from __future__ import annotations
 
 import copy
 
-import pytest
 import torch
 from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
-from trainer_rollouts import with_rollout
 
-from trainers.lean import MinibatchStep, evaluate_actions
-from trainers.ppo import MonitoredPPO, use_foreach_optimizer
+from tests.trainers_tests.trainer_rollouts import with_rollout
+from trainers.fast.optimizer_step import MinibatchStep, use_foreach_optimizer
+from trainers.ppo import MonitoredPPO
 
 MAX_NORM = 0.01  # below the gradient norms here: the clip acts
-ENVS = {"categorical": "CartPole-v1", "gaussian": "Pendulum-v1"}
 
 
 def batch(model: PPO) -> tuple[torch.Tensor, torch.Tensor]:
@@ -24,24 +22,6 @@ def batch(model: PPO) -> tuple[torch.Tensor, torch.Tensor]:
     if isinstance(model.action_space, spaces.Discrete):
         actions = actions.long().flatten()
     return sample.observations, actions
-
-
-@pytest.mark.parametrize("kind", list(ENVS))
-def test_evaluate_actions_is_sb3s_bit_for_bit_values_and_gradients(kind: str) -> None:
-    model = with_rollout(PPO, ENVS[kind], seed=1, n_steps=64)
-    observations, actions = batch(model)
-    results = []
-    ours = lambda o, a: evaluate_actions(model.policy, o, a)  # noqa: E731
-    for evaluate in (model.policy.evaluate_actions, ours):
-        model.policy.zero_grad(set_to_none=True)
-        values, log_prob, entropy = evaluate(observations, actions)
-        assert entropy is not None
-        (values.sum() + log_prob.sum() + entropy.sum()).backward()
-        grads = [p.grad.clone() for p in model.policy.parameters()]  # type: ignore[union-attr]
-        results.append((values.detach(), log_prob.detach(), entropy.detach(), grads))
-    (v1, l1, e1, g1), (v2, l2, e2, g2) = results
-    assert torch.equal(v1, v2) and torch.equal(l1, l2) and torch.equal(e1, e2)
-    assert all(torch.equal(a, b) for a, b in zip(g1, g2, strict=True))
 
 
 def loss_of(model: PPO, observations: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:

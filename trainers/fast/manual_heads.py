@@ -1,9 +1,10 @@
-"""The action heads and the clipped surrogate of `trainers.manual`, forward and backward.
+"""The action heads and the clipped surrogate of `trainers.fast.manual`, forward and backward
+(with it, they replace autograd in the PPO update).
 
-Each class computes its forward pass at construction with the ops of `lean.evaluate_actions`
-and `losses.clipped_policy_loss`, and its backward on request with the kernels autograd's
-formulas call, summing a tensor's gradients in the order the engine does (the consumer created
-last first), so the gradients are `loss.backward()`'s bit for bit.
+Each class computes its forward pass at construction with the ops of
+`distributions.evaluate_actions` and `losses.clipped_policy_loss`, and its backward on request
+with the kernels autograd's formulas call, summing a tensor's gradients in the order the engine
+does (the consumer created last first), so the gradients are `loss.backward()`'s bit for bit.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import math
 import torch
 from torch import Tensor
 
-from .losses import PolicyLossOutput
+from ..losses import PolicyLossOutput
 
-_HALF_LOG_2PI = math.log(math.sqrt(2 * math.pi))  # torch Normal's constant, as lean's
+_HALF_LOG_2PI = math.log(math.sqrt(2 * math.pi))  # torch Normal's constant, as distributions'
 _GAUSSIAN_ENTROPY = 0.5 + 0.5 * math.log(2 * math.pi)
 
 

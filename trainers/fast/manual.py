@@ -1,4 +1,5 @@
-"""The PPO minibatch loss and its gradients by hand, for SB3's default MLP policy.
+"""Replaces autograd (`loss.backward()`) in the PPO update, and `ActorCriticPolicy.forward` in
+rollouts, for SB3's default MLP policy: the minibatch loss and its gradients by hand.
 
 On a small MLP the autograd graph costs more than the arithmetic: every forward op records a
 node, and the backward engine walks them one by one. For the policy SB3 builds from
@@ -7,9 +8,9 @@ layers) with a Discrete action (a categorical head) or a Box action (a diagonal 
 state-independent log std) `ManualLoss` computes the forward pass under `no_grad` and the
 gradients with the very kernels autograd's formulas call (`addmm`'s three backward products,
 `tanh_backward`, `mse_loss_backward`, `_softmax_backward_data`, the tie-splitting `minimum`
-rule, ...; the heads in `trainers.manual_heads`), in the same order. The gradients are equal to
-`loss.backward()`'s bit for bit (tests/trainers_tests/test_manual.py), so a seed follows the
-same trajectory as stock SB3.
+rule, ...; the heads in `trainers.fast.manual_heads`), in the same order. The gradients are
+equal to `loss.backward()`'s bit for bit (tests/trainers_tests/fast/test_manual.py), so a seed
+follows the same trajectory as stock SB3.
 
 Anything else (gSDE, shared layers, a custom extractor or policy, another objective) returns
 None from `ManualLoss.build` and the update takes the autograd path.
@@ -29,7 +30,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 from stable_baselines3.common.torch_layers import FlattenExtractor, MlpExtractor
 from torch import Tensor, nn
 
-from .losses import PolicyLossOutput
+from ..losses import PolicyLossOutput
 from .manual_heads import (
     CategoricalHead,
     GaussianHead,
@@ -128,7 +129,11 @@ class ManualLoss:
     @classmethod
     def build(cls, policy: nn.Module) -> ManualLoss | None:
         """A ManualLoss when `policy` is one it covers exactly, else None."""
-        if type(policy) is not ActorCriticPolicy or not policy.share_features_extractor:
+        # SB3's class itself, or the fast paths' subclass of it (trainers.fast.policy).
+        stock = type(policy).__dict__.get("stock_class", type(policy))
+        if not isinstance(policy, ActorCriticPolicy) or stock is not ActorCriticPolicy:
+            return None
+        if not policy.share_features_extractor:
             return None
         if type(policy.features_extractor) is not FlattenExtractor:
             return None

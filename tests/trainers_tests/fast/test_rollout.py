@@ -1,5 +1,6 @@
-"""The lean rollout collection: bit for bit the rollout stock SB3 collects, on a per-env and on
-a native vector env, with the per-step callbacks still called."""
+"""trainers.fast.algorithm's rollout collection and the fast policy's forward: bit for bit the
+rollout stock SB3 collects, on a per-env and on a native vector env, with the per-step
+callbacks still called."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
+from trainers.fast.policy import FastActorCriticPolicy
 from trainers.ppo import MonitoredPPO
 from trainers.vector import NativeVecEnv
 
@@ -60,4 +62,5 @@ def test_the_lean_rollout_is_stock_sb3s_bit_for_bit(kind: str, env_id: str) -> N
     assert our_steps.steps == stock_steps.steps == 3 * 64
     assert [e["r"] for e in ours.ep_info_buffer] == [e["r"] for e in stock.ep_info_buffer]
     assert ours.num_timesteps == stock.num_timesteps == 3 * 64 * 4
-    assert "forward" not in vars(ours.policy)  # trainers.manual's forward was only lent
+    assert "forward" not in vars(ours.policy)  # the policy's own class, no method swapped
+    assert type(ours.policy) is FastActorCriticPolicy

@@ -1,4 +1,4 @@
-"""trainers.manual: the minibatch loss's gradients by hand equal autograd's bit for bit, for a
+"""trainers.fast.manual: the minibatch loss's gradients by hand equal autograd's bit for bit, for a
 categorical and a Gaussian head, a training run by hand is stock SB3's, and only policies it
 covers exactly take that path."""
 
@@ -15,9 +15,9 @@ from stable_baselines3.common.vec_env import VecNormalize
 from torch import nn
 from torch.nn import functional as F
 
-from trainers.lean import evaluate_actions
+from trainers.fast.distributions import evaluate_actions
+from trainers.fast.manual import ManualLoss
 from trainers.losses import clipped_policy_loss
-from trainers.manual import ManualLoss
 from trainers.ppo import MonitoredPPO
 from trainers.ppo_kl import MonitoredKLPPO
 
