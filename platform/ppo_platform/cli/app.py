@@ -15,6 +15,7 @@ import typer
 
 from ppo_platform import tracing
 from ppo_platform.cli.agent_commands import register as register_agent_commands
+from ppo_platform.cli.compare_command import register as register_compare_command
 from ppo_platform.cli.env_commands import EnvPackages, register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
 from ppo_platform.cli.lm_commands import load_checked_spec, run_any_spec
@@ -244,6 +245,7 @@ def report(
     typer.echo(f"report files: {result.files[0].parent}")
 
 
+register_compare_command(app)  # compare (compare_command.py), after report
 register_plan_command(app)  # plan (plan_command.py), here to keep the help's order
 
 TuneWorkers = Annotated[

@@ -105,3 +105,15 @@ def test_bad_input_names_the_problem():
         st.probability_of_improvement({"a": [1.0]}, {"b": [1.0]})
     with pytest.raises(ValueError, match="baseline 'z'"):
         st.comparison_pairs(["x", "y"], "z")
+
+
+def test_normalised_scores_put_random_at_0_and_solved_at_1():
+    from ppo_platform.reports.normalization import LEVELS, normalize, normalize_tasks
+
+    assert normalize("CartPole-v1", [25.0, 475.0]).tolist() == [0.0, 1.0]
+    assert set(LEVELS) >= {"CartPole-v1", "Pendulum-v1", "HalfCheetah-v5", "ALE/Breakout-v5"}
+    both = normalize_tasks({"CartPole-v1": [475.0], "Pendulum-v1": [-200.0]})
+    assert both["Pendulum-v1"].tolist() == [1.0]
+    assert normalize_tasks({"Acrobot-v1": [-90.0]})["Acrobot-v1"].tolist() == [-90.0]
+    with pytest.raises(ValueError, match="no random and solved levels for env 'Acrobot-v1'"):
+        normalize("Acrobot-v1", [-90.0])
