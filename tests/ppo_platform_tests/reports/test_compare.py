@@ -105,6 +105,8 @@ def two_sweeps(tmp_path_factory: pytest.TempPathFactory):
 
 
 def compare_json(*args: str) -> dict:
+    if "--out" not in args:  # not the default folder under the working directory
+        args = (*args, "--out", str(get_settings().home / "compare"))
     output = CliRunner().invoke(app, ["compare", *args, "--json"])
     assert output.exit_code == 0, output.output
     return json.loads(output.stdout)
