@@ -304,3 +304,14 @@ def comparison_pairs(names: Sequence[str], baseline: str | None) -> list[tuple[s
     if baseline not in names:
         raise ValueError(f"baseline {baseline!r} is not a group; the groups are {list(names)}.")
     return [(name, baseline) for name in names if name != baseline]
+
+
+def describe_scores(values: Sequence[float], digits: int = 1, seed: int = 0) -> str:
+    """`IQM 500.0 [480.2, 500.0] (95% CI, 3 seeds)`; one value: `500.0 (1 seed)`."""
+    if len(values) == 1:
+        return f"{values[0]:.{digits}f} (1 seed)"
+    low, high = bootstrap_interval(values, seed=seed)
+    return (
+        f"IQM {iqm(values):.{digits}f} [{low:.{digits}f}, {high:.{digits}f}] "
+        f"(95% CI, {len(values)} seeds)"
+    )

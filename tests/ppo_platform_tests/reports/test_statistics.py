@@ -117,3 +117,8 @@ def test_normalised_scores_put_random_at_0_and_solved_at_1():
     assert normalize_tasks({"Acrobot-v1": [-90.0]})["Acrobot-v1"].tolist() == [-90.0]
     with pytest.raises(ValueError, match="no random and solved levels for env 'Acrobot-v1'"):
         normalize("Acrobot-v1", [-90.0])
+
+
+def test_benchmark_cells_give_the_iqm_with_its_interval_or_say_1_seed():
+    assert st.describe_scores([500.0]) == "500.0 (1 seed)"
+    assert st.describe_scores([500.0, 500.0, 500.0]) == "IQM 500.0 [500.0, 500.0] (95% CI, 3 seeds)"
