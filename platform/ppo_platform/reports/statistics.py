@@ -145,8 +145,10 @@ def improvement_interval(
     """The stratified bootstrap interval of P(X > Y): X and Y resampled independently per task."""
     _check_confidence(confidence)
     tasks_x, tasks_y = _paired_tasks(x, y)
-    if min(v.size for v in (*tasks_x.values(), *tasks_y.values())) < 2:
-        return 0.0, 1.0  # one seed says nothing about the spread: no verdict either way
+    n = min(v.size for v in tasks_x.values())
+    m = min(v.size for v in tasks_y.values())
+    if min(n, m) < 2 or too_few_to_tell(n, m, confidence):
+        return 0.0, 1.0  # no verdict either way: see too_few_to_tell
     rng = np.random.default_rng(seed)
     per_task = []
     for task, values_x in tasks_x.items():
@@ -156,10 +158,16 @@ def improvement_interval(
         per_task.append(_improvement_rows(sample_x, sample_y))
     low, high = _percentiles(np.mean(per_task, axis=0), confidence)
     centre = probability_of_improvement(tasks_x, tasks_y)
-    n = min(v.size for v in tasks_x.values())
-    m = min(v.size for v in tasks_y.values())
     widen = _small_sample_factor(n, m, confidence)
     return max(0.0, centre - (centre - low) * widen), min(1.0, centre + (high - centre) * widen)
+
+
+def too_few_to_tell(n: int, m: int, confidence: float = CONFIDENCE) -> bool:
+    """Whether n seeds against m are too few for any verdict: even if every seed of one group
+    beat every seed of the other, an exact rank test (Mann-Whitney, two-sided) could not reach
+    `confidence`, since that ordering has probability 2 / C(n + m, n) by chance alone
+    (3 against 3: 0.1; 4 against 4: 0.03)."""
+    return 2.0 / math.comb(n + m, n) > 1.0 - confidence
 
 
 def _small_sample_factor(n: int, m: int, confidence: float) -> float:

@@ -77,6 +77,11 @@ def test_probability_of_improvement_counts_ties_as_half():
     assert per_task == 0.5  # 1 on task a, 0 on task b
 
 
+def test_seeds_too_few_for_an_exact_test_give_no_verdict_however_far_apart():
+    assert st.compare_pair("x", [500.0] * 3, "y", [9.0] * 3).verdict == st.INDISTINGUISHABLE
+    assert st.compare_pair("x", [500.0] * 4, "y", [9.0] * 4).verdict == st.BETTER
+
+
 def test_one_seed_gives_no_verdict():
     pair = st.compare_pair("x", [500.0], "y", [20.0])
     assert pair.ci == (0.0, 1.0) and pair.verdict == st.INDISTINGUISHABLE
