@@ -66,8 +66,10 @@ def plot_intervals(comparison: Comparison, path: Path) -> Path:
     fig, axis = plt.subplots(figsize=(9, 1.5 + 0.5 * len(groups)))
     rows = np.arange(len(groups))
     values = np.array([g.iqm for g in groups])
-    low = values - np.array([g.iqm_ci[0] for g in groups])
-    high = np.array([g.iqm_ci[1] for g in groups]) - values
+    # A percentile interval need not contain its estimate (and identical scores give float
+    # noise): a bar never reaches below zero length.
+    low = np.clip(values - np.array([g.iqm_ci[0] for g in groups]), 0.0, None)
+    high = np.clip(np.array([g.iqm_ci[1] for g in groups]) - values, 0.0, None)
     axis.errorbar(values, rows, xerr=[low, high], fmt="o", capsize=4)
     axis.set_yticks(rows, [f"{g.name} (n={g.n})" for g in groups], fontsize=8)
     axis.invert_yaxis()
