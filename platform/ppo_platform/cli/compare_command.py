@@ -12,44 +12,48 @@ import typer
 from ppo_platform.cli.output import fail
 from ppo_platform.errors import PlatformError
 
+Ids = Annotated[
+    list[str],
+    typer.Argument(
+        help="MLflow run ids: training runs, sweep parents, study parents or trials.",
+        show_default=False,
+    ),
+]
+By = Annotated[str, typer.Option(help="Group by: variant, spec (the spec hash) or tag:KEY.")]
+Metric = Annotated[str, typer.Option(help="The score: a metric's latest value in each run.")]
+Baseline = Annotated[
+    str | None, typer.Option(help="Compare every group with this one (default: every pair).")
+]
+Threshold = Annotated[
+    float | None,
+    typer.Option(
+        help="Score that counts as solved, for the solve rate (default: the sweep's, else "
+        "gymnasium's reward_threshold)."
+    ),
+]
+Seed = Annotated[int, typer.Option(help="Seed of the bootstrap.")]
+Out = Annotated[
+    Path | None,
+    typer.Option(
+        help="Folder for comparison.md, comparison.json and the plots "
+        "[default: PPO_PLATFORM_OUTPUTS_DIR or ./outputs, then compare-<first id>].",
+        show_default=False,
+    ),
+]
+AsJson = Annotated[
+    bool, typer.Option("--json", help="Print the comparison as JSON instead of a table.")
+]
+
 
 def compare(
-    ids: Annotated[
-        list[str],
-        typer.Argument(
-            help="MLflow run ids: training runs, sweep parents, study parents or trials.",
-            show_default=False,
-        ),
-    ],
-    by: Annotated[
-        str, typer.Option(help="Group by: variant, spec (the spec hash) or tag:KEY.")
-    ] = "variant",
-    metric: Annotated[
-        str, typer.Option(help="The score: a metric's latest value in each run.")
-    ] = "eval/mean_reward",
-    baseline: Annotated[
-        str | None,
-        typer.Option(help="Compare every group with this one (default: every pair)."),
-    ] = None,
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            help="Score that counts as solved, for the solve rate (default: the sweep's, else "
-            "gymnasium's reward_threshold)."
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            help="Folder for comparison.md, comparison.json and the plots "
-            "[default: PPO_PLATFORM_OUTPUTS_DIR or ./outputs, then compare-<first id>].",
-            show_default=False,
-        ),
-    ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the comparison as JSON instead of a table.")
-    ] = False,
+    ids: Ids,
+    by: By = "variant",
+    metric: Metric = "eval/mean_reward",
+    baseline: Baseline = None,
+    threshold: Threshold = None,
+    seed: Seed = 0,
+    out: Out = None,
+    as_json: AsJson = False,
 ) -> None:
     """Compare runs, sweeps or studies: IQM with 95% intervals and a verdict per pair."""
     from ppo_platform.reports.compare import compare_runs
