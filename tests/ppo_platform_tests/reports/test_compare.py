@@ -141,6 +141,8 @@ def test_variants_that_differ_only_in_a_tag_are_indistinguishable(two_sweeps):
     (pair,) = body["pairs"]
     assert (pair["a"], pair["b"]) == ("tracking.tags.note=a", "tracking.tags.note=b")
     assert pair["verdict"] == "indistinguishable"
+    by_tag = compare_json(two_sweeps[1], "--by", "tag:note")
+    assert [(g["name"], g["n"]) for g in by_tag["groups"]] == [("note=a", 5), ("note=b", 5)]
 
 
 @pytest.mark.slow
