@@ -14,8 +14,9 @@ bootstrap interval (widened for small samples: `_small_sample_factor`) gives the
 get an exact Clopper-Pearson interval.
 
 Written with numpy and scipy rather than `rliable` (Agarwal et al., 2021, whose estimators these
-are): rliable pulls in arch, statsmodels, seaborn and their dependencies, and calls a Python
-function per bootstrap replicate; here every replicate of a group is one vectorised array.
+are): rliable 1.2.0 resolves beside our pins but its arch 7.2.0 does not import with pandas 3,
+it would pull in six packages, and it calls a Python function per bootstrap replicate; here
+every replicate of a group is one vectorised array (docs/guides/comparing-runs.md).
 """
 
 from __future__ import annotations
