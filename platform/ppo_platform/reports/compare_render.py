@@ -121,7 +121,7 @@ def _finish(fig: Any, axis: Any, path: Path, title: str, xlabel: str) -> None:
     axis.set_xlabel(xlabel)
     axis.grid(alpha=0.3)
     fig.subplots_adjust(**{**LAYOUT, "left": 0.3})
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=90, bbox_inches="tight")  # a short figure: keep the axis label
     _pyplot().close(fig)
 
 
