@@ -143,3 +143,46 @@ class EnvList(BaseModel):
         description="Env packages imported by this service (its operator's "
         "PPO_PLATFORM_ENV_PACKAGES, and ale_py when installed)."
     )
+
+
+class SolveRatePublic(BaseModel):
+    solved: int
+    runs: int
+    rate: float
+    ci: list[float] = Field(description="Exact (Clopper-Pearson) 95% interval of the rate.")
+
+
+class GroupPublic(BaseModel):
+    """One group of runs: its scores, and IQM, mean and median with 95% bootstrap intervals."""
+
+    name: str
+    n: int = Field(description="Seeds (finished runs) in the group.")
+    scores: list[float]
+    iqm: float
+    iqm_ci: list[float]
+    mean: float
+    mean_ci: list[float]
+    median: float
+    median_ci: list[float]
+    tasks: list[str]
+    solve_rate: SolveRatePublic | None
+    warning: str | None = Field(description="Set when the group has fewer than 5 seeds.")
+
+
+class PairPublic(BaseModel):
+    a: str
+    b: str
+    probability_of_improvement: float = Field(description="P(a > b), ties counted 0.5.")
+    ci: list[float] = Field(description="95% bootstrap interval of P(a > b).")
+    verdict: Literal["better", "worse", "indistinguishable"]
+
+
+class ComparisonPublic(BaseModel):
+    """Groups of runs compared (docs/guides/comparing-runs.md)."""
+
+    metric: str
+    normalized: bool = Field(description="Scores over several envs: 0 = random, 1 = solved.")
+    groups: list[GroupPublic]
+    pairs: list[PairPublic]
+    warnings: list[str]
+    skipped: list[str] = Field(description="Runs left out (not finished, no score), and why.")

@@ -57,6 +57,20 @@ def _summary_list(files: dict[str, Any], key: str) -> list[dict[str, Any]] | Non
     return found if isinstance(found, list) else None
 
 
+def study_comparison(job: Experiment, settings: Settings) -> Any:
+    """A finished study's trials compared (IQM, intervals, verdicts) as safe HTML, or None."""
+    if job.kind != "tune" or job.status not in TERMINAL or not job.mlflow_run_id:
+        return None
+    from ppo_platform.reports.compare import compare_runs  # MLflow: on first use only
+    from ppo_platform.reports.compare_render import render_comparison
+
+    try:
+        comparison = compare_runs([job.mlflow_run_id], settings.tracking_uri)
+    except PlatformError:  # no finished trial to compare: the page says nothing of it
+        return None
+    return render(render_comparison(comparison, "Trials compared"))
+
+
 def _kl_target(spec: Any) -> float | None:
     """An LM spec's target of lm/kl_ref (adaptive beta), else None."""
     return spec.lm.kl.target if isinstance(spec, LMExperimentSpec) else None
@@ -91,6 +105,7 @@ def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
         "trials": _summary_list(files, "trials") if job.kind == "tune" else None,
         "verified": _summary_list(files, "verification") if job.kind == "tune" else None,
         "pareto": _summary_list(files, "pareto_front") if job.kind == "tune" else None,
+        "comparison": study_comparison(job, settings),
         "has_best_spec": "best_spec.yaml" in files,
         "split_alert": split_alert,
     }

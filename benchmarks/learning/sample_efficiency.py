@@ -419,6 +419,8 @@ def _stats(values: list[float]) -> tuple[float, float]:
 
 
 def _row(env_id: str, variant: str, runs: list[dict], shared: bool) -> str:
+    from ppo_platform.reports.statistics import describe_scores
+
     _, _, threshold, _ = ENVS[env_id]
     budget = runs[0]["budget"] if runs else ENVS[env_id][0]
     done = sorted((r for r in runs if "final_mean" in r), key=lambda r: r["seed"])
@@ -442,7 +444,8 @@ def _row(env_id: str, variant: str, runs: list[dict], shared: bool) -> str:
     wall = f"{statistics.median(walls):.0f} ({min(walls):.0f}-{max(walls):.0f})"
     label = variant + (" (= planner: same hyperparameters)" if shared else "")
     return (
-        f"| {env_id} | {label} | {budget:,} | {mean:.1f} +- {std:.1f} ({per_seed}) | "
+        f"| {env_id} | {label} | {budget:,} | {describe_scores([r['final_mean'] for r in done])}"
+        f"{f'; mean {mean:.1f} +- {std:.1f} ({per_seed})' if len(done) > 1 else ''} | "
         f"{len(solved)}/{len(done)} | {steps} | {wall} | {min(loads):.1f}-{max(loads):.1f} |"
     )
 
@@ -454,8 +457,9 @@ def markdown(report: dict) -> str:
         *_header(report),
         "",
         "Each cell: the seeds in brackets (3; 1 for the MuJoCo rows); final return = mean eval "
-        f"return over {EPISODES} (MuJoCo: 5) deterministic episodes at the end (mean +- std over "
-        "seeds, per seed in brackets); "
+        f"return over {EPISODES} (MuJoCo: 5) deterministic episodes at the end: the IQM over "
+        "seeds with its 95% stratified bootstrap interval (docs/guides/comparing-runs.md), or "
+        "`(1 seed)` where one seed ran, then mean +- std over seeds, per seed in brackets; "
         "solved = final return at or above the threshold; steps = first of ten evaluations "
         f"(every budget/10 steps, {EPISODES} episodes) at or above the threshold; wall = one "
         "whole `ppo-platform run` process (s, median and min-max), 2 runs in parallel under "

@@ -286,6 +286,14 @@ def bench_row(row: Row, pairs: int, seeds: list[int], warmup: bool) -> dict:
     return result
 
 
+def _returns(side: dict) -> str:
+    """`IQM 500.0 [500.0, 500.0] (95% CI, 3 seeds) {'0': 500.0, ...}`, or `(1 seed)`."""
+    from ppo_platform.reports.statistics import describe_scores
+
+    values = [v for v in side["final_returns"].values() if v is not None]
+    return f"{describe_scores(values)} {side['final_returns']}" if values else "none"
+
+
 def markdown(report: dict) -> str:
     m = report["machine"]
     lines = [
@@ -314,11 +322,12 @@ def markdown(report: dict) -> str:
             f"{min(loads):.1f}-{max(loads):.1f} |"
         )
     lines += ["", "Final returns by seed (platform: final greedy evaluation episode; CleanRL: "
-              "mean of its last 10 training episodes):", ""]  # fmt: skip
+              "mean of its last 10 training episodes), each side's IQM over seeds with its 95% "
+              "bootstrap interval (docs/guides/comparing-runs.md):", ""]  # fmt: skip
     for r in report["rows"]:
         lines.append(
-            f"- {r['row']}: ppo-platform {r['ppo-platform']['final_returns']}, "
-            f"CleanRL {r['cleanrl']['final_returns']}"
+            f"- {r['row']}: ppo-platform {_returns(r['ppo-platform'])}, "
+            f"CleanRL {_returns(r['cleanrl'])}"
         )
     lines += ["", "Commands (seed of the first pair) and what differs:", ""]
     for r in report["rows"]:

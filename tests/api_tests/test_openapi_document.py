@@ -54,6 +54,7 @@ OPERATIONS = {
         "getMetricHistory",
         {"200", "401", "404", "422", "503"},
     ),
+    ("get", "/v1/comparisons"): ("compareExperiments", {"200", "401", "404", "422", "503"}),
     ("get", "/v1/experiments/{experiment_id}/artifacts"): (
         "listArtifacts",
         {"200", "401", "404", "422", "503"},

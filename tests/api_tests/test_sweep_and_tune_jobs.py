@@ -19,7 +19,7 @@ sweep: {grid: {update.epochs: [1, 2]}, seeds: [0]}
 """
 
 
-def test_a_sweep_job_trains_every_member_under_one_parent_run(alice, post_spec, wait) -> None:
+def test_a_sweep_job_trains_every_member_under_one_parent_run(alice, bob, post_spec, wait) -> None:
     submitted = post_spec(alice, SWEEP)
     assert submitted.status_code == 202, submitted.text
     assert submitted.json()["kind"] == "sweep" and submitted.json()["total_timesteps"] == 512
@@ -34,6 +34,18 @@ def test_a_sweep_job_trains_every_member_under_one_parent_run(alice, post_spec, 
     assert events.count("event: member\n") == 2, events[:500]
     logs = alice.get(f"/v1/experiments/{job['id']}/artifacts").json()["items"]
     assert any(a["name"].endswith(".md") for a in logs)
+    compared = alice.get("/v1/comparisons", params={"experiment": job["id"]})
+    assert compared.status_code == 200, compared.text
+    body = compared.json()
+    assert [(g["name"], g["n"]) for g in body["groups"]] == [
+        ("update.epochs=1", 1),
+        ("update.epochs=2", 1),
+    ]
+    assert body["pairs"][0]["verdict"] == "indistinguishable"  # one seed each: no verdict
+    assert len(body["warnings"]) == 2
+    assert bob.get("/v1/comparisons", params={"experiment": job["id"]}).status_code == 404
+    report = alice.get(f"/v1/experiments/{job['id']}/artifacts/report.md").text
+    assert "## Variants compared" in report  # what the sweep page shows
 
 
 TUNE = """name: tiny-tune
@@ -107,3 +119,4 @@ def test_a_tune_job_with_held_out_verification_reports_it(
         assert browser.post("/login", data={"api_key": keys["alice"]}).status_code == 303
         page = browser.get(f"/experiments/{job['id']}").text
     assert 'id="verified"' in page and f"<tr><td>{verified['number']}</td>" in page
+    assert 'id="comparison"' in page and f"verify-trial-{verified['number']}" in page

@@ -15,6 +15,7 @@ import typer
 
 from ppo_platform import tracing
 from ppo_platform.cli.agent_commands import register as register_agent_commands
+from ppo_platform.cli.compare_command import register as register_compare_command
 from ppo_platform.cli.env_commands import EnvPackages, register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
 from ppo_platform.cli.lm_commands import load_checked_spec, run_any_spec
@@ -224,6 +225,14 @@ def report(
     parent_run_id: Annotated[
         str, typer.Argument(help="The sweep's MLflow parent run id.", show_default=False)
     ],
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            help="The variant every other is compared with, as the report names it "
+            "(e.g. update.epochs=4) [default: the first variant].",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Build a sweep's comparison report again, log it to the parent run and print it."""
     from ppo_platform.reports import REPORT_KEYS, build_report
@@ -236,7 +245,7 @@ def report(
             settings.runs_dir, [check_run_id(parent_run_id, "PARENT_RUN_ID")], "PARENT_RUN_ID"
         )
         sweep = read_sweep(parent_run_id, REPORT_KEYS, settings.tracking_uri)
-        result = build_report(sweep, folder / "report")
+        result = build_report(sweep, folder / "report", baseline)
         attach_artifacts(parent_run_id, result.files, "report", settings.tracking_uri)
     except PlatformError as error:
         fail(error)
@@ -244,6 +253,7 @@ def report(
     typer.echo(f"report files: {result.files[0].parent}")
 
 
+register_compare_command(app)  # compare (compare_command.py), after report
 register_plan_command(app)  # plan (plan_command.py), here to keep the help's order
 
 TuneWorkers = Annotated[

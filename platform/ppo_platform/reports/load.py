@@ -6,6 +6,9 @@ post-update KL and clip fraction per update, and alert counts (per signal). Writ
 plus three PNG plots (return; approx KL; post-update KL with clip fraction) and logged as
 artifacts of the sweep's parent run under `report/`.
 
+Then the variants compared on their final return (`reports.compare`): IQM with a 95% bootstrap
+interval per variant, and a verdict of each variant against the first (or a chosen baseline).
+
 Statistics use the FINISHED runs of a variant; failed runs are counted and listed, and their
 curves still appear in the plots (where a run went wrong is worth seeing).
 """
@@ -17,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ppo_platform.reports.compare import Comparison, compare_scores
 from ppo_platform.reports.markdown import render_markdown
 from ppo_platform.reports.plots import plot_kl, plot_returns, plot_update_size
 from ppo_platform.reports.stats import (
@@ -29,6 +33,7 @@ from ppo_platform.reports.stats import (
     SeedRun,
     SweepReport,
     default_threshold,
+    final_return,
     summarize,
 )
 from ppo_platform.tracking import tags as tag
@@ -92,9 +97,29 @@ def load_runs(sweep: dict[str, Any]) -> tuple[dict[str, str], list[SeedRun]]:
     return dict(sweep["parent"]["tags"]), runs
 
 
-def build_report(sweep: dict[str, Any], out_dir: Path) -> SweepReport:
+def compare_variants(
+    groups: dict[str, list[SeedRun]],
+    env_id: str,
+    threshold: float | None,
+    baseline: str | None = None,
+) -> Comparison | None:
+    """Final returns per variant compared against `baseline` (default: the first variant);
+    None when fewer than one variant has a finished run."""
+    scores = {
+        variant: {env_id: finals}
+        for variant, runs in groups.items()
+        if (finals := [v for r in runs if r.finished and (v := final_return(r.evals)) is not None])
+    }
+    if not scores:
+        return None
+    first = baseline if baseline is not None else next(iter(scores))
+    return compare_scores(scores, "final eval return", baseline=first, threshold=threshold)
+
+
+def build_report(sweep: dict[str, Any], out_dir: Path, baseline: str | None = None) -> SweepReport:
     """Write report.md, summary.json and the plots of `sweep` (read back from MLflow by
-    `tracking.reads.sweep_runs`) into `out_dir`."""
+    `tracking.reads.sweep_runs`) into `out_dir`; verdicts against `baseline` (a variant's
+    name; default: the first variant)."""
     tags, runs = load_runs(sweep)
     parent_run_id = sweep["parent"]["run_id"]
     env_id = tags.get(tag.ENV_ID, "?")
@@ -117,9 +142,12 @@ def build_report(sweep: dict[str, Any], out_dir: Path) -> SweepReport:
         plot_kl(groups, kl_alert, out_dir / "kl.png", report.name),
         plot_update_size(groups, kl_alert, drift, out_dir / "update_size.png", report.name),
     ]
+    report.comparison = compare_variants(groups, env_id, threshold, baseline)
     report.markdown = render_markdown(report, tags)
     (out_dir / "report.md").write_text(report.markdown, encoding="utf-8")
-    summary = {"threshold": threshold, "variants": [asdict(v) for v in variants]}
+    summary: dict[str, Any] = {"threshold": threshold, "variants": [asdict(v) for v in variants]}
+    if report.comparison is not None:
+        summary["comparison"] = report.comparison.to_json()
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
     report.files = [out_dir / "report.md", out_dir / "summary.json", *report.files]
     return report

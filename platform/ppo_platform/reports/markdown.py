@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ppo_platform.reports.compare_render import render_comparison
 from ppo_platform.reports.stats import (
     SweepReport,
     VariantSummary,
@@ -72,6 +73,10 @@ def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
         "updated one, its max over every update of every seed). Alerts: diagnostics alerts, "
         "summed over seeds, per signal in brackets.",
         "",
+    ]
+    if report.comparison is not None:
+        lines += [render_comparison(report.comparison, "Variants compared").rstrip(), ""]
+    lines += [
         "## Runs",
         "",
         "| run | variant | seed | status | final return | steps to threshold | mean KL | alerts |",

@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -126,6 +127,7 @@ class SweepReport:
     runs: list[SeedRun] = field(repr=False)
     markdown: str = ""
     files: list[Path] = field(default_factory=list)
+    comparison: Any = None  # reports.compare.Comparison of the variants' final returns
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

@@ -124,6 +124,11 @@ def test_report_refuses_a_parent_run_id_that_is_not_an_id(platform_home: Path, r
     assert_bad_input(cli("report", run_id), "PARENT_RUN_ID")
 
 
+@pytest.mark.parametrize("run_id", ["../../x", "/tmp", HEX_ID[:8]])
+def test_compare_refuses_an_id_that_is_not_a_run_id(platform_home: Path, run_id: str) -> None:
+    assert_bad_input(cli("compare", run_id), "ID")
+
+
 @pytest.mark.parametrize("name", ["../escape", "/abs", "a/b", ".hidden", "x" * 101])
 def test_experiment_names_that_are_paths_are_refused(write_spec, name: str) -> None:
     spec = write_spec()

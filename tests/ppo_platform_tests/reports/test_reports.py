@@ -233,7 +233,8 @@ def test_the_report_command_rebuilds_the_table_from_mlflow(swept):
     result, _ = swept
     output = CliRunner().invoke(app, ["report", result.parent_run_id])
     assert output.exit_code == 0, output.output
-    table_rows = [line for line in output.output.splitlines() if line.startswith("| update.")]
+    table = output.output.split("## Variants compared")[0]  # the variant table, not the verdicts
+    table_rows = [line for line in table.splitlines() if line.startswith("| update.")]
     assert [row.split(" | ")[0] for row in table_rows] == ["| update.epochs=1", "| update.epochs=4"]
     assert output.output.split("## Runs")[0] == result.report.markdown.split("## Runs")[0]
 
@@ -248,3 +249,20 @@ def test_the_report_command_exits_2_for_an_unknown_run(tmp_path, monkeypatch):
         get_settings.cache_clear()
     assert output.exit_code == 2
     assert "no MLflow run" in output.output
+
+
+@pytest.mark.slow
+def test_the_report_compares_each_variant_with_the_first_or_the_baseline(swept):
+    result, _ = swept
+    comparison = result.report.comparison
+    assert [g.name for g in comparison.groups] == ["update.epochs=1", "update.epochs=4"]
+    assert [(p.a, p.b) for p in comparison.pairs] == [("update.epochs=4", "update.epochs=1")]
+    assert "## Variants compared: final eval return" in result.report.markdown
+    assert "only 2 seeds" in result.report.markdown  # 2 seeds per variant: said plainly
+    output = CliRunner().invoke(
+        app, ["report", result.parent_run_id, "--baseline", "update.epochs=4"]
+    )
+    assert output.exit_code == 0, output.output
+    assert "| update.epochs=1 | update.epochs=4 |" in output.output
+    refused = CliRunner().invoke(app, ["report", result.parent_run_id, "--baseline", "K=9"])
+    assert refused.exit_code == 2 and "--baseline" in refused.output
