@@ -14,18 +14,18 @@ from ppo_platform.jobs.intake_pool import submit_spec
 from ppo_platform.public import (
     Diagnostics,
     Result,
-    RunResult,
-    SweepResult,
-    TuneResult,
+    RunResultPublic,
+    SweepResultPublic,
+    TuneResultPublic,
     as_utc,
     event_from,
     progress_of,
 )
 
-RESULTS: dict[str, type[RunResult | SweepResult | TuneResult]] = {
-    "run": RunResult,
-    "sweep": SweepResult,
-    "tune": TuneResult,
+RESULTS: dict[str, type[RunResultPublic | SweepResultPublic | TuneResultPublic]] = {
+    "run": RunResultPublic,
+    "sweep": SweepResultPublic,
+    "tune": TuneResultPublic,
 }
 
 

@@ -1,6 +1,6 @@
 """PPO health checks run after every update: thresholds in, structured alerts out.
 
-The signals and their advice are the lessons' working heuristics (DESIGN.md, "Diagnostics").
+The signals and their advice are the lessons' working heuristics (docs/guides/diagnostics.md).
 Pure Python: the monitor is fed the update's metrics by whatever trainer produced them.
 """
 

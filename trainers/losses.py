@@ -1,8 +1,8 @@
 """PPO policy objectives (clipped surrogate, KL penalty) and their diagnostics.
 
-Masked, token-level losses after seed 003: ratio in log space, the full pessimistic
-min(rA, clip(r)A), token- or sequence-mean reduction, and validated inputs so a bad batch
-fails loudly instead of training on NaN. Torch only.
+Masked, token-level losses (the contract in docs/guides/language-models.md): ratio in log
+space, the full pessimistic min(rA, clip(r)A), token- or sequence-mean reduction, and validated
+inputs so a bad batch fails loudly instead of training on NaN. Torch only.
 """
 
 from __future__ import annotations
@@ -248,7 +248,8 @@ def kl_penalty_policy_loss(
 class AdaptiveKLController:
     """Moves the KL-penalty coefficient beta toward a target KL, once per update.
 
-    rule="lesson" (seed 000): beta x2 when KL > 2*target, /2 when KL < target/2.
+    rule="lesson" (docs/guides/lesson-exercises.md): beta x2 when KL > 2*target, /2 when
+    KL < target/2.
     rule="paper" (Schulman et al. 2017): same factors, thresholds 1.5*target and target/1.5.
     A KL exactly on a threshold leaves beta unchanged; beta stays in [BETA_MIN, BETA_MAX].
     """

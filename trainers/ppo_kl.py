@@ -1,4 +1,5 @@
-"""PPO with an adaptive KL penalty instead of clipping (seed 000's "hard" exercise).
+"""PPO with an adaptive KL penalty instead of clipping (the "hard" lesson exercise:
+docs/guides/lesson-exercises.md).
 
 L = L_PG - beta * KL(pi_old || pi); after each update beta doubles when the update's KL was
 above the target band and halves when it was below (`AdaptiveKLController`). Nothing is

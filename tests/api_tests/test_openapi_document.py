@@ -149,7 +149,7 @@ def test_progress_result_diagnostics_and_events_are_typed(document) -> None:
     }
     assert refs == {
         "progress": ["RunProgress", "SweepProgress", "TuneProgress", "null"],
-        "result": ["RunResult", "SweepResult", "TuneResult", "null"],
+        "result": ["RunResultPublic", "SweepResultPublic", "TuneResultPublic", "null"],
         "diagnostics": ["Diagnostics"],
         "status": ["ExperimentStatus"],
         "kind": ["ExperimentKind"],

@@ -1,4 +1,5 @@
-"""The PPO objective's contract: seed 003's six points, its worked example, and the errors."""
+"""The PPO objective's contract (docs/guides/language-models.md, "Tested contract"): its six
+points, its worked example, and the errors."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ def seed_example() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tens
     return new, old, adv, torch.tensor([[True, True, False]])
 
 
-# --- seed 003, point 1 -------------------------------------------------------------------
+# --- contract point 1 --------------------------------------------------------------------
 
 
 def test_equal_logps_give_unit_ratios_zero_clip_fraction_and_zero_kl() -> None:
@@ -65,7 +66,7 @@ def test_equal_logps_give_unit_ratios_zero_clip_fraction_and_zero_kl() -> None:
     torch.testing.assert_close(out.loss, -adv[mask].mean())
 
 
-# --- seed 003, point 2 -------------------------------------------------------------------
+# --- contract point 2 --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("advantage", "direction"), [(1.0, 1.0), (-1.0, -1.0)])
@@ -87,7 +88,7 @@ def test_gradient_step_moves_action_probability_with_advantage_sign(
     assert (prob_after - prob_before) * direction > 1e-3
 
 
-# --- seed 003, point 3 -------------------------------------------------------------------
+# --- contract point 3 --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("reduction", ["token_mean", "sequence_mean"])
@@ -117,7 +118,7 @@ def test_padding_logps_change_neither_loss_nor_gradients_even_when_nan(
     assert (grad[mask] != 0).any()
 
 
-# --- seed 003, point 4 -------------------------------------------------------------------
+# --- contract point 4 --------------------------------------------------------------------
 
 RATIOS = [0.5, 0.9, 1.0, 1.1, 1.5]
 
@@ -155,7 +156,7 @@ def test_gradient_vanishes_exactly_where_the_clip_saturates(
     assert new_logp.grad.item() == pytest.approx(expected, rel=1e-6, abs=0.0)
 
 
-# --- seed 003, point 5 -------------------------------------------------------------------
+# --- contract point 5 --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("reduction", ["token_mean", "sequence_mean"])
@@ -172,7 +173,7 @@ def test_permuting_rows_keeps_the_full_batch_reduction(
     torch.testing.assert_close(permuted.clip_fraction, out.clip_fraction)
 
 
-# --- seed 003, point 6 -------------------------------------------------------------------
+# --- contract point 6 --------------------------------------------------------------------
 
 
 def k3(ratio: float) -> float:
@@ -204,7 +205,7 @@ def test_kl_and_clip_fraction_are_reported_per_slice() -> None:
     )
 
 
-# --- seed 003's worked example -----------------------------------------------------------
+# --- the contract's worked example----------------------------------------------------------
 
 
 def test_seed_worked_example_values() -> None:
@@ -227,7 +228,7 @@ def test_diagnostics_are_detached_and_loss_carries_gradient() -> None:
 
 
 def clipped_branch_only(ratio: torch.Tensor, adv: torch.Tensor) -> torch.Tensor:
-    """The common wrong surrogate from seed 003: clamp(r) * A, the unclipped branch dropped."""
+    """The common wrong surrogate: clamp(r) * A, the unclipped branch dropped."""
     return -(ratio.clamp(1 - EPS, 1 + EPS) * adv).mean()
 
 

@@ -1,4 +1,5 @@
-"""A small GridWorld for the PPO-vs-A2C lesson exercise (seed 000, exercise 1).
+"""A small GridWorld for the PPO-vs-A2C lesson exercise (exercise 1 of
+docs/guides/lesson-exercises.md).
 
 The agent starts in the top-left cell and must reach the bottom-right goal. Reward rule:
 every step that does not reach the goal earns ``step_penalty``; the step that reaches the goal

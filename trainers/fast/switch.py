@@ -12,6 +12,7 @@ import logging
 import os
 from dataclasses import dataclass
 
+from ..errors import TrainerError
 from . import privates
 
 ENV_VAR = "PPO_PLATFORM_FAST_PATHS"
@@ -23,6 +24,15 @@ _ON_VALUES = ("1", "on", "true", "yes")
 _OFF_VALUES = ("0", "off", "false", "no")
 
 logger = logging.getLogger("trainers.fast")
+FIX = "set it to 1 (fast paths, the default) or 0 (stock stable-baselines3 and torch), or unset it."
+
+
+class FastPathsValueError(TrainerError, ValueError):
+    """`PPO_PLATFORM_FAST_PATHS` holds a value that is neither on nor off."""
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+        super().__init__(f"{ENV_VAR}={value!r} is neither on nor off: {FIX}")
 
 
 @dataclass(frozen=True)
@@ -40,15 +50,12 @@ class FastPaths:
 def fast_paths() -> FastPaths:
     """The switch as it stands now: the environment variable, then the version gate.
 
-    Raises ValueError for a value of the variable that is neither on nor off."""
+    Raises FastPathsValueError for a value of the variable that is neither on nor off."""
     value = os.environ.get(ENV_VAR, "").strip().lower()
     if value in _OFF_VALUES:
         return FastPaths(False, f"{ENV_VAR}={value}")
     if value and value not in _ON_VALUES:
-        raise ValueError(
-            f"{ENV_VAR}={value!r} is neither on nor off: set it to 1 (fast paths, the "
-            "default) or 0 (stock stable-baselines3 and torch), or unset it."
-        )
+        raise FastPathsValueError(value)
     return _gate()
 
 

@@ -1,4 +1,5 @@
-"""PPO on local causal language models (seed 003's training contract), typed arguments only.
+"""PPO on local causal language models (the training contract:
+docs/guides/language-models.md), typed arguments only.
 
 Import the modules explicitly (``from trainers.lm.trainer import LMPPOTrainer``): transformers
 is imported only where a model or tokenizer is loaded, so `trainers.lm.rewards` stays cheap.

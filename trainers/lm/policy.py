@@ -1,4 +1,4 @@
-"""The policy (a local causal LM plus seed 002's extra value head), its reference and log-probs.
+"""The policy (a local causal LM plus an extra value head), its reference and log-probs.
 
 Token layout used everywhere in trainers.lm: a (batch, length) tensor of token ids, prompts
 left-padded and responses right-padded; every per-token tensor has the same shape, and entry j
@@ -81,7 +81,8 @@ def gather_log_probs(logits: Tensor, input_ids: Tensor) -> Tensor:
 
 
 class PolicyWithValueHead(nn.Module):
-    """A causal LM and a linear value head on its last hidden state (seed 002: the critic)."""
+    """A causal LM and a linear value head on its last hidden state (the critic;
+    docs/guides/language-models.md)."""
 
     def __init__(self, lm: Any) -> None:
         super().__init__()

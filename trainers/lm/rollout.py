@@ -29,7 +29,7 @@ class PromptRecord:
 class RolloutSettings:
     """How a rollout turns samples into advantages."""
 
-    gamma: float = 1.0  # seed 002's RLHF row: no discount within a response
+    gamma: float = 1.0  # the RLHF column (docs/guides/planning.md): no discount in a response
     gae_lambda: float = 1.0  # < 1 with an untrained critic pushes against first tokens
     kl_estimator: KLEstimator = "k1"
     normalize_advantage: bool = True

@@ -22,7 +22,8 @@ from ppo_platform.planner.sizing import CLASSIC_MINIBATCH, GRADIENT_STEPS_PER_RO
 from ppo_platform.planner.use_cases import ATARI, CLASSIC, RLHF, UseCase
 from ppo_platform.spec.rules import MAX_CLIP_EPSILON, MAX_EPOCHS
 
-BASE_LR, BASE_MINIBATCH = 3e-4, 64  # seed 002's control LR at SB3's default minibatch
+# Control's LR at SB3's default minibatch; the rules below are in docs/guides/planning.md.
+BASE_LR, BASE_MINIBATCH = 3e-4, 64
 
 
 @dataclass(frozen=True)
@@ -83,22 +84,24 @@ def derive_epochs(b: Basis) -> Choice:
             f"rollout ({epochs} x {minibatches} minibatch{_plural(minibatches)} "
             f"= {steps}); small classic-control nets reuse a small batch safely, bigger batches "
             "need fewer passes. Kept in 4-20: K > 20 lets the policy drift from pi_old "
-            f"(seed 000), and the skill refuses K > {MAX_EPOCHS}"
+            f"(docs/guides/planning.md), and the skill refuses K > {MAX_EPOCHS}"
         )
     elif case is RLHF:
         reason = (
-            "RLHF uses 1-4 epochs (seed 002); a pretrained language model moves "
+            "RLHF uses 1-4 epochs (docs/guides/planning.md); a pretrained language model moves "
             "far per pass, and each batch of generations is expensive, so 4 is the upper end"
         )
     elif case is ATARI:
         reason = (
             f"4 passes x {minibatches} minibatches = {steps} steps per rollout, "
-            "the PPO paper's Atari setting (seed 002: 3-10)"
+            "the PPO paper's Atari setting (3-10 is the usual range: docs/guides/planning.md)"
         )
     else:
         reason = (
-            f"the seeds' standard 10 passes; with {minibatches} minibatches that is "
-            f"{steps} small gradient steps per rollout (seed 002: 3-10; refused above {MAX_EPOCHS})"
+            f"the usual 10 passes; with {minibatches} minibatches that is "
+            f"{steps} small gradient steps per rollout (3-10 is the usual range: "
+            f"docs/guides/planning.md; "
+            f"refused above {MAX_EPOCHS})"
         )
     return Choice("update.epochs", epochs, reason)
 
@@ -128,14 +131,14 @@ def derive_minibatch_size(b: Basis) -> Choice:
 
 def _lr_reason(lr: float, minibatch: int, case: UseCase) -> str:
     decay = (
-        "PPO benefits from decaying the LR linearly to zero (seed 000)"
+        "PPO benefits from decaying the LR linearly to zero (docs/guides/planning.md)"
         if case.lr_schedule == "linear"
         else "kept constant over the run"
     )
     if case is RLHF:
         return (
             f"{decay}; RLHF fine-tunes an already good model, so its LR is two to three "
-            "orders of magnitude below control's (seed 002: 1e-6 to 1e-5)"
+            "orders of magnitude below control's (1e-6 to 1e-5: docs/guides/planning.md)"
         )
     if case is ATARI:
         return f"{decay}; the standard Adam LR for the Nature CNN"
@@ -153,7 +156,8 @@ def derive_learning_rate(b: Basis) -> Choice:
     if case.lr_start is not None:
         value = {"start": case.lr_start, "schedule": case.lr_schedule}
         reason = case.lr_reason or (
-            "PPO benefits from decaying the LR linearly to zero (seed 000). A Gaussian policy "
+            "PPO benefits from decaying the LR linearly to zero (docs/guides/planning.md). A "
+            "Gaussian policy "
             f"with gSDE starts at {num(case.lr_start)} whatever the minibatch: its exploration "
             "noise is learned too (the log std), and at 3e-4 a budget of ~100 updates ends "
             "before the noise has shrunk (rl-baselines3-zoo's tuned gSDE Pendulum uses 1e-3)"
@@ -174,7 +178,7 @@ def derive_max_grad_norm(b: Basis) -> Choice:
         "update.max_grad_norm",
         0.5,
         "RL gradients occasionally explode; clipping the "
-        "global norm is a must-have detail (seed 002)",
+        "global norm is a must-have detail (docs/guides/planning.md)",
     )
 
 
@@ -191,7 +195,7 @@ def derive_clip_epsilon(b: Basis) -> Choice:
             f"({'the PPO paper Atari value' if case is ATARI else 'rl-zoo'}); {limit}"
         )
     else:
-        reason = f"the seeds' standard clip range; {limit}"
+        reason = f"the usual clip range; {limit}"
     return Choice("surrogate.clip_epsilon", {"start": clip, "schedule": case.clip_schedule}, reason)
 
 
@@ -199,17 +203,17 @@ def derive_value_coef(b: Basis) -> Choice:
     return Choice(
         "surrogate.value_coef",
         b.case.value_coef,
-        "the seeds' standard weight of "
+        "the usual weight of "
         "the value loss (separate actor and critic networks, so it only scales the critic)",
     )
 
 
 def derive_entropy_coef(b: Basis) -> Choice:
     if b.case is ATARI:
-        reason = "the seeds' standard entropy bonus keeps the categorical policy exploring"
+        reason = "the usual entropy bonus keeps the categorical policy exploring"
     elif b.case is RLHF:
         reason = (
-            "RLHF sets no entropy bonus (seed 002); the KL penalty to the reference "
+            "RLHF sets no entropy bonus (docs/guides/planning.md); the KL penalty to the reference "
             "model already keeps the policy from collapsing"
         )
     else:
@@ -250,14 +254,14 @@ def derive_gamma(b: Basis) -> Choice:
     if case.gamma is not None and case is RLHF:
         reason = (
             "the reward model scores the whole response at its "
-            "end, so no token's credit should be discounted (seed 002)"
+            "end, so no token's credit should be discounted (docs/guides/planning.md)"
         )
     elif case.gamma is not None:
-        reason = "the seeds' standard value for long episodes"
+        reason = "the usual value for long episodes"
     elif info.step_penalty is not None:
         reason = penalty_gamma_reason(info.step_penalty)
     elif info.horizon is None:
-        reason = "the seeds' default, since the episode horizon is unknown"
+        reason = "the usual default, since the episode horizon is unknown"
     else:
         reason = (
             f"the discount horizon 1/(1-gamma) = {1 / (1 - gamma):.0f} steps "
@@ -270,7 +274,7 @@ def derive_gamma(b: Basis) -> Choice:
 
 def derive_gae_lambda(b: Basis) -> Choice:
     if b.case.gae_lambda is not None:
-        reason = "the seeds' standard GAE(0.95) bias/variance trade-off"
+        reason = "the usual GAE(0.95) bias/variance trade-off"
         return Choice("advantage.gae_lambda", b.case.gae_lambda, reason)
     # The GAE span 1/(1 - gamma * lambda) should be at most ~T/6 so every step of a short
     # rollout gets an estimate of similar length instead of the tail being plain TD(0).

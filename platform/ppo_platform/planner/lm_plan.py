@@ -26,7 +26,9 @@ from ppo_platform.spec.loader import dump_spec, parse_override, set_dotted
 MARKDOWN_TITLE = "# PPO on a language model (rlhf): the plan"
 MAX_RESPONSES = 100_000_000
 SMALL_MODEL_PARAMETERS = 50_000_000  # below: the tiny-model learning rate
-LARGE_MODEL_PARAMETERS = 1_000_000_000  # above: seed 002's lower end
+LARGE_MODEL_PARAMETERS = (
+    1_000_000_000  # above: the RLHF column's lower end (docs/guides/planning.md)
+)
 
 
 @dataclass(frozen=True)
@@ -95,12 +97,19 @@ def _learning_rate(weight_bytes: int) -> tuple[float, str]:
     if parameters < SMALL_MODEL_PARAMETERS:
         return 1e-4, (
             f"about {parameters:,} parameters (float32 weights): a small model moves little "
-            "per step at seed 002's 1e-6 to 1e-5, which is for models of billions; 1e-4 is "
+            "per step at the RLHF column's 1e-6 to 1e-5, which is for models of billions; 1e-4 is "
             "what the tiny demo model learns with (benchmarks/results/lm_demo_accuracy.md)"
         )
     if parameters < LARGE_MODEL_PARAMETERS:
-        return 1e-5, f"about {parameters:,} parameters: seed 002's RLHF column, its upper end"
-    return 1e-6, f"about {parameters:,} parameters: seed 002's RLHF column, its lower end"
+        return (
+            1e-5,
+            f"about {parameters:,} parameters: the RLHF column's upper end "
+            "(docs/guides/planning.md)",
+        )
+    return (
+        1e-6,
+        f"about {parameters:,} parameters: the RLHF column's lower end (docs/guides/planning.md)",
+    )
 
 
 def _reasons(
@@ -113,20 +122,21 @@ def _reasons(
         "lm.rewards": "every prompt has a reference answer: 1 when the response equals it",
         "lm.generation": f"the longest answer is {longest} characters: "
         "room for it and the end-of-text token; temperature 1 samples the policy itself, so "
-        "behavior and old-training log-probs agree (seed 003)",
+        "behavior and old-training log-probs agree (docs/guides/language-models.md)",
         "lm.reduction": "every response token is one PPO sample (token_mean, the default)",
-        "lm.kl": f"seed 000/002: a per-token KL penalty to the frozen reference, beta 0.05 "
+        "lm.kl": "a per-token KL penalty to the frozen reference (docs/guides/planning.md), "
+        f"beta 0.05 "
         f"adapted toward {num(target)} nats per response (half a nat per response token, at "
         "most 6)",
         "lm.prompts_per_update": f"{per_update} responses per rollout (a tenth of the budget, "
         "at least 8 and at most 64, at most the prompts there are)",
-        "update.epochs": "seed 002's RLHF column: K 1 to 4",
+        "update.epochs": "the RLHF column: K 1 to 4 (docs/guides/planning.md)",
         "update.minibatch_size": "four minibatches per epoch",
         "update.learning_rate": lr_reason,
         "update.max_grad_norm": "gradient clipping at 0.5, as the demo",
         "surrogate.clip_epsilon": "the PPO paper's 0.2",
         "surrogate.clip_value": "the value head's step clipped like the policy's",
-        "advantage.gamma": "seed 002's RLHF row: gamma 1.0, no discount inside a response",
+        "advantage.gamma": "the RLHF column: gamma 1.0, no discount inside a response",
         "advantage.gae_lambda": "lambda 1: the score on the last token reaches every token",
         "budget.updates": f"{budget:,} responses / {per_update} per update",
     }

@@ -10,7 +10,7 @@ from ppo_platform.planner.use_cases import RLHF, UseCase
 from ppo_platform.spec.experiment import ExperimentSpec, Schedule
 from ppo_platform.spec.rules import MAX_CLIP_EPSILON, MAX_EPOCHS
 
-# Exactly the front matter of seed 000's "Ship it" template.
+# Exactly the front matter of the lesson's "Ship it" template (docs/guides/planning.md).
 FRONT_MATTER = """---
 name: ppo-trainer
 description: Produce a PPO training config and a diagnostic plan for a given environment.

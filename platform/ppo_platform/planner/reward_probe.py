@@ -73,7 +73,7 @@ def probe_rewards(
 # --- what a time penalty changes in the plan (used by `sizing` and `derive_rules`) -----------
 
 PENALTY_GAMMA = 0.99  # discount horizon 1/(1 - gamma) = 100 steps: the way to a distant goal
-PENALTY_LAMBDA = 0.95  # the seeds' standard GAE(0.95): credit travels back ~17 steps per update
+PENALTY_LAMBDA = 0.95  # the usual GAE(0.95): credit travels back ~17 steps per update
 GAE_SPAN_FRACTION = 6  # the GAE span 1/(1 - gamma*lambda) should be at most ~T/6
 
 

@@ -1,8 +1,8 @@
-"""The planner's use cases (seed 000's table) and how an environment picks one.
+"""The planner's use cases (the table in docs/guides/planning.md) and how an env picks one.
 
-Each use case fixes the choices the seeds fix (policy family, N envs, fixed rollout lengths, LR
-family, entropy, normalization); everything that depends on the env or the budget is derived in
-`derive.py`.
+Each use case fixes the choices the use-case table fixes (policy family, N envs, fixed rollout
+lengths, LR family, entropy, normalization); everything that depends on the env or the budget
+is derived in `derive.py`.
 """
 
 from __future__ import annotations
@@ -100,11 +100,12 @@ CONTINUOUS = UseCase(
     activation="tanh",
     normalize_reward=None,
     normalize_obs=None,
-    source="seed 000's use-case table (MuJoCo / robotics: Gaussian policy, GAE 0.95)",
+    source="the use-case table (MuJoCo / robotics: Gaussian policy, GAE 0.95; "
+    "docs/guides/planning.md)",
     n_envs_reason="a few envs, each with a long rollout that holds whole episodes "
     "(rl-baselines3-zoo's Pendulum setting)",
-    normalize_reason="seed 002: normalization is close to required in continuous control, where "
-    "observation features and rewards come in very different units",
+    normalize_reason="normalization is close to required in continuous control, where "
+    "observation features and rewards come in very different units (docs/guides/planning.md)",
     use_sde=True,
     lr_start=1e-3,
 )
@@ -184,8 +185,8 @@ ATARI = UseCase(
     activation="relu",
     normalize_reward=False,
     normalize_obs=False,
-    source="seed 000 (Atari: categorical policy, 8 envs x 128-step rollouts) and the PPO "
-    "paper's Atari settings",
+    source="the use-case table (Atari: categorical policy, 8 envs x 128-step rollouts; "
+    "docs/guides/planning.md) and the PPO paper's Atari settings",
 )
 RLHF = UseCase(
     name="rlhf",
@@ -208,8 +209,8 @@ RLHF = UseCase(
     activation="tanh",
     normalize_reward=False,
     normalize_obs=False,
-    source="seed 002's hyperparameter table, RLHF column (K 1-4, LR 1e-6 to 1e-5, gamma 1.0, "
-    "entropy 0) and seed 000 (KL penalty to the reference model)",
+    source="the RLHF column of the hyperparameter table (K 1-4, LR 1e-6 to 1e-5, gamma 1.0, "
+    "entropy 0, a KL penalty to the reference model; docs/guides/planning.md)",
 )
 BY_NAME = {case.name: case for case in (CLASSIC, CONTINUOUS, ATARI, RLHF)}
 

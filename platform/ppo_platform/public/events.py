@@ -45,7 +45,7 @@ class LogData(BaseModel):
     )
 
 
-class SweepMember(BaseModel):
+class SweepMemberPublic(BaseModel):
     name: str
     key: str = Field(description="The member's grid point and seed (stable across restarts).")
     status: str = Field(description="How it ended, e.g. completed or failed.")
@@ -55,7 +55,7 @@ class SweepMember(BaseModel):
 
 
 class MemberData(SweepProgress):
-    member: SweepMember
+    member: SweepMemberPublic
     message: str
 
 
@@ -94,7 +94,7 @@ class _EventBase(BaseModel):
     created_at: UtcDateTime
 
 
-class ProgressEvent(_EventBase):
+class ProgressEventPublic(_EventBase):
     """A run's PPO update (at most one a second) or a study's new trial count."""
 
     kind: Literal["progress"]
@@ -146,7 +146,7 @@ class VerifyEvent(_EventBase):
 
 
 EventPublic = Annotated[
-    ProgressEvent
+    ProgressEventPublic
     | EvaluationEvent
     | AlertEvent
     | StatusEvent

@@ -113,7 +113,7 @@ class Diagnostics(BaseModel):
     )
 
 
-class RunResult(BaseModel):
+class RunResultPublic(BaseModel):
     """How a run ended."""
 
     outcome: Literal["completed", "stopped_by_alert", "cancelled"]
@@ -135,7 +135,7 @@ class SweepRunResult(BaseModel):
     error: str | None
 
 
-class SweepResult(BaseModel):
+class SweepResultPublic(BaseModel):
     """How a sweep ended: its parent MLflow run and every member."""
 
     parent_run_id: str | None
@@ -143,7 +143,7 @@ class SweepResult(BaseModel):
     failed: int = Field(description="Members that failed.")
 
 
-class TuneResult(BaseModel):
+class TuneResultPublic(BaseModel):
     """How a study ended: the best trial and its spec (YAML)."""
 
     parent_run_id: str | None
@@ -153,7 +153,7 @@ class TuneResult(BaseModel):
     best_spec: str = Field(description="The best trial's spec as YAML, ready to `run`.")
 
 
-Result = RunResult | SweepResult | TuneResult
+Result = RunResultPublic | SweepResultPublic | TuneResultPublic
 
 
 class ExperimentLinks(BaseModel):

@@ -1,4 +1,5 @@
-"""The spec of `algorithm: ppo_lm`: PPO on a local causal language model (seed 003).
+"""The spec of `algorithm: ppo_lm`: PPO on a local causal language model
+(docs/guides/language-models.md).
 
 It shares the gymnasium spec's sections where they mean the same thing (update, surrogate,
 advantage, diagnostics, tracking, tune), so the refusal rules apply unchanged; what is new
@@ -146,7 +147,8 @@ class LMExperimentSpec(WholeSpec):
     surrogate: SurrogateSpec = Field(default_factory=lambda: SurrogateSpec(clip_value=0.2))
     advantage: AdvantageSpec = Field(
         default_factory=lambda: AdvantageSpec(gamma=1.0, gae_lambda=1.0),
-        description="GAE over response tokens; seed 002's RLHF row: gamma 1.0; lambda 1.0 "
+        description="GAE over response tokens; the RLHF column (docs/guides/planning.md): gamma "
+        "1.0; lambda 1.0 "
         "(equal scores then give equal advantages, see docs/guides/language-models.md).",
     )
     budget: LMBudgetSpec = Field(default_factory=LMBudgetSpec)

@@ -19,7 +19,7 @@ from ppo_platform.envs.apply import wrap_vec_env
 from ppo_platform.envs.factory import EnvFactory
 from ppo_platform.envs.shipping import check_shippable
 from ppo_platform.envs.vocabulary import frame_stack_of
-from ppo_platform.errors import SpecError
+from ppo_platform.errors import BadInputError, SpecError, SpecIssue
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.env_ids import check_spec_env, normalized_keys, refuse_unnormalizable
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -30,8 +30,9 @@ from ppo_platform.training.native_envs import (
     native_vec_env,
     vector_level_wrappers,
 )
-from trainers.fast import fast_paths
+from trainers.fast import ENV_VAR, fast_paths
 from trainers.fast.dummy_vec_env import LeanDummyVecEnv
+from trainers.fast.switch import FIX, FastPathsValueError
 from trainers.fast.vec_normalize import LeanVecNormalize
 
 EVAL_SEED_OFFSET = 10_000
@@ -87,6 +88,15 @@ def _vec_env(
     return wrap_vec_env(venv, spec.env.wrappers)
 
 
+def check_fast_paths() -> None:
+    """Refuse a `PPO_PLATFORM_FAST_PATHS` that is neither on nor off (exit 2), before a run."""
+    try:
+        fast_paths()
+    except FastPathsValueError as error:
+        issue = SpecIssue(ENV_VAR, "is neither on nor off.", error.value, fix=FIX)
+        raise BadInputError([issue]) from None
+
+
 def _check_own_env(spec: ExperimentSpec, factory: EnvFactory) -> None:
     """A notebook user's env: the resource budget with its real (wrapped) sizes, and
     observations that env.normalize.obs can normalize."""
@@ -110,6 +120,7 @@ def build_train_env(
     `make_env` (notebooks): returns one env, made instead of `spec.env.id` and wrapped as any;
     shipped by value to subproc envs and async evaluation, or refused if it cannot be pickled.
     """
+    check_fast_paths()
     if make_env is None:
         check_spec_env(spec)  # env.vectorization included
     else:

@@ -9,6 +9,7 @@ import pytest
 from mlflow.tracking import MlflowClient
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
+from ppo_platform.errors import BadInputError, exit_code
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec
@@ -40,6 +41,17 @@ def test_the_switch_picks_the_envs_classes(
         assert type(env) is normalize and type(env.venv) is dummy  # type: ignore[attr-defined]
     finally:
         env.close()
+
+
+def test_a_value_neither_on_nor_off_is_refused_before_a_run_naming_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(ENV_VAR, "fast")
+    with pytest.raises(BadInputError) as refused:
+        build_train_env(cartpole(256))
+    [issue] = refused.value.issues
+    assert (issue.path, issue.value) == (ENV_VAR, "fast")
+    assert exit_code(refused.value) == 2 and "set it to 1" in (issue.fix or "")
 
 
 @pytest.mark.slow
