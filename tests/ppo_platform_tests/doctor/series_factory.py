@@ -1,4 +1,4 @@
-"""Synthetic metric series for the doctor's rules: a healthy run, and one fault planted at a time."""
+"""Synthetic metric series for the doctor: a healthy run, and one fault planted at a time."""
 
 from __future__ import annotations
 
