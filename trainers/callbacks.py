@@ -101,9 +101,10 @@ class RolloutStatsCallback(BaseCallback):
         self._reward_max = 0.0
 
     def _check(self, what: str, values: object) -> None:
-        floats = isinstance(values, np.ndarray) and values.dtype.kind == "f"
-        if floats and not np.isfinite(values).all():  # type: ignore[union-attr]
-            env, index, value = _first_non_finite(values)  # type: ignore[arg-type, misc]
+        if not isinstance(values, np.ndarray) or values.dtype.kind != "f":
+            return  # integer pixels and the like cannot be NaN
+        if not np.isfinite(values).all():
+            env, index, value = _first_non_finite(values)  # type: ignore[misc]
             raise NonFiniteInputError(what, self.num_timesteps, env, index, value)
 
     def _on_rollout_start(self) -> None:

@@ -61,7 +61,7 @@ def test_invalid_specs_are_refused_before_queueing(alice, post_spec) -> None:
     assert "x" not in names
 
 
-def test_a_finished_run_reports_result_alerts_metrics_artifacts(alice, post_spec, tiny, wait):
+def test_a_finished_run_reports_result_alerts_metrics_artifacts(alice, bob, post_spec, tiny, wait):
     job_id = post_spec(alice, tiny(1024, name="finished")).json()["id"]
     job = wait(alice, job_id)
     assert job["status"] == "succeeded", job["error"]
@@ -87,6 +87,11 @@ def test_a_finished_run_reports_result_alerts_metrics_artifacts(alice, post_spec
     assert png.content.startswith(b"\x89PNG")
     for name in ("nope.yaml", "..%2Fjobs.db", "%2Fetc%2Fpasswd"):
         assert alice.get(f"/v1/experiments/{job_id}/artifacts/{name}").status_code == 404
+    diagnosis = alice.get(f"/v1/experiments/{job_id}/diagnosis")
+    assert diagnosis.status_code == 200, diagnosis.text
+    assert set(diagnosis.json()) == {"causes", "not_judged"}
+    assert all(c["cause"] and 0 <= c["confidence"] <= 1 for c in diagnosis.json()["causes"])
+    assert bob.get(f"/v1/experiments/{job_id}/diagnosis").status_code == 404  # owner-scoped
 
 
 def _sse(client: httpx.Client, job_id: str, last: int | None = None, count: int | None = None):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from ppo_platform.doctor.rules_step import Verdict, significant
 from ppo_platform.doctor.series import View, median
 from ppo_platform.doctor.thresholds import Limits
-from ppo_platform.doctor.vocabulary import Finding, NotJudged, RunFacts, evidence
+from ppo_platform.doctor.vocabulary import CauseId, Finding, NotJudged, RunFacts, evidence
 
 ROLLOUT_STATS = "the run logged no per-rollout statistics of {what} (rollout/{metric})"
 
@@ -21,7 +21,7 @@ def rewards_not_finite(view: View, facts: RunFacts, limits: Limits) -> Verdict:
 
 
 def _env_values(view: View, facts: RunFacts, what: str, signal: str, noun: str) -> Verdict:
-    cause = "observations_not_finite" if noun == "observation" else "rewards_not_finite"
+    cause: CauseId = "observations_not_finite" if noun == "observation" else "rewards_not_finite"
     failure = facts.failure
     kind = f"non_finite_{noun}"
     if failure is not None and failure.kind == kind:

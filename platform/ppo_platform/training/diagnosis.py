@@ -89,6 +89,8 @@ def close_env_fault(
     fixes an env's NaN)."""
     failure, tags = input_failure(error)
     diagnosis = session_diagnosis(spec, history, None, failure)
+    tracker.log_artifact(write_diagnosis(diagnosis, tracker.run_dir), "diagnostics")
+    tags[tag.TOP_CAUSE] = diagnosis.top.cause if diagnosis.top else ""
     tracker.finish("FAILED", tags)
     advice = diagnosis.top.advice if diagnosis.top else "look at the env"
     return TrainingError(f"the env failed at step {error.step}: {error}. {advice}.")

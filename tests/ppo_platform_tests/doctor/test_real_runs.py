@@ -124,3 +124,34 @@ def test_a_malformed_or_unknown_run_id_exits_2(shared_home: Path) -> None:
     assert malformed.exit_code == unknown.exit_code == 2
     assert "RUN_ID = 'not-a-run': is not an MLflow run id" in malformed.output
     assert f"no MLflow run '{'0123abcd' * 4}'" in unknown.output
+
+
+class NanRewardEnv(NanObservationEnv):
+    """Finite observations; the reward turns NaN from the 40th step on."""
+
+    def step(self, action: Any) -> Any:
+        _, _, terminated, truncated, info = super().step(action)
+        return (
+            np.full(4, 0.1, dtype=np.float32),
+            (np.nan if self.steps >= 40 else 1.0),
+            terminated,
+            truncated,
+            info,
+        )
+
+
+def test_nan_rewards_are_the_envs_fault(shared_home: Path) -> None:
+    text = """name: nan-reward
+env: {id: NanReward-v0, n_envs: 1, vectorization: dummy}
+rollout: {n_steps: 16}
+update: {epochs: 2, minibatch_size: 16}
+budget: {total_timesteps: 256}
+evaluation: {every_timesteps: 0, episodes: 1}
+"""
+    with pytest.raises(TrainingError) as caught:
+        run_spec(load_spec_text(text, "nan"), make_env=NanRewardEnv)
+    assert "non-finite reward" in str(caught.value) and "step 40" in str(caught.value)
+    client = MlflowClient(get_settings().tracking_uri)
+    experiment = client.get_experiment_by_name("nan-reward")
+    run = client.search_runs([experiment.experiment_id])[0]  # type: ignore[union-attr]
+    assert run.data.tags[tag.TOP_CAUSE] == "rewards_not_finite"
