@@ -64,6 +64,7 @@ def test_invalid_specs_are_refused_before_queueing(alice, post_spec) -> None:
 def test_a_finished_run_reports_result_alerts_metrics_artifacts(
     alice, bob, post_spec, tiny, wait, server, keys
 ):
+    alice_key = keys["alice"]  # for the dashboard page (`keys` below is the metric keys)
     job_id = post_spec(alice, tiny(1024, name="finished")).json()["id"]
     job = wait(alice, job_id)
     assert job["status"] == "succeeded", job["error"]
@@ -95,7 +96,7 @@ def test_a_finished_run_reports_result_alerts_metrics_artifacts(
     assert all(c["cause"] and 0 <= c["confidence"] <= 1 for c in diagnosis.json()["causes"])
     assert bob.get(f"/v1/experiments/{job_id}/diagnosis").status_code == 404  # owner-scoped
     page = httpx.Client(base_url=server.url, timeout=30)
-    assert page.post("/login", data={"api_key": keys["alice"]}).status_code == 303
+    assert page.post("/login", data={"api_key": alice_key}).status_code == 303
     html = page.get(f"/experiments/{job_id}").text
     assert '<h2 id="doctor-h">Doctor</h2>' in html
     causes = diagnosis.json()["causes"]
