@@ -31,26 +31,25 @@ def lm_kl_penalty_inert(view: View, facts: RunFacts, limits: Limits) -> Verdict:
             note=f"beta at its floor on {share:.0%} of updates: the KL penalty is off",
         )
     ]
-    patch: dict[str, Scalar] = {}
     if kl:
-        reached = significant(max(median(kl), 1e-6))
         found.append(
             evidence(
                 view.label("lm_kl_ref"),
-                reached,
+                significant(median(kl)),
                 threshold=facts.kl_target,
                 note="median measured KL",
             )
         )
-        if facts.kl_target is not None:
-            patch["lm.kl.target"] = reached
+    # The policy starts at its reference (KL 0), so an adaptive target halves beta from the
+    # first update whatever it is: a fixed beta (the spec's lm.kl.beta) keeps the penalty on.
+    patch: dict[str, Scalar] = {"lm.kl.target": None} if facts.kl_target is not None else {}
     return Finding(
         "lm_kl_penalty_inert",
         min(0.95, 0.5 + 0.5 * share),
         floor[0][0],
         found,
         "the measured KL stays below the target, so the adaptive rule halves beta every update "
-        "until the penalty is gone: set a target the measured KL reaches (or a fixed beta)",
+        "until the penalty is gone: keep beta fixed (lm.kl.target: null) at lm.kl.beta",
         patch,
     )
 

@@ -211,13 +211,14 @@ def test_a_trainer_failure_is_not_an_env_crash() -> None:
     assert diagnose(healthy(), replace(CARTPOLE, failure=failure)).causes == []
 
 
-def test_lm_kl_penalty_inert_sets_a_target_the_kl_reaches() -> None:
+def test_lm_kl_penalty_inert_fixes_beta() -> None:
     s = healthy_lm()
     curve(lambda i: max(0.05 * 0.5**i, 1e-8), "lm/kl_beta", s)
     found = top(s, LM)
     # 0.05 / 2^16 is the first beta at or below 1e-6: update 17
     assert found.cause == "lm_kl_penalty_inert" and found.first_step == 17 * STEP
-    assert found.patch == {"lm.kl.target": 0.502}  # the median measured KL
+    assert found.patch == {"lm.kl.target": None}  # beta fixed at the spec's lm.kl.beta
+    assert found.evidence[1]["value"] == 0.502  # the median measured KL, under the target 2
 
 
 def test_lm_kl_runaway_lowers_the_learning_rate() -> None:
