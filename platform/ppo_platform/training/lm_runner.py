@@ -199,7 +199,7 @@ class LMTrainingSession:
             message,
             self.tracker.write_seconds,
             tuple(self.monitor.summary_lines()),
-            diagnosis.top.line() if diagnosis.top else "",
+            *((diagnosis.top.cause, diagnosis.top.line()) if diagnosis.top else ()),
         )
 
     def _close(self, status: str, tags: dict[str, str]) -> None:

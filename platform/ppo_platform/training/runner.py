@@ -319,7 +319,7 @@ class TrainingSession:
             message,
             self.tracker.write_seconds,
             tuple(self.monitor.summary_lines()),
-            diagnosis.top.line() if diagnosis.top else "",
+            *((diagnosis.top.cause, diagnosis.top.line()) if diagnosis.top else ()),
         )
 
 
