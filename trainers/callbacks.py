@@ -3,6 +3,7 @@ the env hands over (the doctor reads them: docs/guides/diagnostics.md)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -92,41 +93,54 @@ def _first_non_finite(values: np.ndarray) -> tuple[int, int | None, float] | Non
 class RolloutStatsCallback(BaseCallback):
     """Per rollout: the largest |observation| and |reward|, and the share of sampled continuous
     actions outside the action bounds (`latest`, `rollout/*` names). A NaN or infinite
-    observation or reward stops training at once with NonFiniteInputError, naming the env,
-    the element index and the env step, before the policy ever sees it."""
+    observation stops training at once (before the policy sees it), a NaN or infinite reward
+    at the rollout's end (before the update), with NonFiniteInputError naming the env, the
+    element index and the env step. Per env step only the observations are checked: one
+    vectorized test (docs/guides/diagnostics.md, "Per-rollout statistics")."""
 
     def __init__(self) -> None:
         super().__init__()
         self.latest: dict[str, float] = {}
-        self._reward_max = 0.0
+        self._float_obs = False
+        self._rollout_start = 0
 
-    def _check(self, what: str, values: object) -> None:
-        if not isinstance(values, np.ndarray) or values.dtype.kind != "f":
-            return  # integer pixels and the like cannot be NaN
+    def _check(self, what: str, values: np.ndarray, step: int) -> None:
         if not np.isfinite(values).all():
             env, index, value = _first_non_finite(values)  # type: ignore[misc]
-            raise NonFiniteInputError(what, self.num_timesteps, env, index, value)
+            raise NonFiniteInputError(what, step, env, index, value)
 
     def _on_rollout_start(self) -> None:
-        self._check("observation", getattr(self.model, "_last_obs", None))
-        self._reward_max = 0.0
+        last = getattr(self.model, "_last_obs", None)
+        # Integer pixels cannot be NaN; dict observations are not checked.
+        self._float_obs = isinstance(last, np.ndarray) and last.dtype.kind == "f"
+        if self._float_obs:
+            self._check("observation", last, self.num_timesteps)  # type: ignore[arg-type]
+        self._rollout_start = self.num_timesteps
 
     def _on_step(self) -> bool:
-        self._check("observation", self.locals.get("new_obs"))
-        rewards = self.locals.get("rewards")
-        if isinstance(rewards, np.ndarray) and rewards.size:
-            self._check("reward", rewards)
-            self._reward_max = max(self._reward_max, float(np.abs(rewards).max()))
+        if self._float_obs:
+            obs = self.locals["new_obs"]
+            # NaN and infinity survive a sum (one reduction, the cheapest test); a sum that
+            # overflowed on finite values is cleared by the exact test.
+            if not math.isfinite(np.add.reduce(obs, axis=None, dtype=np.float64)):
+                self._check("observation", obs, self.num_timesteps)
         return True
+
+    def _rewards(self, rewards: np.ndarray) -> float:
+        """The largest |reward| of the rollout (SB3 adds the bootstrapped value to a time-limit
+        step's reward); NonFiniteInputError at the first non-finite one."""
+        if not np.isfinite(rewards).all():
+            t, env = (int(i) for i in np.argwhere(~np.isfinite(rewards))[0])
+            step = self._rollout_start + (t + 1) * rewards.shape[1]
+            raise NonFiniteInputError("reward", step, env, None, float(rewards[t, env]))
+        return float(np.abs(rewards).max())
 
     def _on_rollout_end(self) -> None:
         buffer = getattr(self.model, "rollout_buffer", None)
-        # Every observation and reward of the rollout was checked finite (else it stopped).
-        stats = {
-            "rollout/obs_nonfinite": 0.0,
-            "rollout/reward_nonfinite": 0.0,
-            "rollout/reward_abs_max": self._reward_max,
-        }
+        stats = {"rollout/obs_nonfinite": 0.0, "rollout/reward_nonfinite": 0.0}
+        rewards = getattr(buffer, "rewards", None)
+        if isinstance(rewards, np.ndarray) and rewards.ndim == 2:
+            stats["rollout/reward_abs_max"] = self._rewards(rewards)
         observations = getattr(buffer, "observations", None)
         if isinstance(observations, np.ndarray) and observations.dtype.kind == "f":
             stats["rollout/obs_abs_max"] = float(np.abs(observations).max())
@@ -135,4 +149,5 @@ class RolloutStatsCallback(BaseCallback):
         if isinstance(space, spaces.Box) and isinstance(actions, np.ndarray):
             outside = (actions < space.low) | (actions > space.high)
             stats["rollout/action_clip_fraction"] = float(outside.mean())
+        # Every observation and reward of the rollout was finite (else it stopped): 0 counts.
         self.latest = stats
