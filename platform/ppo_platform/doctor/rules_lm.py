@@ -41,7 +41,7 @@ def lm_kl_penalty_inert(view: View, facts: RunFacts, limits: Limits) -> Verdict:
             )
         )
     # The policy starts at its reference (KL 0), so an adaptive target halves beta from the
-    # first update whatever it is: a fixed beta (the spec's lm.kl.beta) keeps the penalty on.
+    # first update until the KL reaches half of it: a fixed beta (lm.kl.beta) stays on.
     patch: dict[str, Scalar] = {"lm.kl.target": None} if facts.kl_target is not None else {}
     return Finding(
         "lm_kl_penalty_inert",
