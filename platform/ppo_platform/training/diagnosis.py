@@ -50,6 +50,13 @@ def session_diagnosis(
     return diagnose(history.series, facts_from_spec(spec, failure, continuous))
 
 
+def cause_hint(spec: AnySpec, history: MetricHistory) -> str:
+    """What a live alert adds: the doctor's most likely cause so far (empty while the run
+    shows none yet: most causes need a few updates of evidence)."""
+    top = session_diagnosis(spec, history, None).top
+    return f" [doctor: likely {top.cause}: {top.advice}]" if top is not None else ""
+
+
 def write_diagnosis(diagnosis: Diagnosis, run_dir: Path) -> Path:
     """`diagnosis.json` in the run's folder: `{"causes": [...], "not_judged": [...]}`."""
     path = run_dir / DIAGNOSIS_FILE

@@ -20,7 +20,12 @@ from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
-from ppo_platform.training.diagnosis import MetricHistory, session_diagnosis, write_diagnosis
+from ppo_platform.training.diagnosis import (
+    MetricHistory,
+    cause_hint,
+    session_diagnosis,
+    write_diagnosis,
+)
 from ppo_platform.training.lm_build import build_trainer, load_prompts
 from ppo_platform.training.monitoring import (
     alerts_document,
@@ -72,6 +77,7 @@ class LMTrainingSession:
         update = trainer.n_updates
         row = dict(metrics)
         row["time/updates_per_second"] = update / max(time.perf_counter() - self._started, 1e-9)
+        self.history.record(row, update)  # first: an alert says the doctor's likely cause
         self.stop_alert = raise_alerts(
             self.monitor,
             self.spec.diagnostics.on_alert,
@@ -80,10 +86,10 @@ class LMTrainingSession:
             metrics,
             lambda message: self._event("alert", message=message),
             self.stop_alert,
+            explain=lambda: cause_hint(self.spec, self.history),
         )
         row.update(diagnostics_row(self.monitor, metrics))
         self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, update)
-        self.history.record(row, update)
         self._event(
             "update",
             fps=row["time/updates_per_second"],

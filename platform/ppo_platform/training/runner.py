@@ -129,6 +129,7 @@ class TrainingSession:
         )
         row["time/fps"] = (steps - self._start_steps) / elapsed
         row.update(self.rollout_stats.latest)
+        self.history.record(row, steps)  # first: an alert says the doctor's likely cause
         self.stop_alert = raise_alerts(
             self.monitor,
             self.spec.diagnostics.on_alert,
@@ -137,10 +138,10 @@ class TrainingSession:
             metrics,
             lambda message: self._event("alert", message=message),
             self.stop_alert,
+            explain=lambda: doctor.cause_hint(self.spec, self.history),
         )
         row.update(diagnostics_row(self.monitor, metrics))
         self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, steps)
-        self.history.record(row, steps)
         async_eval.collect(self.evaluator)  # asynchronous evaluations that are in
         self._event(
             "update",

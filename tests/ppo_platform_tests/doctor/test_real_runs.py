@@ -61,8 +61,11 @@ def test_a_step_30x_too_large_is_named_and_its_patch_validates(
             "update.epochs": 30,
         }
     )
-    result = run_spec(spec)
+    events: list[Any] = []
+    result = run_spec(spec, on_progress=events.append)
     assert result.top_cause == "step_too_large"
+    alerts = [event.message for event in events if event.kind == "alert"]
+    assert any("[doctor: likely step_too_large: " in message for message in alerts), alerts
     assert "doctor: step_too_large" in result.summary()
     diagnosis = doctor_json(result.run_id, "--write", str(tmp_path / "fixed.yaml"))
     top = diagnosis["causes"][0]
