@@ -22,6 +22,7 @@ from api.limits import BodyLimitMiddleware
 from api.routes import (
     artifacts,
     comparisons,
+    diagnosis,
     envs,
     events,
     experiments,
@@ -89,7 +90,8 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
         body_timeout=service.body_timeout_seconds,
     )
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: every response, 413s too
-    for module in (health, specs, experiments, events, artifacts, comparisons, envs, trained_model):
+    routers = (health, specs, experiments, events, artifacts, diagnosis, comparisons, envs)
+    for module in (*routers, trained_model):
         app.include_router(module.router)
     install_dashboard(app)  # the web pages at /
     return app

@@ -71,6 +71,16 @@ def study_comparison(job: Experiment, settings: Settings) -> Any:
     return render(render_comparison(comparison, "Trials compared"))
 
 
+def _diagnosis(files: dict[str, Any]) -> dict[str, Any] | None:
+    """The doctor's diagnosis.json of a run that has ended (None: none yet)."""
+    path = files.get("diagnosis.json")
+    try:
+        found = json.loads(path.read_text()) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and isinstance(found.get("causes"), list) else None
+
+
 def _kl_target(spec: Any) -> float | None:
     """An LM spec's target of lm/kl_ref (adaptive beta), else None."""
     return spec.lm.kl.target if isinstance(spec, LMExperimentSpec) else None
@@ -102,6 +112,7 @@ def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
             if path.suffix == ".mp4"
         ],
         "report": _sweep_report(job, files) if job.kind == "sweep" else None,
+        "diagnosis": _diagnosis(files) if job.kind == "run" else None,
         "trials": _summary_list(files, "trials") if job.kind == "tune" else None,
         "verified": _summary_list(files, "verification") if job.kind == "tune" else None,
         "pareto": _summary_list(files, "pareto_front") if job.kind == "tune" else None,

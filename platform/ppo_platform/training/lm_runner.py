@@ -20,6 +20,12 @@ from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
+from ppo_platform.training.diagnosis import (
+    MetricHistory,
+    cause_hint,
+    session_diagnosis,
+    write_diagnosis,
+)
 from ppo_platform.training.lm_build import build_trainer, load_prompts
 from ppo_platform.training.monitoring import (
     alerts_document,
@@ -49,6 +55,7 @@ class LMTrainingSession:
         self.on_progress = on_progress or (lambda event: None)
         self.cancel = cancel or threading.Event()
         self.monitor = DiagnosticsMonitor(thresholds_for(spec), spec.budget.updates)  # type: ignore[arg-type]
+        self.history = MetricHistory()  # what the doctor reads at the run's end
         self.stop_alert: Alert | None = None
         self.last_eval: float | None = None
         self.trainer: Any = None
@@ -70,6 +77,7 @@ class LMTrainingSession:
         update = trainer.n_updates
         row = dict(metrics)
         row["time/updates_per_second"] = update / max(time.perf_counter() - self._started, 1e-9)
+        self.history.record(row, update)  # first: an alert says the doctor's likely cause
         self.stop_alert = raise_alerts(
             self.monitor,
             self.spec.diagnostics.on_alert,
@@ -78,6 +86,7 @@ class LMTrainingSession:
             metrics,
             lambda message: self._event("alert", message=message),
             self.stop_alert,
+            explain=lambda: cause_hint(self.spec, self.history),
         )
         row.update(diagnostics_row(self.monitor, metrics))
         self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, update)
@@ -113,6 +122,7 @@ class LMTrainingSession:
             picked = [x for x, s in zip(scores, samples, strict=True) if s.task == task]
             row[f"eval/mean_reward/{task}"] = sum(picked) / len(picked)
         self.tracker.log_metrics(row, update)
+        self.history.record(row, update)
         self.last_eval = row["eval/mean_reward"]
         table = [
             {
@@ -175,7 +185,10 @@ class LMTrainingSession:
         alerts = self.tracker.run_dir / "alerts.json"
         alerts.write_text(json.dumps(alerts_document(self.monitor), indent=2))
         self.tracker.log_artifact(alerts, "diagnostics")
+        diagnosis = session_diagnosis(self.spec, self.history, None)
+        self.tracker.log_artifact(write_diagnosis(diagnosis, self.tracker.run_dir), "diagnostics")
         tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}
+        tags[tag.TOP_CAUSE] = diagnosis.top.cause if diagnosis.top else ""
         if self.last_eval is not None and outcome == "completed":
             tags[tag.FINAL_EVAL_MEAN] = f"{self.last_eval:.4f}"
         if message:
@@ -192,6 +205,7 @@ class LMTrainingSession:
             message,
             self.tracker.write_seconds,
             tuple(self.monitor.summary_lines()),
+            *((diagnosis.top.cause, diagnosis.top.line()) if diagnosis.top else ()),
         )
 
     def _close(self, status: str, tags: dict[str, str]) -> None:

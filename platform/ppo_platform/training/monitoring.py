@@ -44,12 +44,14 @@ def raise_alerts(
     metrics: dict[str, float],
     emit: Callable[[str], None],
     stop_alert: Alert | None,
+    explain: Callable[[], str] | None = None,
 ) -> Alert | None:
-    """Check an update's metrics: every new alert is emitted (its formatted message), and the
-    first critical one becomes the stop alert when `on_alert` is `stop`. Returns the stop alert
-    (the one passed in if there was one already)."""
+    """Check an update's metrics: every new alert is emitted (its formatted message, then what
+    `explain` adds: the doctor's likely cause so far), and the first critical one becomes the
+    stop alert when `on_alert` is `stop`. Returns the stop alert (the one passed in if there
+    was one already)."""
     for alert in monitor.check(update, steps, metrics):
-        emit(alert.format())
+        emit(alert.format() + (explain() if explain is not None else ""))
         if on_alert == "stop" and alert.severity == "critical" and stop_alert is None:
             stop_alert = alert
     return stop_alert

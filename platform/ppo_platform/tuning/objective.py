@@ -109,6 +109,7 @@ class TrialOutcome:
     curves: list[SeedCurve] = field(default_factory=list)
     timesteps: int = 0
     alerts: int = 0
+    top_causes: list[str] = field(default_factory=list)  # the doctor's, per seed ("": none)
 
     def primary(self) -> list[float]:
         """Every seed's value of the first objective."""
@@ -237,7 +238,9 @@ class TrialObjective:
         outcome.curves.append(reporter.curve)
         outcome.timesteps += result.timesteps
         outcome.alerts += result.alerts
+        outcome.top_causes.append(result.top_cause)
         trial.set_user_attr("timesteps", outcome.timesteps)
+        trial.set_user_attr("top_causes", outcome.top_causes)
         if reporter.pruned_at is not None:
             self._prune(trial, run, outcome, seed, reporter.pruned_at)
         if result.outcome != "completed":

@@ -106,6 +106,7 @@ def trial_rows(study: optuna.Study) -> list[dict[str, Any]]:
                 "pid": t.user_attrs.get("pid"),
                 "retry_of": t.system_attrs.get("failed_trial"),
                 "reason": reason,
+                "top_causes": t.user_attrs.get("top_causes"),  # the doctor's, per seed
             }
         )
     return rows

@@ -131,3 +131,25 @@ def test_plan_rlhf_refuses_prompts_without_answers(demo_home, tmp_path):
     assert result.exit_code == 2
     assert "--prompts" in result.output and "answer" in result.output
     assert not (tmp_path / "spec.yaml").exists()
+
+
+@pytest.mark.slow
+def test_an_adaptive_kl_that_halves_beta_to_its_floor_is_named_inert(demo_home, tmp_path):
+    """An adaptive target the measured KL never reaches: beta halves every update (the policy
+    starts at its reference, KL 0) and sits below 1e-6 from update 16 on; the doctor says so
+    and its patch fixes beta (docs/guides/diagnostics.md)."""
+    short = [*SHORT, "--set", "budget.updates=34", "--set", "evaluation.every_updates=0"]
+    args = [*short, "--set", "lm.kl.target=2.0", "--set", "lm.kl.beta=0.05", "--quiet"]
+    result = CliRunner().invoke(app, ["run", str(SPEC), *args])
+    assert result.exit_code == 0, result.output
+    assert "doctor: lm_kl_penalty_inert" in result.output
+    run_id = result.output.split("completed: run ")[1].split(",")[0]
+    fixed = tmp_path / "fixed.yaml"
+    diagnosis = CliRunner().invoke(app, ["doctor", run_id, "--json", "--write", str(fixed)])
+    assert diagnosis.exit_code == 0, diagnosis.output
+    top = json.loads(diagnosis.stdout[: diagnosis.stdout.rindex("}") + 1])["causes"][0]
+    assert top["cause"] == "lm_kl_penalty_inert" and top["patch"] == {"lm.kl.target": None}
+    from ppo_platform.spec.lm_loader import load_any_spec
+
+    patched = load_any_spec(fixed)  # validates
+    assert patched.lm.kl.target is None and patched.lm.kl.beta == 0.05  # type: ignore[union-attr]

@@ -13,6 +13,7 @@ import optuna
 import pytest
 from mlflow.tracking import MlflowClient
 
+from ppo_platform.doctor import CAUSES
 from ppo_platform.errors import SpecError
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -149,6 +150,9 @@ def test_a_return_and_steps_study_writes_its_pareto_front_without_pruning(
     front = summary["pareto_front"]
     complete = [t for t in summary["trials"] if t["state"] == "COMPLETE"]
     assert len(complete) == 3 and front  # nothing pruned
+    for trial in complete:  # the doctor's top cause of each seed's run ("": none found)
+        assert len(trial["top_causes"]) == len(trial["seed_values"])
+        assert set(trial["top_causes"]) <= {*CAUSES, ""}
     for point in front:  # no complete trial beats a front point on both objectives
         assert not any(
             t["values"][0] > point["final_return"] and t["values"][1] < point["steps_to_threshold"]
