@@ -5,6 +5,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 # CPU build of torch; an unpinned torch pulls a multi-GB CUDA build.
 TORCH_PIN ?= torch==2.13.0
+# The stable-baselines3 release the fast paths' equality tests cover (trainers/fast/switch.py):
+# outside it the fast paths switch off, so CI installs exactly this one.
+SB3_PIN ?= stable-baselines3==2.9.2
 SPEC ?= specs/cartpole.yaml
 # Extras installed into .venv; `ray` brings the Ray executor and its cluster tests, `docs` the
 # MkDocs site the tests build (`mkdocs build --strict`), `atari` and `mujoco` the ALE games and
@@ -21,7 +24,7 @@ setup: $(VENV)/.installed
 $(VENV)/.installed: pyproject.toml Makefile  # a new extra in EXTRAS reinstalls too
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)"
+	$(BIN)/python -m pip install --quiet "$(TORCH_PIN)" "$(SB3_PIN)"
 	$(BIN)/python -m pip install --quiet -e ".[$(EXTRAS)]"
 	touch $@
 
