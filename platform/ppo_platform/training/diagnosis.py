@@ -31,7 +31,7 @@ DOCTOR_METRICS = frozenset(name for names in ALIASES.values() for name, _ in nam
 DIAGNOSIS_FILE = "diagnosis.json"
 
 
-class MetricHistory:
+class DoctorMetrics:
     """The doctor's metrics of a run, kept as they are logged (a few floats per update)."""
 
     def __init__(self) -> None:
@@ -44,13 +44,13 @@ class MetricHistory:
 
 
 def session_diagnosis(
-    spec: AnySpec, history: MetricHistory, continuous: bool | None, failure: Failure | None = None
+    spec: AnySpec, history: DoctorMetrics, continuous: bool | None, failure: Failure | None = None
 ) -> Diagnosis:
     """The diagnosis of a run that is ending, from what it logged."""
     return diagnose(history.series, facts_from_spec(spec, failure, continuous))
 
 
-def cause_hint(spec: AnySpec, history: MetricHistory) -> str:
+def cause_hint(spec: AnySpec, history: DoctorMetrics) -> str:
     """What a live alert adds: the doctor's most likely cause so far (empty while the run
     shows none yet: most causes need a few updates of evidence)."""
     top = session_diagnosis(spec, history, None).top
@@ -89,7 +89,7 @@ def input_failure(error: NonFiniteInputError) -> tuple[Failure, dict[str, str]]:
 
 
 def close_env_fault(
-    tracker: RemoteRun, spec: AnySpec, history: MetricHistory, error: NonFiniteInputError
+    tracker: RemoteRun, spec: AnySpec, history: DoctorMetrics, error: NonFiniteInputError
 ) -> TrainingError:
     """Close the run FAILED with its failure as data; the error the user reads: the env's
     fault and where, and the doctor's advice (never a learning rate: no setting of the trainer

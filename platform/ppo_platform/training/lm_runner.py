@@ -21,7 +21,7 @@ from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
 from ppo_platform.training.diagnosis import (
-    MetricHistory,
+    DoctorMetrics,
     cause_hint,
     session_diagnosis,
     write_diagnosis,
@@ -55,7 +55,7 @@ class LMTrainingSession:
         self.on_progress = on_progress or (lambda event: None)
         self.cancel = cancel or threading.Event()
         self.monitor = DiagnosticsMonitor(thresholds_for(spec), spec.budget.updates)  # type: ignore[arg-type]
-        self.history = MetricHistory()  # what the doctor reads at the run's end
+        self.history = DoctorMetrics()  # what the doctor reads at the run's end
         self.stop_alert: Alert | None = None
         self.last_eval: float | None = None
         self.trainer: Any = None

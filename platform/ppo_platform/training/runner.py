@@ -78,7 +78,7 @@ class TrainingSession:
         self.last_eval: tuple[float, float] | None = None
         self.model: BaseAlgorithm | None = None
         self.evaluator: PeriodicEvalCallback | None = None
-        self.rollout_stats, self.history = RolloutStatsCallback(), doctor.MetricHistory()
+        self.rollout_stats, self.history = RolloutStatsCallback(), doctor.DoctorMetrics()
         self._started = time.perf_counter()
         self._start_steps = 0
         self._signals_mark = signals.received()  # interrupts before this one are not ours
