@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ppo_platform.reports.compare_render import render_comparison
 from ppo_platform.reports.stats import (
+    SeedRun,
     SweepReport,
     VariantSummary,
     final_return,
@@ -37,6 +38,25 @@ def _alerts_cell(summary: VariantSummary) -> str:
         return str(summary.alerts)
     signals = ", ".join(f"{name} {n}" for name, n in summary.alerts_by_signal.items())
     return f"{summary.alerts} ({signals})"
+
+
+def _runs_table(runs: list[SeedRun], threshold: float | None) -> list[str]:
+    """The "Runs" section: one row per run, with the doctor's top cause."""
+    lines = [
+        "## Runs",
+        "",
+        "| run | variant | seed | status | final return | steps to threshold | mean KL | alerts "
+        "| top cause |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for run in runs:
+        steps = steps_to_threshold(run.evals, threshold)
+        lines.append(
+            f"| {run.name} | {run.variant} | {run.seed} | {run.status} | "
+            f"{_num(final_return(run.evals))} | {'-' if steps is None else f'{steps:,}'} | "
+            f"{_num(series_mean(run.approx_kl), 3)} | {run.alerts} | {run.top_cause or '-'} |"
+        )
+    return lines
 
 
 def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
@@ -76,20 +96,7 @@ def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
     ]
     if report.comparison is not None:
         lines += [render_comparison(report.comparison, "Variants compared").rstrip(), ""]
-    lines += [
-        "## Runs",
-        "",
-        "| run | variant | seed | status | final return | steps to threshold | mean KL | alerts "
-        "| top cause |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for run in report.runs:
-        steps = steps_to_threshold(run.evals, threshold)
-        lines.append(
-            f"| {run.name} | {run.variant} | {run.seed} | {run.status} | "
-            f"{_num(final_return(run.evals))} | {'-' if steps is None else f'{steps:,}'} | "
-            f"{_num(series_mean(run.approx_kl), 3)} | {run.alerts} | {run.top_cause or '-'} |"
-        )
+    lines += _runs_table(report.runs, threshold)
     failed = [run for run in report.runs if not run.finished]
     if failed:
         lines += ["", "## Failed runs", ""]

@@ -21,6 +21,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec, Schedule
+from ppo_platform.tracking.tags import FAST_PATHS
 from trainers.a2c import MonitoredA2C
 from trainers.ppo import MonitoredPPO
 from trainers.ppo_kl import MonitoredKLPPO
@@ -177,3 +178,9 @@ def load_model(spec: ExperimentSpec, path: str, env: VecEnv) -> BaseAlgorithm:
     """
     device = training_device(spec, env.observation_space)
     return _quiet(model_class(spec).load(path, env=env, device=device, force_reset=True))
+
+
+def fast_paths_tag(model: Any) -> dict[str, str]:
+    """The run's record of its trainer's fast paths (`on` or `off (why)`), if it has them."""
+    fast = getattr(model, "fast_paths", None)
+    return {} if fast is None else {FAST_PATHS: fast.describe()}

@@ -36,7 +36,7 @@ from ppo_platform.tracking.remote import (
 from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training import diagnosis as doctor
-from ppo_platform.training.algorithms import build_model, load_model
+from ppo_platform.training.algorithms import build_model, fast_paths_tag, load_model
 from ppo_platform.training.environments import EnvMaker, build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.final_artifacts import log_final_artifacts
 from ppo_platform.training.monitoring import diagnostics_row, raise_alerts, thresholds_for
@@ -326,12 +326,6 @@ class TrainingSession:
 
 def _warn(message: str) -> None:
     print(f"warning: {message}", file=sys.stderr, flush=True)
-
-
-def fast_paths_tag(model: BaseAlgorithm) -> dict[str, str]:
-    """The run's record of its trainer's fast paths (`on` or `off (why)`), if it has them."""
-    fast = getattr(model, "fast_paths", None)
-    return {} if fast is None else {tag.FAST_PATHS: fast.describe()}
 
 
 def _prepare(settings: Settings | None) -> Settings:
