@@ -13,6 +13,8 @@ LOCAL_DIR = Path(__file__).resolve().parent / "fixtures" / "env_packages"
 LOCAL_MODULE = "ppo_test_local_envs"
 LOCAL_ENV = "LocalCorridor-v0"
 LOCAL_PIXELS_ENV = "LocalPixels-v0"
+LOCAL_NO_RENDER_ENV = "LocalThermostat-v0"
+LOCAL_FAULTY_ENV = "LocalLeakyValve-v0"
 INSTALLED_MODULE = "ppo_test_installed_envs"
 INSTALLED_ENV = "InstalledCorridor-v0"
 
