@@ -21,7 +21,7 @@ def make_kwargs(env_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
     import gymnasium
 
     made = dict(kwargs)
-    if made.get("render_mode", None) is not None:
+    if made.get("render_mode") is not None:
         return made
     made.pop("render_mode", None)
     registered = gymnasium.registry.get(env_id)
