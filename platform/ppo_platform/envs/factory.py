@@ -62,7 +62,9 @@ class EnvFactory:
         return wrap_env(env, self.wrappers, monitor=self.monitor)
 
     def __call__(self) -> Any:
-        env = self.wrap(self.make())
+        from ppo_platform.envs.faults import CatchEnvFaults
+
+        env = CatchEnvFaults(self.wrap(self.make()))  # the env's own exception, kept as data
         if self.action_seed is not None:
             env.action_space.seed(self.action_seed)
         return env

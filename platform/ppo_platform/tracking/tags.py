@@ -40,6 +40,13 @@ GRID_INDEX = f"{PREFIX}grid_index"
 GRID_VALUE_PREFIX = f"{PREFIX}grid."
 SEED = f"{PREFIX}seed"
 FAILURE = f"{PREFIX}failure"
+# An env's own exception (docs/guides/your-own-environment.md), each field apart
+FAILURE_KIND = f"{PREFIX}failure.kind"  # "env_crash"
+FAILURE_TYPE = f"{PREFIX}failure.exception_type"  # qualified: my_envs.ValveJammed
+FAILURE_MESSAGE = f"{PREFIX}failure.exception_message"
+FAILURE_ENV_ID = f"{PREFIX}failure.env_id"
+FAILURE_STEP = f"{PREFIX}failure.step"  # the run's env steps when it raised
+FAILURE_TRACEBACK = f"{PREFIX}failure.traceback"  # the saved traceback file
 WORKER_PID = f"{PREFIX}worker_pid"
 THRESHOLD = f"{PREFIX}threshold"
 FAILED_RUNS = f"{PREFIX}failed_runs"

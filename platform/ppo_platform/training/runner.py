@@ -22,7 +22,7 @@ from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
 from ppo_platform import tracing
-from ppo_platform.errors import TrackingError, TrainingError
+from ppo_platform.errors import EnvCrashError, TrackingError, TrainingError
 from ppo_platform.execution import signals
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
@@ -36,6 +36,7 @@ from ppo_platform.tracking.remote import (
 from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model, load_model
+from ppo_platform.training.env_faults import record_env_crash
 from ppo_platform.training.environments import EnvMaker, build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.final_artifacts import log_final_artifacts
 from ppo_platform.training.monitoring import diagnostics_row, raise_alerts, thresholds_for
@@ -239,6 +240,8 @@ class TrainingSession:
                 f"training diverged at step {model.num_timesteps}: {error} "
                 f"({where}). Lower the learning rate or K."
             ) from error
+        except EnvCrashError as error:
+            raise record_env_crash(self.tracker, error, model.num_timesteps) from None
         except KeyboardInterrupt:
             self._checkpoint_interrupted(model)
             raise
