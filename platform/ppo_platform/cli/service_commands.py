@@ -46,7 +46,14 @@ def serve(
     import uvicorn
 
     from ppo_platform.cli.slow_clients import HeadDeadlineProtocol
+    from ppo_platform.envs.packages import import_env_packages
     from ppo_platform.jobs.config import get_service_settings
+    from ppo_platform.settings import get_settings
+
+    try:  # before uvicorn: an env package that cannot be imported is one line, exit 2
+        import_env_packages(get_settings().env_packages)
+    except PlatformError as error:
+        fail(error)
 
     # X-Forwarded-For / -Proto are believed only from the configured proxies (default none):
     # uvicorn's own default trusts 127.0.0.1, so any local process could claim any address.
