@@ -27,7 +27,7 @@ from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
 from ppo_platform.spec.machine import machine_refusals
 from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dotted
 from ppo_platform.spec.resources import resource_refusals
-from ppo_platform.spec.rules import inconsistencies, refusals
+from ppo_platform.spec.rules import inconsistencies, refusals, rollout_over_budget_issue
 from ppo_platform.spec.yaml_source import (
     MAX_SPEC_BYTES,
     PathKey,
@@ -203,7 +203,8 @@ def validate_data(
     except ValidationError as exc:
         issues = [issue_from_pydantic(error, positions) for error in exc.errors()]
         raise SpecError(capped(issues), source) from None
-    problems = [*inconsistencies(spec), *refusals(spec)]
+    over_budget = rollout_over_budget_issue(spec)  # it would train past its budget
+    problems = [*inconsistencies(spec), *refusals(spec), *([over_budget] if over_budget else [])]
     problems = problems or [*resource_refusals(spec), *machine_refusals(spec)]
     raise_located(problems, positions, source)
     return spec
