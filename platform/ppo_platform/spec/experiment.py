@@ -113,7 +113,12 @@ class RolloutSpec(StrictModel):
 
 
 class UpdateSpec(StrictModel):
-    epochs: int = Field(10, ge=1, description="K: passes over each rollout (refused above 30).")
+    epochs: int = Field(
+        10,
+        ge=1,
+        description="K: passes over each rollout (refused above 30).",
+        json_schema_extra={"maximum": 30},  # the refusal rule, said by the schema too
+    )
     minibatch_size: int = Field(64, ge=1, description="Transitions per gradient step.")
     learning_rate: Schedule = Field(
         default_factory=lambda: Schedule(start=3e-4),

@@ -16,11 +16,13 @@ from ppo_platform.spec.lm_inputs import lm_input_issues
 from ppo_platform.spec.loader import (
     capped,
     issue_from_pydantic,
+    locate,
     parse_spec_text,
     raise_located,
     read_spec_text,
     validate_data,
 )
+from ppo_platform.spec.problems import problems_beside_schema_errors
 from ppo_platform.spec.rules import refusals
 from ppo_platform.spec.yaml_source import PathKey, Position
 
@@ -44,9 +46,11 @@ def validate_lm_data(
         spec = LMExperimentSpec.model_validate(data)
     except ValidationError as exc:
         issues = [issue_from_pydantic(e, positions, LMExperimentSpec) for e in exc.errors()]
-        raise SpecError(capped(issues), source) from None
-    raise_located(refusals(spec), positions, source)
-    raise_located(lm_input_issues(spec, settings, from_outside), positions, source)
+        beside = problems_beside_schema_errors(data, exc, LMExperimentSpec, refusals)
+        raise SpecError(capped([*issues, *locate(beside, positions, data)]), source) from None
+    refused = refusals(spec)
+    inputs = lm_input_issues(spec, settings, from_outside)  # every problem in one answer
+    raise_located([*refused, *inputs], positions, source, data)
     return spec
 
 
