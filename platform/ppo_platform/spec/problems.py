@@ -21,11 +21,15 @@ MAX_REPAIRS = 3  # rounds of taking out refused values before giving up on the r
 _MISSING = object()
 
 
+def _holds(data: Any, part: str | int) -> bool:
+    if isinstance(data, dict):
+        return part in data
+    return isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
+
+
 def _value_at(data: Any, path: Sequence[str | int]) -> Any:
     for part in path:
-        if (isinstance(data, dict) and part in data) or (
-            isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
-        ):
+        if _holds(data, part):
             data = data[part]
         else:
             return _MISSING
@@ -36,9 +40,7 @@ def written(data: Any, dotted: str) -> bool:
     """True if the spec's own data sets the field at `dotted` (else its default applies); a
     value written in short (`clip_epsilon: 0.2` for its schedule's `start`) counts."""
     for part in (int(p) if p.isdigit() else p for p in dotted.split(".")):
-        if (isinstance(data, dict) and part in data) or (
-            isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data)
-        ):
+        if _holds(data, part):
             data = data[part]
         else:
             return not isinstance(data, (dict, list))  # a short form holds the whole field
