@@ -68,6 +68,12 @@ def test_a_rest_job_trains_an_env_from_an_env_package(env_server: Server, env_id
         job = wait_for(alice, answer.json()["id"], timeout=300)
     assert job["status"] == "succeeded", job
     assert job["result"]["final_eval_mean"] is not None
+    packages = job["resolved"]["env_packages"]  # what the run imported, with versions
+    if env_id == INSTALLED_ENV:
+        assert f"{INSTALLED_MODULE} 0.1.0" in packages
+    else:
+        assert f"{LOCAL_MODULE} local module (no installed distribution)" in packages
+    assert job["resolved"]["vectorization_reason"].startswith("auto: ")
     assert -0.5 <= job["result"]["final_eval_mean"] <= 1.0
 
 
@@ -94,6 +100,7 @@ def test_an_env_that_raises_fails_the_job_with_its_own_exception(env_server: Ser
         assert login.status_code == 303, login.text
         page = browser.get(f"/experiments/{job['id']}").text
     assert "ValveJammed: valve 7 stuck half-open after 25 steps" in page
+    assert "Resolved at start: subproc envs" in page  # what the run resolved, on the dashboard
 
 
 def test_module_colon_id_is_a_422_that_names_the_way_in(env_server: Server) -> None:

@@ -42,8 +42,9 @@ class EventWriter:
     def __call__(self, event: ProgressEvent) -> None:
         progress = {"timesteps": event.timesteps, "total_timesteps": event.total_timesteps}
         if event.kind == "started":
+            resolved = {"resolved": dict(event.resolved)} if event.resolved else {}
             self.store.update(
-                self.job_id, mlflow_run_id=event.run_id, mlflow_run_ids=[event.run_id]
+                self.job_id, mlflow_run_id=event.run_id, mlflow_run_ids=[event.run_id], **resolved
             )
         elif event.kind == "update":
             now = time.monotonic()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 EventKind = Literal["started", "update", "eval", "alert", "checkpoint", "status"]
@@ -32,12 +32,27 @@ class ProgressEvent:
     eval_mean: float = math.nan
     message: str = ""
     run_id: str = ""  # `started` only
+    resolved: dict[str, str] = field(default_factory=dict)  # `started`: training/resolved.py
 
 
 class ProgressReporter(Protocol):
     def __call__(self, event: ProgressEvent) -> None: ...
 
     def close(self) -> None: ...
+
+
+def describe_resolved(resolved: dict[str, str]) -> str:
+    """One line: vectorization (and why), device, threads, env packages, library versions."""
+    versions = ", ".join(
+        f"{key.removeprefix('version.')} {value}"
+        for key, value in resolved.items()
+        if key.startswith("version.") and value != "not installed"
+    )
+    return (
+        f"{resolved.get('vectorization')} envs ({resolved.get('vectorization_reason')}); device "
+        f"{resolved.get('device')}, {resolved.get('torch_threads')} torch thread(s); env "
+        f"packages: {resolved.get('env_packages')}; {versions}"
+    )
 
 
 def _fmt(value: float, spec: str) -> str:
@@ -60,6 +75,8 @@ class PlainReporter:
         self._last = 0.0
 
     def __call__(self, event: ProgressEvent) -> None:
+        if event.kind == "started" and event.resolved and not self.quiet:
+            print(f"resolved: {describe_resolved(event.resolved)}", flush=True)
         if (self.quiet and event.kind != "alert") or event.kind == "started":
             return
         if event.kind == "update":
@@ -120,6 +137,8 @@ class RichReporter:
             self.console.print(f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}")
         elif event.kind == "alert":
             self.console.print(f"[yellow]alert[/]: {event.message}")
+        elif event.kind == "started" and event.resolved:
+            self.console.print(f"resolved: {describe_resolved(event.resolved)}")
         elif event.kind != "started":
             self.console.print(f"{event.kind}: {event.message}")
 

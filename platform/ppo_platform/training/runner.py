@@ -41,6 +41,7 @@ from ppo_platform.training.environments import EnvMaker, build_eval_env, build_t
 from ppo_platform.training.final_artifacts import log_final_artifacts
 from ppo_platform.training.monitoring import diagnostics_row, raise_alerts, thresholds_for
 from ppo_platform.training.progress import EventKind, ProgressEvent
+from ppo_platform.training.resolved import record_resolved, resolved_setup
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome
 from ppo_platform.training.result import RunResult as RunResult  # re-exported for callers
 from ppo_platform.training.resume import recorded_folder, resumable
@@ -78,6 +79,7 @@ class TrainingSession:
         self._start_steps = 0
         self._signals_mark = signals.received()  # interrupts before this one are not ours
         self._announced = False  # the `started` event (with the run id) was sent
+        self.resolved: dict[str, str] = {}  # what the run resolved (training/resolved.py)
 
     @property
     def run_dir(self) -> Path:
@@ -109,7 +111,8 @@ class TrainingSession:
         self._announced = True
         steps = self.model.num_timesteps if self.model is not None else 0
         total = self.spec.budget.total_timesteps
-        self.on_progress(ProgressEvent("started", steps, total, run_id=run_id))
+        event = ProgressEvent("started", steps, total, run_id=run_id, resolved=self.resolved)
+        self.on_progress(event)
 
     def on_update(self, model: BaseAlgorithm, metrics: dict[str, float]) -> None:
         """Listener called by the trainer right after each update."""
@@ -197,6 +200,8 @@ class TrainingSession:
     ) -> RunResult:
         self.tracker.phase = "while starting"
         self._attach(model)
+        self.resolved = resolved_setup(self.spec, model, own_env=self.make_env is not None)
+        record_resolved(self.tracker, self.resolved)
         evaluator = async_eval.make_evaluator(
             self.spec, eval_env, self.on_eval, eval_seed(self.spec), self.make_env
         )
