@@ -47,7 +47,7 @@ class LMModelSpec(StrictModel):
         None,
         pattern=PATH_PATTERN,
         description="Folder of a sequence-classification model (one label) scoring prompt + "
-        "response; replaces `rewards` when set.",
+        "response; instead of `rewards` (both set: refused).",
     )
 
 

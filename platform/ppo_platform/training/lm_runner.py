@@ -62,9 +62,12 @@ class LMTrainingSession:
             self._announced = True
             run_id = self.tracker.run_id
             self.on_progress(
-                ProgressEvent("started", updates, self.spec.budget.updates, run_id=run_id)
+                ProgressEvent(
+                    "started", updates, self.spec.budget.updates, run_id=run_id, language_model=True
+                )
             )
-        self.on_progress(ProgressEvent(kind, updates, self.spec.budget.updates, **fields))
+        total = self.spec.budget.updates
+        self.on_progress(ProgressEvent(kind, updates, total, language_model=True, **fields))
 
     def on_update(self, trainer: Any, metrics: dict[str, float]) -> None:
         update = trainer.n_updates
@@ -186,12 +189,13 @@ class LMTrainingSession:
             outcome,
             self.trainer.n_updates,
             self.last_eval if outcome == "completed" else None,
-            0.0 if outcome == "completed" and self.last_eval is not None else None,
+            None,  # one greedy evaluation: no spread to report
             len(self.monitor.alerts),
             time.perf_counter() - self._started,
             message,
             self.tracker.write_seconds,
             tuple(self.monitor.summary_lines()),
+            language_model=True,
         )
 
     def _close(self, status: str, tags: dict[str, str]) -> None:

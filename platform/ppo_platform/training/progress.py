@@ -33,6 +33,9 @@ class ProgressEvent:
     message: str = ""
     run_id: str = ""  # `started` only
     resolved: dict[str, str] = field(default_factory=dict)  # `started`: training/resolved.py
+    # ppo_lm: `timesteps` counts updates, `ep_rew_mean` is the mean reward of the update's
+    # responses, `kl_ref` the KL to the reference model (docs/guides/language-models.md).
+    language_model: bool = False
 
 
 class ProgressReporter(Protocol):
@@ -55,11 +58,24 @@ def describe_resolved(resolved: dict[str, str]) -> str:
     )
 
 
+def describe_eval(event: ProgressEvent) -> str:
+    """An evaluation's line: mean return at an env step (mean reward at an update, for LMs)."""
+    if event.language_model:
+        return f"eval  update {event.timesteps}: mean reward {event.eval_mean:.3f}"
+    return f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}"
+
+
 def _fmt(value: float, spec: str) -> str:
     return "-" if math.isnan(value) else format(value, spec)
 
 
 def describe(event: ProgressEvent) -> str:
+    if event.language_model:
+        return (
+            f"update {event.timesteps}/{event.total_timesteps} "
+            f"{_fmt(event.fps, '.2f')} updates/s reward {_fmt(event.ep_rew_mean, '.3f')} "
+            f"KL to reference {_fmt(event.kl_ref, '.4f')} clip {_fmt(event.clip_fraction, '.3f')}"
+        )
     return (
         f"step {event.timesteps}/{event.total_timesteps} fps {_fmt(event.fps, '.0f')} "
         f"return {_fmt(event.ep_rew_mean, '.1f')} kl {_fmt(event.approx_kl, '.4f')} "
@@ -86,7 +102,7 @@ class PlainReporter:
             self._last = now
             print(describe(event), flush=True)
         elif event.kind == "eval":
-            print(f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}", flush=True)
+            print(describe_eval(event), flush=True)
         else:
             print(
                 f"{event.kind}: {event.message}",
@@ -127,14 +143,16 @@ class RichReporter:
     def __call__(self, event: ProgressEvent) -> None:
         if event.kind == "update":
             stats = (
-                f"fps {_fmt(event.fps, '.0f')} return {_fmt(event.ep_rew_mean, '.1f')} "
+                describe(event).split(" ", 2)[2]
+                if event.language_model
+                else f"fps {_fmt(event.fps, '.0f')} return {_fmt(event.ep_rew_mean, '.1f')} "
                 f"kl {_fmt(event.approx_kl, '.4f')} clip {_fmt(event.clip_fraction, '.3f')}"
             )
             self.progress.update(
                 self.task, completed=event.timesteps, total=event.total_timesteps, stats=stats
             )
         elif event.kind == "eval":
-            self.console.print(f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}")
+            self.console.print(describe_eval(event))
         elif event.kind == "alert":
             self.console.print(f"[yellow]alert[/]: {event.message}")
         elif event.kind == "started" and event.resolved:

@@ -23,6 +23,7 @@ class RunResult:
     message: str = ""
     tracking_seconds: float = 0.0  # wall time spent writing to MLflow during training
     alert_summary: tuple[str, ...] = ()  # one line per signal that alerted
+    language_model: bool = False  # ppo_lm: `timesteps` counts updates, the eval is a reward
 
     @property
     def status(self) -> str:
@@ -30,14 +31,17 @@ class RunResult:
         return MLFLOW_STATUS[self.outcome]
 
     def summary(self) -> str:
-        score = (
-            "-"
-            if self.final_eval_mean is None
-            else f"{self.final_eval_mean:.2f} +- {self.final_eval_std:.2f}"
+        score = "-" if self.final_eval_mean is None else f"{self.final_eval_mean:.2f}"
+        if self.final_eval_mean is not None and self.final_eval_std is not None:
+            score += f" +- {self.final_eval_std:.2f}"  # only where there is a spread
+        done, scored = (
+            (f"{self.timesteps} updates", "final eval reward")
+            if self.language_model
+            else (f"{self.timesteps} env steps", "final eval return")
         )
         text = (
-            f"{self.outcome}: run {self.run_id}, {self.timesteps} env steps in "
-            f"{self.seconds:.1f} s, final eval return {score}, {self.alerts} alert(s)"
+            f"{self.outcome}: run {self.run_id}, {done} in "
+            f"{self.seconds:.1f} s, {scored} {score}, {self.alerts} alert(s)"
         )
         lines = [text, *(f"  {line}" for line in self.alert_summary)]
         if self.message:
