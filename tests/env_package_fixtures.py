@@ -15,6 +15,7 @@ LOCAL_ENV = "LocalCorridor-v0"
 LOCAL_PIXELS_ENV = "LocalPixels-v0"
 LOCAL_NO_RENDER_ENV = "LocalThermostat-v0"
 LOCAL_FAULTY_ENV = "LocalLeakyValve-v0"
+LOCAL_BEACON_ENV = "LocalBeacon-v0"
 INSTALLED_MODULE = "ppo_test_installed_envs"
 INSTALLED_ENV = "InstalledCorridor-v0"
 

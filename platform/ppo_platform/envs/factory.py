@@ -43,6 +43,7 @@ class EnvFactory:
     make_env: Callable[[], Any] | None = None
     monitor: bool = True
     action_seed: int | None = None  # SB3's make_vec_env seeds env i's action space with seed + i
+    keep_frames: bool = False  # filming: each step's info carries its frame (envs/faults.py)
 
     def make(self) -> Any:
         """The env before the wrappers."""
@@ -62,9 +63,12 @@ class EnvFactory:
         return wrap_env(env, self.wrappers, monitor=self.monitor)
 
     def __call__(self) -> Any:
-        from ppo_platform.envs.faults import CatchEnvFaults
+        from ppo_platform.envs.faults import CatchEnvFaults, KeepFrames
 
-        env = CatchEnvFaults(self.wrap(self.make()))  # the env's own exception, kept as data
+        env = self.wrap(self.make())
+        if self.keep_frames:
+            env = KeepFrames(env)
+        env = CatchEnvFaults(env)  # the env's own exception, kept as data
         if self.action_seed is not None:
             env.action_space.seed(self.action_seed)
         return env

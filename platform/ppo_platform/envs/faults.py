@@ -65,3 +65,15 @@ class CatchEnvFaults(gymnasium.Wrapper):  # type: ignore[type-arg]
                 self._last_obs = observation
                 return observation, info
         return self._placeholder(), {FAULT_KEY: self.fault}
+
+
+FRAME_KEY = "ppo_platform.frame"
+
+
+class KeepFrames(gymnasium.Wrapper):  # type: ignore[type-arg]
+    """Films: every step's info carries the frame rendered right after it, so the episode's
+    terminal frame is kept (a vector env resets the env before anyone else could render it)."""
+
+    def step(self, action: Any) -> Any:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        return observation, reward, terminated, truncated, {**info, FRAME_KEY: self.env.render()}

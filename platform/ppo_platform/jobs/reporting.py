@@ -68,8 +68,10 @@ class EventWriter:
                 diagnostics=diagnostics,
             )
         elif event.kind == "eval":
+            # At the evaluated step (an asynchronous one's snapshot): the job's progress is
+            # moved by the updates, never back by a late evaluation.
             data = {**progress, "eval_mean": finite(event.eval_mean)}
-            self.store.append_event(self.job_id, "eval", data, progress=progress)
+            self.store.append_event(self.job_id, "eval", data)
         elif event.kind == "alert":
             self.store.append_event(self.job_id, "alert", {**progress, "message": event.message})
 

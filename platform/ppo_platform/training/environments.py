@@ -77,7 +77,7 @@ def _vec_env(
     factory = env_factory(spec, make_env)
     if render_mode is not None:  # training and evaluation render nothing
         factory = dataclasses.replace(
-            factory, kwargs={**factory.kwargs, "render_mode": render_mode}
+            factory, kwargs={**factory.kwargs, "render_mode": render_mode}, keep_frames=True
         )
     if wants_subproc and make_env is not None:
         check_shippable(make_env, "env.vectorization: subproc")

@@ -89,13 +89,15 @@ class TrainingSession:
     def checkpoint_dir(self) -> Path:
         return self.run_dir / "checkpoints"
 
-    def _event(self, kind: EventKind, **fields: Any) -> None:
+    def _event(self, kind: EventKind, steps: int | None = None, **fields: Any) -> None:
+        """An event at `steps` env steps (default: now; an asynchronous evaluation's is the
+        step of the snapshot it evaluated, as its MLflow metric is)."""
         assert self.model is not None
         self._announce()
         self.on_progress(
             ProgressEvent(
                 kind=kind,
-                timesteps=self.model.num_timesteps,
+                timesteps=self.model.num_timesteps if steps is None else steps,
                 total_timesteps=self.spec.budget.total_timesteps,
                 **fields,
             )
@@ -161,7 +163,7 @@ class TrainingSession:
     def on_eval(self, steps: int, mean: float, std: float) -> None:
         self.last_eval = (mean, std)
         self.tracker.log_metrics({"eval/mean_reward": mean, "eval/std_reward": std}, steps)
-        self._event("eval", eval_mean=mean)
+        self._event("eval", steps, eval_mean=mean)  # one step everywhere
 
     def save_checkpoint(self, steps: int) -> None:
         assert self.model is not None
