@@ -53,6 +53,7 @@ def experiment_public(job: Experiment) -> ExperimentPublic:
         mlflow_run_id=job.mlflow_run_id,
         mlflow_run_ids=list(job.mlflow_run_ids or []),
         result=result_of(job.kind, job.result),
+        resolved=job.resolved or None,
         error=job.error,
         cancel_requested=job.cancel_requested,
         attempts=job.attempts,

@@ -40,7 +40,8 @@ def headline(job: Any) -> str:
         return f"best run {max(finals):.4g}" if finals else "-"
     final = result.get("final_eval_mean")
     if final is not None:
-        return f"{final:.4g} ± {result.get('final_eval_std') or 0:.3g}"
+        spread = result.get("final_eval_std")
+        return f"{final:.4g}" if spread is None else f"{final:.4g} ± {spread:.3g}"
     latest = (job.diagnostics or {}).get("ep_rew_mean")
     return "-" if latest is None else f"{latest:.4g} (train)"
 

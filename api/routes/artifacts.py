@@ -8,6 +8,7 @@ of the listed files, so nothing from the request becomes a path.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, PlainTextResponse, Response
@@ -64,6 +65,11 @@ def _files(job: Experiment, settings: Settings) -> dict[str, Path]:
     return found
 
 
+def _resolved_spec(job: Any) -> str:
+    """The experiment's spec with every default filled in, as YAML."""
+    return dump_spec(stored_spec(job.spec))
+
+
 @router.get(
     "/{experiment_id}/artifacts", response_model=ArtifactList, responses=error_responses(404, 422)
 )
@@ -73,7 +79,8 @@ def list_artifacts(
     """The files you can download, with their sizes."""
     job = store.get(experiment_id, owner)
     base, model = f"/v1/experiments/{job.id}/artifacts", f"/v1/experiments/{job.id}/model"
-    items = [ArtifactPublic(name=RESOLVED_SPEC, size=-1, url=f"{base}/{RESOLVED_SPEC}")]
+    resolved = len(_resolved_spec(job).encode())  # the bytes a download gets
+    items = [ArtifactPublic(name=RESOLVED_SPEC, size=resolved, url=f"{base}/{RESOLVED_SPEC}")]
     items += [
         ArtifactPublic(name=name, size=path.stat().st_size, url=f"{base}/{name}")
         for name, path in _files(job, settings).items()
@@ -105,8 +112,7 @@ def download_artifact(
     """One listed file."""
     job = store.get(experiment_id, owner)
     if name == RESOLVED_SPEC:
-        text = dump_spec(stored_spec(job.spec))
-        return PlainTextResponse(text, media_type="application/yaml")
+        return PlainTextResponse(_resolved_spec(job), media_type="application/yaml")
     path = _files(job, settings).get(name)
     if path is None:
         raise NotFoundError(f"experiment {experiment_id} has no artifact {name!r}.")

@@ -11,6 +11,7 @@ CLI exit code (`exit_code`) and to an HTTP status (`http_status`).
       UnavailableError                a database or store that does not answer         3 / 503
       TrainingError                   training (or a whole study) failed                1 / 500
         TrackingError                 the tracking process died or could not store     1 / 500
+        EnvCrashError                 the environment's own code raised (kept as data) 1 / 500
 
 Exit 3 is apart from 2 and 1 so that a script can retry it: the input was fine, the service
 was not. Ctrl-C (KeyboardInterrupt) exits 130, SIGTERM (Terminated) 143. Nothing is
@@ -177,6 +178,72 @@ class TrackingError(TrainingError):
     rather than lose metrics silently (the message says why)."""
 
 
+class EnvCrashError(TrainingError):
+    """The environment's own code raised: its exception's type and message kept apart, with
+    the env id, the run's env step, and where the full traceback was saved. It crosses process
+    boundaries as its fields (`__reduce__`), never as message text."""
+
+    def __init__(
+        self,
+        env_id: str,
+        exception_type: str,
+        exception_message: str,
+        *,
+        step: int | None = None,
+        env_index: int | None = None,
+        traceback_text: str = "",
+        traceback_path: str | None = None,
+    ) -> None:
+        self.env_id, self.exception_type = env_id, exception_type
+        self.exception_message, self.step, self.env_index = exception_message, step, env_index
+        self.traceback_text, self.traceback_path = traceback_text, traceback_path
+        super().__init__(self.render())
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (_rebuild_env_crash, (self.fields(), self.traceback_text))
+
+    @property
+    def short_type(self) -> str:
+        """The exception's class name without its module (`ValveJammed`)."""
+        return self.exception_type.rsplit(".", 1)[-1]
+
+    def render(self) -> str:
+        where = f" after {self.step} env steps" if self.step is not None else ""
+        which = f" (env {self.env_index})" if self.env_index is not None else ""
+        text = f"{self.env_id}{which} raised {self.short_type}{where}: {self.exception_message}"
+        if self.traceback_path:
+            text += f"\nfull traceback: {self.traceback_path}"
+        return text
+
+    def reason(self) -> str:
+        """One line for a job's record: the env's exception first, no path of this machine."""
+        where = f" after {self.step} env steps" if self.step is not None else ""
+        return f"{self.short_type}: {self.exception_message} (raised by {self.env_id}{where})"
+
+    def fields(self) -> dict[str, object]:
+        """The error as data (what the run's tags and the job's record keep)."""
+        return {
+            "env_id": self.env_id,
+            "exception_type": self.exception_type,
+            "exception_message": self.exception_message,
+            "step": self.step,
+            "env_index": self.env_index,
+            "traceback_path": self.traceback_path,
+        }
+
+
+def _rebuild_env_crash(fields: dict[str, object], traceback_text: str) -> EnvCrashError:
+    return EnvCrashError(
+        str(fields["env_id"]),
+        str(fields["exception_type"]),
+        str(fields["exception_message"]),
+        step=fields["step"],  # type: ignore[arg-type]
+        env_index=fields["env_index"],  # type: ignore[arg-type]
+        traceback_text=traceback_text,
+        traceback_path=fields["traceback_path"],  # type: ignore[arg-type]
+    )
+
+
 # The one mapping of each kind to an exit code and an HTTP status; the closest class wins.
 EXIT_CODES: dict[type[BaseException], int] = {
     BadInputError: EXIT_BAD_INPUT,
@@ -184,6 +251,7 @@ EXIT_CODES: dict[type[BaseException], int] = {
     NotFoundError: EXIT_BAD_INPUT,
     LimitError: EXIT_BAD_INPUT,
     UnavailableError: EXIT_UNAVAILABLE,
+    EnvCrashError: EXIT_FAILED,
     TrainingError: EXIT_FAILED,
     PlatformError: EXIT_FAILED,
     Terminated: EXIT_TERMINATED,
@@ -195,6 +263,7 @@ HTTP_STATUSES: dict[type[BaseException], int] = {
     NotFoundError: 404,
     LimitError: 429,
     UnavailableError: 503,
+    EnvCrashError: 500,
     TrainingError: 500,
     PlatformError: 500,
 }

@@ -36,8 +36,13 @@ def test_submit_follows_to_the_end_and_status_cancel_work(server, tiny, tmp_path
     followed = _cli(server, keys["bob"], "submit", str(spec))
     assert followed.returncode == 0, followed.stderr
     lines = followed.stdout.splitlines()
-    assert len(lines[0]) == 32 and lines[-1].startswith("succeeded: run ")
-    assert any(line.startswith("eval: ") for line in lines)
+    assert len(lines[0]) == 32
+    events, ended = [json.loads(line) for line in lines[1:-1]], json.loads(lines[-1])
+    assert ended["status"] == "succeeded" and ended["result"]["run_id"] == ended["mlflow_run_id"]
+    assert any(event["kind"] == "eval" for event in events)
+    assert all(isinstance(event["id"], int) and "data" in event for event in events)
+    resolved = json.loads(_cli(server, keys["bob"], "status", lines[0]).stdout)["resolved"]
+    assert resolved["device"] == "cpu" and resolved["vectorization"] in ("dummy", "native")
 
     spec.write_text(tiny(400_000, name="via-cli-long"))
     detached = _cli(

@@ -13,12 +13,13 @@ from env_package_fixtures import (
     INSTALLED_MODULE,
     LOCAL_DIR,
     LOCAL_ENV,
+    LOCAL_FAULTY_ENV,
     LOCAL_MODULE,
     install_env_package,
     python_path,
 )
 
-from tests.api_tests.conftest import REPO_ROOT, Server, start_server, submit, wait_for
+from tests.api_tests.conftest import KEYS, REPO_ROOT, Server, start_server, submit, wait_for
 
 OWN_ENV_SPEC = """name: own-env
 env: {{id: {env}, n_envs: 2}}
@@ -67,7 +68,39 @@ def test_a_rest_job_trains_an_env_from_an_env_package(env_server: Server, env_id
         job = wait_for(alice, answer.json()["id"], timeout=300)
     assert job["status"] == "succeeded", job
     assert job["result"]["final_eval_mean"] is not None
+    packages = job["resolved"]["env_packages"]  # what the run imported, with versions
+    if env_id == INSTALLED_ENV:
+        assert f"{INSTALLED_MODULE} 0.1.0" in packages
+    else:
+        assert f"{LOCAL_MODULE} local module (no installed distribution)" in packages
+    assert job["resolved"]["vectorization_reason"].startswith("auto: ")
     assert -0.5 <= job["result"]["final_eval_mean"] <= 1.0
+
+
+@pytest.mark.slow
+def test_an_env_that_raises_fails_the_job_with_its_own_exception(env_server: Server) -> None:
+    """Under subproc vectorization the env's exception (type and message) is the job's error
+    over REST and on the dashboard, never the pipe's EOFError, and no path of the server."""
+    spec = OWN_ENV_SPEC.format(env=LOCAL_FAULTY_ENV).replace(
+        "n_envs: 2}", "n_envs: 2, vectorization: subproc, kwargs: {jam_at: 25}}"
+    )
+    with env_server.client() as alice:
+        answer = submit(alice, spec.replace("async: true", "async: false"))
+        assert answer.status_code == 202, answer.text
+        job = wait_for(alice, answer.json()["id"], timeout=300)
+    assert job["status"] == "failed", job
+    assert job["error"] == (
+        f"ValveJammed: valve 7 stuck half-open after 25 steps (raised by {LOCAL_FAULTY_ENV} "
+        "after 48 env steps)"
+    )
+    with env_server.client(owner=None) as browser:
+        login = browser.post(
+            "/login", data={"api_key": KEYS["alice"]}, headers={"Origin": env_server.url}
+        )
+        assert login.status_code == 303, login.text
+        page = browser.get(f"/experiments/{job['id']}").text
+    assert "ValveJammed: valve 7 stuck half-open after 25 steps" in page
+    assert "Resolved at start: subproc envs" in page  # what the run resolved, on the dashboard
 
 
 def test_module_colon_id_is_a_422_that_names_the_way_in(env_server: Server) -> None:

@@ -180,3 +180,13 @@ def test_a_status_read_sees_a_committed_change_at_once(alice, post_spec, tiny) -
     now = alice.get(f"/v1/experiments/{job_id}").json()
     assert now["cancel_requested"] is True and cancelled["cancel_requested"] is True
     assert now["status"] == cancelled["status"] or now["status"] in ("cancelled", "succeeded")
+
+
+def test_the_resolved_spec_is_listed_with_the_size_of_its_download(alice, post_spec, tiny) -> None:
+    """Every listed artifact has its real size: resolved_spec.yaml too (it is made on request)."""
+    job_id = post_spec(alice, tiny(256, name="sized")).json()["id"]
+    listed = alice.get(f"/v1/experiments/{job_id}/artifacts").json()["items"]
+    [spec] = [item for item in listed if item["name"] == "resolved_spec.yaml"]
+    downloaded = alice.get(spec["url"])
+    assert downloaded.status_code == 200
+    assert spec["size"] == len(downloaded.content) > 0

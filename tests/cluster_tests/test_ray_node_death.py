@@ -95,12 +95,19 @@ def test_a_dying_node_requeues_its_job_and_it_resumes_elsewhere(
 
         wait_until(checkpointed, 180, "the job saved a checkpoint on the new node")
         assert store.get(job_id).status == "running"
+        folder = cluster.home / "runs" / str(store.get(job_id).mlflow_run_id) / "checkpoints"
         kill_node(node)
+        killed_at = time.time()
         wait_until(
             lambda: store.get(job_id).attempts >= 2 or store.get(job_id).status in TERMINAL,
             120,
             "the job was re-queued after its node died",
         )
+        # The dead node's worker stopped with its node: nothing of the run was written after
+        # (it leads its own process group, so the node's SIGKILL does not reach it; it stops
+        # itself within NODE_CHECK_SECONDS of its raylet's death).
+        late = [p.name for p in folder.glob("*") if p.stat().st_mtime > killed_at + 1.0]
+        assert not late, f"written by the dead node's worker after its node died: {late}"
         for key in ("block0", "block1"):
             blockers.kill(key)  # the shared nodes take the job over
         wait_until(lambda: store.get(job_id).status in TERMINAL, 240, "the job finished")

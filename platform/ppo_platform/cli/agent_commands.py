@@ -97,8 +97,13 @@ def export(
         fail(error)
     folded = "normalization folded in; " if result.normalized else ""
     inputs = ", ".join(graph_input.describe() for graph_input in result.inputs)
+    travels = (
+        f"its weights are in {result.external_data.name}: copy both files together"
+        if result.external_data is not None
+        else "one self-contained file"
+    )
     typer.echo(
-        f"wrote {result.path}: input {inputs}, raw; output `action`; "
+        f"wrote {result.path} ({travels}): input {inputs}, raw; output `action`; "
         f"{folded}onnxruntime agreed with torch on {result.checked} observations "
         f"(max difference {result.max_difference:.2g})."
     )

@@ -6,6 +6,7 @@ imports `api.app:create_app`), so nothing under ppo_platform imports `api`.
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -46,7 +47,14 @@ def serve(
     import uvicorn
 
     from ppo_platform.cli.slow_clients import HeadDeadlineProtocol
+    from ppo_platform.envs.packages import import_env_packages
     from ppo_platform.jobs.config import get_service_settings
+    from ppo_platform.settings import get_settings
+
+    try:  # before uvicorn: an env package that cannot be imported is one line, exit 2
+        import_env_packages(get_settings().env_packages)
+    except PlatformError as error:
+        fail(error)
 
     # X-Forwarded-For / -Proto are believed only from the configured proxies (default none):
     # uvicorn's own default trusts 127.0.0.1, so any local process could claim any address.
@@ -143,13 +151,15 @@ def submit(
         typer.echo(job.id)
         if detach:
             return
-        for event in client.events(job.id):
-            typer.echo(f"{event.kind}: {event.data.model_dump(mode='json', exclude_none=True)}")
+        for event in client.events(job.id):  # one JSON object a line (jq, scripts)
+            data = event.data.model_dump(mode="json", exclude_none=True)
+            typer.echo(json.dumps({"id": event.id, "kind": event.kind, "data": data}))
         job = client.get(job.id)
     except PlatformError as error:
         fail(error)
     result = job.result.model_dump(mode="json") if job.result else None
-    typer.echo(f"{job.status.value}: run {job.mlflow_run_id}, result {result}")
+    ended = {"status": job.status.value, "mlflow_run_id": job.mlflow_run_id, "result": result}
+    typer.echo(json.dumps({**ended, "error": job.error}))
     from ppo_platform.public import ExperimentStatus  # here: `run` does not pay for the models
 
     if job.status != ExperimentStatus.SUCCEEDED:

@@ -15,11 +15,11 @@ from ppo_platform.spec.overrides import set_dotted
 # Tags of a failed run (tracking/tags.py spells them; repeated here: the doctor sits beside
 # tracking in the layers and reads plain dicts).
 FAILURE = "ppo_platform.failure"
-FAILURE_TYPE = "ppo_platform.failure_type"
-FAILURE_SOURCE = "ppo_platform.failure_source"
-FAILURE_KIND = "ppo_platform.failure_kind"
-FAILURE_STEP = "ppo_platform.failure_step"
-FAILURE_INDEX = "ppo_platform.failure_index"
+FAILURE_TYPE = "ppo_platform.failure.exception_type"
+FAILURE_SOURCE = "ppo_platform.failure.source"
+FAILURE_KIND = "ppo_platform.failure.kind"
+FAILURE_STEP = "ppo_platform.failure.step"
+FAILURE_INDEX = "ppo_platform.failure.index"
 SOURCES = ("env", "trainer", "unknown")
 
 

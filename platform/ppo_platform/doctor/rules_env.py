@@ -161,7 +161,7 @@ def action_saturation(view: View, facts: RunFacts, limits: Limits) -> Verdict:
 
 def env_crash(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     failure = facts.failure
-    if failure is None or failure.source != "env" or failure.kind not in (None, "exception"):
+    if failure is None or failure.source != "env" or failure.kind not in (None, "env_crash"):
         return None
     kind = failure.type or "an exception"
     where = f" at env step {failure.step}" if failure.step is not None else ""

@@ -49,6 +49,28 @@ def _refuse_double_frame_skip(env: Any, index: int, wrapper: v.AtariWrapperSpec)
         )
 
 
+def opencv_installed() -> bool:
+    """True if OpenCV (cv2) imports here: the atari and resize wrappers scale frames with it."""
+    try:
+        import cv2  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _refuse_missing_opencv(env: Any, index: int, wrapper: Any) -> None:
+    """The atari wrapper's frames are resized by OpenCV only at the first step; say so now."""
+    if isinstance(wrapper, (v.AtariWrapperSpec, v.ResizeSpec)) and not opencv_installed():
+        env.close()
+        raise _issue(
+            index,
+            wrapper,
+            f"the {wrapper.name} wrapper needs OpenCV (cv2), which is not installed here.",
+            "install the atari extra: pip install 'ppo-platform[atari]' (it installs "
+            "opencv-python-headless), or remove the wrapper.",
+        )
+
+
 def _one(env: Any, wrapper: Any) -> Any:
     from gymnasium import wrappers as gw
 
@@ -94,6 +116,7 @@ def wrap_env(env: Any, wrappers: Sequence[Any], monitor: bool = True) -> Any:
         if isinstance(wrapper, v.PackageWrapperSpec):
             env = _package_wrapper(env, index, wrapper)
             continue
+        _refuse_missing_opencv(env, index, wrapper)
         if isinstance(wrapper, v.AtariWrapperSpec):
             _refuse_double_frame_skip(env, index, wrapper)
         try:

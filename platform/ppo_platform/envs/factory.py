@@ -12,6 +12,24 @@ from ppo_platform.envs.apply import wrap_env
 from ppo_platform.envs.packages import import_env_packages
 
 
+def make_kwargs(env_id: str, kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments for `gymnasium.make`: `render_mode` only when something renders.
+
+    Gymnasium does not require a `render_mode` parameter, so passing `render_mode=None` to an env
+    whose constructor has none fails (docs/guides/your-own-environment.md). `None` is passed only
+    to override a render mode the env's registration sets itself (a window nobody watches)."""
+    import gymnasium
+
+    made = dict(kwargs)
+    if made.get("render_mode") is not None:
+        return made
+    made.pop("render_mode", None)
+    registered = gymnasium.registry.get(env_id)
+    if registered is not None and registered.kwargs.get("render_mode") is not None:
+        made["render_mode"] = None
+    return made
+
+
 @dataclass(frozen=True)
 class EnvFactory:
     """`factory()` -> one env: `gymnasium.make(env_id, **kwargs)` (or `make_env()`, a notebook
@@ -25,6 +43,7 @@ class EnvFactory:
     make_env: Callable[[], Any] | None = None
     monitor: bool = True
     action_seed: int | None = None  # SB3's make_vec_env seeds env i's action space with seed + i
+    keep_frames: bool = False  # filming: each step's info carries its frame (envs/faults.py)
 
     def make(self) -> Any:
         """The env before the wrappers."""
@@ -36,7 +55,7 @@ class EnvFactory:
         with warnings.catch_warnings():  # "out of date" notices: the checks say what matters
             warnings.simplefilter("ignore")
             return gymnasium.make(
-                self.env_id, disable_env_checker=True, **{"render_mode": None, **self.kwargs}
+                self.env_id, disable_env_checker=True, **make_kwargs(self.env_id, self.kwargs)
             )
 
     def wrap(self, env: Any) -> Any:
@@ -44,7 +63,12 @@ class EnvFactory:
         return wrap_env(env, self.wrappers, monitor=self.monitor)
 
     def __call__(self) -> Any:
+        from ppo_platform.envs.faults import CatchEnvFaults, KeepFrames
+
         env = self.wrap(self.make())
+        if self.keep_frames:
+            env = KeepFrames(env)
+        env = CatchEnvFaults(env)  # the env's own exception, kept as data
         if self.action_seed is not None:
             env.action_space.seed(self.action_seed)
         return env

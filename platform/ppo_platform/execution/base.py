@@ -60,7 +60,12 @@ class TaskResult:
 
 
 def describe_error(error: BaseException) -> str:
-    """`Type: message`, the way an error is carried in a TaskResult."""
+    """`Type: message`, the way an error is carried in a TaskResult (an env's own exception
+    as its own type and message: docs/guides/your-own-environment.md)."""
+    from ppo_platform.errors import EnvCrashError
+
+    if isinstance(error, EnvCrashError):
+        return error.reason()
     message = str(error).strip()
     return f"{type(error).__name__}: {message}" if message else type(error).__name__
 

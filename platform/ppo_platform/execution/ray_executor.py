@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -125,6 +126,7 @@ def call_task(
 
     if own_group:
         os.setpgid(0, 0)
+    watch_node(own_group)
     pin_threads(torch_threads)
     mark = signals.received()
     with CancelWatch(cancel_flag) as watch:  # Ray's workers ignore SIGINT: unblocked here
@@ -133,6 +135,43 @@ def call_task(
         signals.forget_since(mark)
         forget_interrupt()
     return result
+
+
+NODE_CHECK_SECONDS = 0.2
+_watching: list[int] = []  # the raylet this worker process watches, once per process
+
+
+def raylet_alive(pid: int) -> bool:
+    """True while `pid` runs: not exited, and not a zombie nobody reaped (Ray's own check,
+    kill(pid, 0), takes an unreaped dead raylet for a live one)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"Z", b"X")
+
+
+def watch_node(own_group: bool) -> None:
+    """A worker whose node (its raylet, the parent that started it) died stops at once, with
+    everything it started: a job's worker leads its own process group, so the node's death
+    does not reach it, and it would go on training and writing to a run the cluster has
+    already given up on (docs/guides/cluster.md). Reparenting happens when the raylet exits,
+    reaped or not: a changed parent is a dead node."""
+    raylet = os.getppid()
+    if _watching or raylet <= 1:
+        return
+    _watching.append(raylet)
+
+    def watch() -> None:
+        while os.getppid() == raylet and raylet_alive(raylet):
+            time.sleep(NODE_CHECK_SECONDS)
+        log.error("the Ray node of this worker died: stopping its task")
+        if own_group:
+            os.killpg(0, signal.SIGKILL)  # the worker and every process of its job
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="ray-node-watch", daemon=True).start()
 
 
 def task_options(task: Task, num_gpus: float) -> dict[str, Any]:

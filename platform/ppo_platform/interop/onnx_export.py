@@ -37,6 +37,9 @@ from stable_baselines3.common.vec_env import VecEnv, VecNormalize
 from ppo_platform.errors import BadInputError, SpecIssue
 from ppo_platform.training.play import TrainedRun, load_policy
 
+# Protobuf refuses a message over 2 GiB: only a graph whose weights pass this keeps them in a
+# visible `<name>.onnx.data` beside it (docs/guides/your-trained-agent.md).
+EXTERNAL_DATA_BYTES = 2**31 - 2**26
 CHECK_STEPS = 256  # observations of the run's env the export is checked on
 BOX_TOLERANCE = 1e-5
 EXPORT_FIX = "install the export extra: pip install 'ppo-platform[export]'."
@@ -61,6 +64,7 @@ class ExportResult:
     checked: int  # observations whose actions onnxruntime and torch agreed on
     max_difference: float  # largest |onnx - torch| action difference (0 for Discrete)
     normalized: bool  # the run's observation normalization is folded in
+    external_data: Path | None = None  # the weights' file beside `path` (only past 2 GiB)
 
 
 INDEX_SPACES = (spaces.Discrete, spaces.MultiDiscrete)  # fed as int64 indices, one-hot in SB3
@@ -211,32 +215,68 @@ def export_onnx(run: TrainedRun, out: Path) -> ExportResult:
     finally:
         env.close()
     partial = out.with_name(f".{out.name}.partial")
-    names = list(observations)
-    example = tuple(torch.as_tensor(observations[k][:2]) for k in names)
-    batch = torch.export.Dim("batch", min=1)
-    with torch.no_grad(), _exporter_quiet():
-        torch.onnx.export(
-            module,
-            example,
-            str(partial),
-            input_names=names,
-            output_names=["action"],
-            dynamic_shapes=(tuple({0: batch} for _ in names),),  # forward(*observations)
-            dynamo=True,
-            verbose=False,
-        )
+    large = weight_bytes(module) > EXTERNAL_DATA_BYTES
     try:
-        difference = _check(runtime, partial, model, stats, observations)
-    except BaseException:
+        _write_graph(module, observations, partial, large)
+        difference = _check(runtime, partial, model, stats, observations, large)
+        _publish(partial, out, large)
+    finally:
         partial.unlink(missing_ok=True)
-        raise
-    os.replace(partial, out)
+        _external_data(partial).unlink(missing_ok=True)
     inputs = tuple(
         GraphInput(k, str(v.dtype), tuple(int(n) for n in v.shape[1:]))
         for k, v in observations.items()
     )
     checked = len(next(iter(observations.values())))
-    return ExportResult(out, inputs, checked, difference, bool(module.normalized))
+    data = _external_data(out) if large else None
+    return ExportResult(out, inputs, checked, difference, bool(module.normalized), data)
+
+
+def weight_bytes(module: torch.nn.Module) -> int:
+    """The bytes of the weights (and buffers) the graph will hold."""
+    tensors = [*module.parameters(), *module.buffers()]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def _external_data(path: Path) -> Path:
+    """Where an ONNX file's weights lie when they are kept outside it."""
+    return path.with_name(f"{path.name}.data")
+
+
+def _write_graph(module: torch.nn.Module, obs: Observations, path: Path, large: bool) -> None:
+    """The graph at `path`: one self-contained file unless its weights pass protobuf's limit."""
+    names = list(obs)
+    example = tuple(torch.as_tensor(obs[k][:2]) for k in names)
+    batch = torch.export.Dim("batch", min=1)
+    with torch.no_grad(), _exporter_quiet():
+        torch.onnx.export(
+            module,
+            example,
+            str(path),
+            input_names=names,
+            output_names=["action"],
+            dynamic_shapes=(tuple({0: batch} for _ in names),),  # forward(*observations)
+            dynamo=True,
+            external_data=large,
+            verbose=False,
+        )
+
+
+def _publish(partial: Path, out: Path, large: bool) -> None:
+    """`partial` becomes `out`; large weights move to the visible `<out>.data` it names."""
+    if not large:
+        os.replace(partial, out)
+        return
+    import onnx
+
+    graph = onnx.load(str(partial))  # reads the weights from the hidden partial's data file
+    onnx.save_model(
+        graph,
+        str(out),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=_external_data(out).name,
+    )
 
 
 @contextlib.contextmanager
@@ -254,9 +294,16 @@ def _exporter_quiet() -> Iterator[None]:
 
 
 def _check(
-    runtime: Any, path: Path, model: BaseAlgorithm, stats: VecNormalize | None, obs: Observations
+    runtime: Any,
+    path: Path,
+    model: BaseAlgorithm,
+    stats: VecNormalize | None,
+    obs: Observations,
+    large: bool,
 ) -> float:
-    session = runtime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    # From the file's bytes, without its folder: the graph that passes needs no file beside it.
+    source = str(path) if large else path.read_bytes()
+    session = runtime.InferenceSession(source, providers=["CPUExecutionProvider"])
     exported = session.run(["action"], obs)[0]
     expected = torch_actions(model, stats, obs)
     if isinstance(model.action_space, spaces.Discrete):

@@ -224,8 +224,9 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
         from ppo_platform.tuning import check_space
 
         check_space(spec, from_outside=True)
+        steps = study_env_steps(spec, source)  # first: a probe past its budget is not built
         check_sampled_envs(spec, source)
-        return study_env_steps(spec, source)
+        return steps
     return trained_steps(spec)
 
 

@@ -69,6 +69,8 @@ class Experiment(Base):
     diagnostics: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     alerts: Mapped[int] = mapped_column(Integer, default=0)
     result: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # What the run resolved when it started (migration 0006; training/resolved.py).
+    resolved: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
     error: Mapped[str | None] = mapped_column(Text)
     cancel_requested: Mapped[bool] = mapped_column(default=False)
     pid: Mapped[int | None] = mapped_column(Integer)

@@ -43,8 +43,9 @@ class EventWriter:
     def __call__(self, event: ProgressEvent) -> None:
         progress = {"timesteps": event.timesteps, "total_timesteps": event.total_timesteps}
         if event.kind == "started":
+            resolved = {"resolved": dict(event.resolved)} if event.resolved else {}
             self.store.update(
-                self.job_id, mlflow_run_id=event.run_id, mlflow_run_ids=[event.run_id]
+                self.job_id, mlflow_run_id=event.run_id, mlflow_run_ids=[event.run_id], **resolved
             )
         elif event.kind == "update":
             now = time.monotonic()
@@ -68,8 +69,10 @@ class EventWriter:
                 diagnostics=diagnostics,
             )
         elif event.kind == "eval":
+            # At the evaluated step (an asynchronous one's snapshot): the job's progress is
+            # moved by the updates, never back by a late evaluation.
             data = {**progress, "eval_mean": finite(event.eval_mean)}
-            self.store.append_event(self.job_id, "eval", data, progress=progress)
+            self.store.append_event(self.job_id, "eval", data)
         elif event.kind == "alert":
             self.store.append_event(self.job_id, "alert", {**progress, "message": event.message})
 

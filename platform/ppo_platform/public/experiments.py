@@ -186,6 +186,11 @@ class ExperimentPublic(BaseModel):
     mlflow_run_id: str | None
     mlflow_run_ids: list[str]
     result: Result | None = Field(description="Null until the experiment ends.")
+    resolved: dict[str, str] | None = Field(
+        None,
+        description="A run: what it resolved when it started (vectorization and why, env "
+        "packages and library versions, device, torch threads). Null before it starts.",
+    )
     error: str | None
     cancel_requested: bool
     attempts: int

@@ -12,7 +12,14 @@ from pydantic import Field, field_validator, model_validator
 
 from ppo_platform.envs.vocabulary import WrapperSpec, check_wrapper_order, wrapper_shorthand
 from ppo_platform.spec.base import StrictModel, WholeSpec
-from ppo_platform.spec.names import RESERVED_TAG_PREFIXES, SAFE_NAME_PATTERN, SAFE_NAME_RULE
+from ppo_platform.spec.names import (
+    SAFE_NAME_PATTERN,
+    SAFE_NAME_RULE,
+    TAG_NAME_MAX,
+    TAG_NAME_PATTERN,
+    TAG_VALUE_MAX,
+    tag_problem,
+)
 from ppo_platform.spec.search import SweepSpec, TuneSpec
 
 # gymnasium ids such as "CartPole-v1" or "ppo_platform/GridWorld-v0". No ':' on purpose:
@@ -106,7 +113,12 @@ class RolloutSpec(StrictModel):
 
 
 class UpdateSpec(StrictModel):
-    epochs: int = Field(10, ge=1, description="K: passes over each rollout (refused above 30).")
+    epochs: int = Field(
+        10,
+        ge=1,
+        description="K: passes over each rollout (refused above 30).",
+        json_schema_extra={"maximum": 30},  # the refusal rule, said by the schema too
+    )
     minibatch_size: int = Field(64, ge=1, description="Transitions per gradient step.")
     learning_rate: Schedule = Field(
         default_factory=lambda: Schedule(start=3e-4),
@@ -293,18 +305,20 @@ class TrackingSpec(StrictModel):
     )
     tags: dict[str, str] = Field(
         default_factory=dict,
-        description="Extra MLflow run tags (not mlflow.* or ppo_platform.*: those are reserved).",
+        description="Extra MLflow run tags (not mlflow.* or ppo_platform.*: those are reserved). "
+        "Names as MLflow accepts them: letters, digits, '_', '-', '.', ' ', ':' and '/'.",
+        json_schema_extra={
+            "propertyNames": {"pattern": TAG_NAME_PATTERN, "maxLength": TAG_NAME_MAX},
+            "additionalProperties": {"type": "string", "maxLength": TAG_VALUE_MAX},
+        },
     )
 
     @field_validator("tags")
     @classmethod
-    def _no_reserved_tags(cls, tags: dict[str, str]) -> dict[str, str]:
-        reserved = sorted(key for key in tags if key.lower().startswith(RESERVED_TAG_PREFIXES))
-        if reserved:
-            raise ValueError(
-                f"tag(s) {', '.join(reserved)} are reserved (mlflow.* and ppo_platform.* are "
-                "set by MLflow and the platform); rename them"
-            )
+    def _mlflow_stores_the_tags(cls, tags: dict[str, str]) -> dict[str, str]:
+        problem = tag_problem(tags)
+        if problem:
+            raise ValueError(problem)
         return tags
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ppo_platform.spec.base import StrictModel, WholeSpec
 from ppo_platform.spec.experiment import (
@@ -48,7 +48,7 @@ class LMModelSpec(StrictModel):
         None,
         pattern=PATH_PATTERN,
         description="Folder of a sequence-classification model (one label) scoring prompt + "
-        "response; replaces `rewards` when set.",
+        "response; instead of `rewards` (both set: refused).",
     )
 
 
@@ -102,7 +102,21 @@ class LMKLSpec(StrictModel):
     )
 
 
+def _named_only(schema: dict[str, Any]) -> None:
+    """The JSON Schema of a field that is optional in Python only to be refused with a clear
+    message: null is never accepted, so the schema admits the named values alone."""
+    schema.pop("anyOf", None)
+    schema.pop("default", None)
+    schema.update({"type": "string", "enum": ["token_mean", "sequence_mean"]})
+
+
+def _reduction_required(schema: dict[str, Any]) -> None:
+    schema["required"] = sorted({*schema.get("required", []), "reduction"})
+
+
 class LMSection(StrictModel):
+    model_config = ConfigDict(**StrictModel.model_config, json_schema_extra=_reduction_required)
+
     model: LMModelSpec
     prompts: PromptsSpec
     eval_prompts: PromptsSpec | None = Field(
@@ -114,8 +128,10 @@ class LMSection(StrictModel):
     generation: GenerationSpec = Field(default_factory=GenerationSpec)
     reduction: Literal["token_mean", "sequence_mean"] | None = Field(
         None,
-        description="How token losses are averaged; must be named. `token_mean` weighs every "
-        "response token equally; `sequence_mean` every response equally.",
+        description="How token losses are averaged; must be named (left out or null, it is "
+        "refused). `token_mean` weighs every response token equally; `sequence_mean` every "
+        "response equally.",
+        json_schema_extra=_named_only,
     )
     kl: LMKLSpec = Field(default_factory=LMKLSpec)
     prompts_per_update: int = Field(32, ge=1, le=4096, description="Responses per rollout.")

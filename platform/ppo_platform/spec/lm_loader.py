@@ -16,11 +16,13 @@ from ppo_platform.spec.lm_inputs import lm_input_issues
 from ppo_platform.spec.loader import (
     capped,
     issue_from_pydantic,
+    locate,
     parse_spec_text,
     raise_located,
     read_spec_text,
     validate_data,
 )
+from ppo_platform.spec.problems import problems_beside_schema_errors
 from ppo_platform.spec.rules import refusals
 from ppo_platform.spec.yaml_source import PathKey, Position
 
@@ -44,10 +46,10 @@ def validate_lm_data(
         spec = LMExperimentSpec.model_validate(data)
     except ValidationError as exc:
         issues = [issue_from_pydantic(e, positions, LMExperimentSpec) for e in exc.errors()]
-        raise SpecError(capped(issues), source) from None
-    raise_located(
-        spec_issues(spec, from_outside=from_outside, settings=settings), positions, source
-    )
+        beside = problems_beside_schema_errors(data, exc, LMExperimentSpec, refusals)
+        raise SpecError(capped([*issues, *locate(beside, positions, data)]), source) from None
+    problems = spec_issues(spec, from_outside=from_outside, settings=settings)  # all in one answer
+    raise_located(problems, positions, source, data)
     return spec
 
 

@@ -26,8 +26,9 @@ from ppo_platform.spec.experiment import OWN_ENV_WAY_IN, ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
 from ppo_platform.spec.machine import machine_refusals
 from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dotted
+from ppo_platform.spec.problems import problems_beside_schema_errors, say_defaults, written
 from ppo_platform.spec.resources import resource_refusals
-from ppo_platform.spec.rules import inconsistencies, refusals
+from ppo_platform.spec.rules import inconsistencies, refusals, rollout_over_budget_issue
 from ppo_platform.spec.yaml_source import (
     MAX_SPEC_BYTES,
     PathKey,
@@ -202,23 +203,47 @@ def validate_data(
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as exc:
         issues = [issue_from_pydantic(error, positions) for error in exc.errors()]
-        raise SpecError(capped(issues), source) from None
-    problems = [*inconsistencies(spec), *refusals(spec)]
+        beside = problems_beside_schema_errors(data, exc, ExperimentSpec, _problems)
+        raise SpecError(capped([*issues, *locate(beside, positions, data)]), source) from None
+    problems = _problems(spec)
     problems = problems or [*resource_refusals(spec), *machine_refusals(spec)]
-    raise_located(problems, positions, source)
+    raise_located(problems, positions, source, data)
     return spec
 
 
+def _problems(spec: ExperimentSpec) -> list[SpecIssue]:
+    """Inconsistencies and refusals of a well-formed spec (one too large a first rollout too:
+    it would train past its budget)."""
+    over_budget = rollout_over_budget_issue(spec)
+    return [*inconsistencies(spec), *refusals(spec), *([over_budget] if over_budget else [])]
+
+
+def locate(
+    problems: list[SpecIssue], positions: dict[PathKey, Position], data: Any = None
+) -> list[SpecIssue]:
+    """Each problem pointing at its line in the file (if any). One about a field the spec does
+    not set says it is the default, and points at the nearest section the spec does write."""
+    located = []
+    for issue in say_defaults(problems, data):
+        path = tuple(issue.path.split("."))
+        if data is not None and not written(data, issue.path):
+            near = [path[:end] for end in range(len(path) - 1, 0, -1) if path[:end] in positions]
+            line, column = positions[near[0]] if near else (None, None)
+        else:
+            line, column = _position(positions, path)
+        located.append(dataclasses.replace(issue, line=line, column=column))
+    return located
+
+
 def raise_located(
-    problems: list[SpecIssue], positions: dict[PathKey, Position], source: str | None
+    problems: list[SpecIssue],
+    positions: dict[PathKey, Position],
+    source: str | None,
+    data: Any = None,
 ) -> None:
     """SpecError with every problem, each pointing at its line in the file (if any)."""
     if problems:
-        located = []
-        for issue in problems:
-            line, column = _position(positions, tuple(issue.path.split(".")))
-            located.append(dataclasses.replace(issue, line=line, column=column))
-        raise SpecError(located, source)
+        raise SpecError(locate(problems, positions, data), source)
 
 
 def parse_spec_text(

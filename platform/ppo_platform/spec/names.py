@@ -22,6 +22,48 @@ SAFE_NAME_RULE = (
 # Tag prefixes of MLflow and of the platform: a spec's tracking.tags may not set them (a forged
 # ppo_platform.sweep_key would put a run into another sweep's report).
 RESERVED_TAG_PREFIXES = ("mlflow.", "ppo_platform.")
+# MLflow's rule for tag and param names (a spec's tags are logged as both: `tracking.tags.<name>`
+# is a param, at most 250 characters, its value at most 6000).
+TAG_NAME_PATTERN = r"^[A-Za-z0-9_/.\- :]+$"
+TAG_NAME_MAX = 250 - len("tracking.tags.")
+TAG_VALUE_MAX = 6000
+
+
+def tag_name_ok(name: str) -> bool:
+    """True if MLflow stores a run tag (and the param) named `name` as it is."""
+    import posixpath
+
+    if len(name) > TAG_NAME_MAX or not re.fullmatch(TAG_NAME_PATTERN, name):
+        return False
+    norm = posixpath.normpath(name)
+    return norm == name and norm != "." and not norm.startswith(("..", "/"))
+
+
+def tag_problem(tags: dict[str, str]) -> str | None:
+    """Why MLflow (or the platform) would refuse a spec's `tracking.tags`, or None."""
+    reserved = sorted(key for key in tags if key.lower().startswith(RESERVED_TAG_PREFIXES))
+    if reserved:
+        return (
+            f"tag(s) {', '.join(reserved)} are reserved (mlflow.* and ppo_platform.* are "
+            "set by MLflow and the platform); rename them"
+        )
+    refused = [key for key in tags if not tag_name_ok(key)]
+    if refused:
+        return (
+            f"tag name(s) {', '.join(map(repr, refused))} would be refused by MLflow when the "
+            f"run starts: names may only contain letters, digits, '_', '-', '.', ' ', ':' "
+            f"and '/', at most {TAG_NAME_MAX} characters, and must not be a path that "
+            "normalizes to another (no leading '/', no '..', '//' or './'); rename them"
+        )
+    long = [key for key, value in tags.items() if len(value) > TAG_VALUE_MAX]
+    if long:
+        return (
+            f"tag value(s) of {', '.join(map(repr, long))} are longer than MLflow's "
+            f"{TAG_VALUE_MAX} characters; shorten them"
+        )
+    return None
+
+
 # MLflow run ids are uuid4 hex: 32 lowercase hex digits, nothing else.
 RUN_ID_PATTERN = r"^[0-9a-f]{32}$"
 

@@ -273,6 +273,26 @@ def refuse_kl_without_reference(spec: AnySpec) -> list[SpecIssue]:
     ]
 
 
+def refuse_rewards_beside_reward_model(spec: AnySpec) -> list[SpecIssue]:
+    """A reward model replaces the programmatic rewards: both set, the rewards would be
+    dropped without a word."""
+    if not isinstance(spec, LMExperimentSpec) or spec.lm.model.reward_model is None:
+        return []
+    if not spec.lm.rewards:
+        return []
+    names = [term.name for term in spec.lm.rewards]
+    return [
+        SpecIssue(
+            path="lm.rewards",
+            value=names,
+            message=f"set together with lm.model.reward_model = {spec.lm.model.reward_model!r}, "
+            "which scores every response instead: these rewards would never be used.",
+            fix="remove lm.rewards (the reward model scores), or remove lm.model.reward_model "
+            "(the rewards score).",
+        )
+    ]
+
+
 def refusals(spec: AnySpec) -> list[SpecIssue]:
     """Every refusal rule that the spec breaks, in a stable order."""
     return [
@@ -283,6 +303,7 @@ def refusals(spec: AnySpec) -> list[SpecIssue]:
         *refuse_unsafe_search_space(spec),
         *refuse_unnamed_reduction(spec),
         *refuse_kl_without_reference(spec),
+        *refuse_rewards_beside_reward_model(spec),
         *refuse_searched_held_out_seeds(spec),
         *tune_objective_issues(spec),
     ]

@@ -42,14 +42,19 @@ GRID_INDEX = f"{PREFIX}grid_index"
 GRID_VALUE_PREFIX = f"{PREFIX}grid."
 SEED = f"{PREFIX}seed"
 FAILURE = f"{PREFIX}failure"
-# A failure as data (the doctor reads them: doctor/facts.py spells the same names): who
-# failed (`env`, `trainer`), the error's type, what kind of fault, the env step and, for a
-# non-finite observation, its element index.
-FAILURE_SOURCE = f"{PREFIX}failure_source"
-FAILURE_TYPE = f"{PREFIX}failure_type"
-FAILURE_KIND = f"{PREFIX}failure_kind"
-FAILURE_STEP = f"{PREFIX}failure_step"
-FAILURE_INDEX = f"{PREFIX}failure_index"
+# A failure as data, each field apart (the doctor reads them: doctor/facts.py spells the same
+# names; docs/guides/your-own-environment.md): who failed (`env`, `trainer`), what kind of fault
+# (`env_crash`: the env raised; `non_finite_observation` / `non_finite_reward`), the exception's
+# (qualified) type and message, the env, the run's env steps when it happened, the element index
+# of a non-finite observation, and the saved traceback.
+FAILURE_SOURCE = f"{PREFIX}failure.source"
+FAILURE_KIND = f"{PREFIX}failure.kind"
+FAILURE_TYPE = f"{PREFIX}failure.exception_type"
+FAILURE_MESSAGE = f"{PREFIX}failure.exception_message"
+FAILURE_ENV_ID = f"{PREFIX}failure.env_id"
+FAILURE_STEP = f"{PREFIX}failure.step"
+FAILURE_INDEX = f"{PREFIX}failure.index"
+FAILURE_TRACEBACK = f"{PREFIX}failure.traceback"
 TOP_CAUSE = f"{PREFIX}top_cause"  # the doctor's most likely cause at the run's end ("" none)
 WORKER_PID = f"{PREFIX}worker_pid"
 THRESHOLD = f"{PREFIX}threshold"

@@ -25,6 +25,7 @@ from ppo_platform.spec.env_ids import check_spec_env, normalized_keys, refuse_un
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.resources import budget_refusals, observation_size_of
 from ppo_platform.spec.vectorization import check_vectorization, resolve
+from ppo_platform.training.env_faults import RaiseEnvFaults
 from ppo_platform.training.native_envs import (
     envpool_vec_env,
     native_vec_env,
@@ -72,12 +73,13 @@ def _vec_env(
     if mode in ("native", "envpool"):
         venv = native_vec_env(spec, n_envs) if mode == "native" else envpool_vec_env(spec, n_envs)
         venv.seed(seed)
+        venv = RaiseEnvFaults(venv, spec.env.id, raises_own=True)
         return wrap_vec_env(venv, vector_level_wrappers(spec, mode))
     wants_subproc = subproc and mode == "subproc" and n_envs > 1
     factory = env_factory(spec, make_env)
     if render_mode is not None:  # training and evaluation render nothing
         factory = dataclasses.replace(
-            factory, kwargs={**factory.kwargs, "render_mode": render_mode}
+            factory, kwargs={**factory.kwargs, "render_mode": render_mode}, keep_frames=True
         )
     if wants_subproc and make_env is not None:
         check_shippable(make_env, "env.vectorization: subproc")
@@ -85,7 +87,7 @@ def _vec_env(
     dummy = LeanDummyVecEnv if fast_paths().on else DummyVecEnv
     venv = (SubprocVecEnv if wants_subproc else dummy)(factories)  # type: ignore[arg-type]
     venv.seed(seed)
-    return wrap_vec_env(venv, spec.env.wrappers)
+    return wrap_vec_env(RaiseEnvFaults(venv, spec.env.id), spec.env.wrappers)
 
 
 def check_fast_paths() -> None:

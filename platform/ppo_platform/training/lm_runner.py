@@ -34,7 +34,7 @@ from ppo_platform.training.monitoring import (
     thresholds_for,
 )
 from ppo_platform.training.progress import EventKind, ProgressEvent
-from ppo_platform.training.result import MLFLOW_STATUS, Outcome, RunResult
+from ppo_platform.training.result import MLFLOW_STATUS, Outcome, RunResult, closing_tags
 from ppo_platform.training.runner import ProgressCallback, _prepare
 from trainers.diagnostics import Alert, DiagnosticsMonitor
 from trainers.errors import NonFiniteError, TrainerError
@@ -69,9 +69,12 @@ class LMTrainingSession:
             self._announced = True
             run_id = self.tracker.run_id
             self.on_progress(
-                ProgressEvent("started", updates, self.spec.budget.updates, run_id=run_id)
+                ProgressEvent(
+                    "started", updates, self.spec.budget.updates, run_id=run_id, language_model=True
+                )
             )
-        self.on_progress(ProgressEvent(kind, updates, self.spec.budget.updates, **fields))
+        total = self.spec.budget.updates
+        self.on_progress(ProgressEvent(kind, updates, total, language_model=True, **fields))
 
     def on_update(self, trainer: Any, metrics: dict[str, float]) -> None:
         update = trainer.n_updates
@@ -187,25 +190,24 @@ class LMTrainingSession:
         self.tracker.log_artifact(alerts, "diagnostics")
         diagnosis = session_diagnosis(self.spec, self.history, None)
         self.tracker.log_artifact(write_diagnosis(diagnosis, self.tracker.run_dir), "diagnostics")
-        tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}
-        tags[tag.TOP_CAUSE] = diagnosis.top.cause if diagnosis.top else ""
-        if self.last_eval is not None and outcome == "completed":
-            tags[tag.FINAL_EVAL_MEAN] = f"{self.last_eval:.4f}"
-        if message:
-            tags[tag.STOP_REASON] = message
+        final_eval = self.last_eval if outcome == "completed" else None
+        top = diagnosis.top.cause if diagnosis.top else ""
+        tags = closing_tags(outcome, len(self.monitor.alerts), top, final_eval, message)
         self._close(MLFLOW_STATUS[outcome], tags)
         return RunResult(
             self.tracker.run_id,
             outcome,
             self.trainer.n_updates,
             self.last_eval if outcome == "completed" else None,
-            0.0 if outcome == "completed" and self.last_eval is not None else None,
+            None,  # one greedy evaluation: no spread to report
             len(self.monitor.alerts),
             time.perf_counter() - self._started,
             message,
             self.tracker.write_seconds,
             tuple(self.monitor.summary_lines()),
-            *((diagnosis.top.cause, diagnosis.top.line()) if diagnosis.top else ()),
+            top_cause=diagnosis.top.cause if diagnosis.top else "",
+            top_cause_line=diagnosis.top.line() if diagnosis.top else "",
+            language_model=True,
         )
 
     def _close(self, status: str, tags: dict[str, str]) -> None:

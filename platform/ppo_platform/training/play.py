@@ -17,6 +17,7 @@ import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from ppo_platform.envs.faults import FRAME_KEY
 from ppo_platform.errors import BadInputError, PlatformError, RunNotFoundError, SpecIssue
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -114,13 +115,16 @@ def play(
         )
         observation, _, dones, infos = env.step(action)
         starts = dones
-        if on_frame:
-            on_frame(_frame(env))
+        if on_frame:  # the frame after the step: the terminal one too, before the reset
+            kept = infos[0].get(FRAME_KEY)
+            on_frame(np.asarray(kept) if kept is not None else _frame(env))
         if dones[0]:
             finished = infos[0].get("episode", {})
             played.append(Episode(float(finished.get("r", np.nan)), int(finished.get("l", 0))))
             if len(played) >= episodes:
                 break
+            if on_frame:  # the next episode's first frame
+                on_frame(_frame(env))
     return played
 
 
@@ -131,6 +135,12 @@ def _frame(env: VecEnv) -> np.ndarray:
         frame = env.get_images()[0]
     except DependencyNotInstalled as error:  # e.g. classic control draws with pygame
         raise _not_filmable(env, f"cannot render: {error}") from error
+    except NotImplementedError as error:  # gymnasium.Env.render's default: no message
+        raise _not_filmable(
+            env,
+            "has no render() of its own (gymnasium's default raises NotImplementedError), "
+            "so it cannot be filmed.",
+        ) from error
     if frame is None:
         raise _not_filmable(env, "renders no rgb_array frames, so it cannot be filmed.")
     return np.asarray(frame)
@@ -197,6 +207,19 @@ def evaluation_videos(
     cannot render here) is said on stderr, and the trained run is not lost for it."""
     try:
         return record_evaluation_videos(model, spec, normalize, folder)
-    except (PlatformError, OSError, RuntimeError) as error:
-        print(f"warning: evaluation.video: no video recorded: {error}", file=sys.stderr)
+    except Exception as error:  # whatever the env raises: the trained run is kept
+        print(
+            f"warning: evaluation.video: no video recorded: {why_no_video(error)}", file=sys.stderr
+        )
         return []
+
+
+def why_no_video(error: BaseException) -> str:
+    """The reason a video could not be made, never empty."""
+    if isinstance(error, PlatformError):
+        return str(error)
+    if isinstance(error, TypeError) and "render_mode" in str(error):
+        return (
+            f"the env takes no render_mode argument, so it cannot render frames to film ({error})."
+        )
+    return f"{type(error).__name__}: {error}" if str(error).strip() else type(error).__name__

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 EventKind = Literal["started", "update", "eval", "alert", "checkpoint", "status"]
@@ -32,6 +32,10 @@ class ProgressEvent:
     eval_mean: float = math.nan
     message: str = ""
     run_id: str = ""  # `started` only
+    resolved: dict[str, str] = field(default_factory=dict)  # `started`: training/resolved.py
+    # ppo_lm: `timesteps` counts updates, `ep_rew_mean` is the mean reward of the update's
+    # responses, `kl_ref` the KL to the reference model (docs/guides/language-models.md).
+    language_model: bool = False
 
 
 class ProgressReporter(Protocol):
@@ -40,11 +44,38 @@ class ProgressReporter(Protocol):
     def close(self) -> None: ...
 
 
+def describe_resolved(resolved: dict[str, str]) -> str:
+    """One line: vectorization (and why), device, threads, env packages, library versions."""
+    versions = ", ".join(
+        f"{key.removeprefix('version.')} {value}"
+        for key, value in resolved.items()
+        if key.startswith("version.") and value != "not installed"
+    )
+    return (
+        f"{resolved.get('vectorization')} envs ({resolved.get('vectorization_reason')}); device "
+        f"{resolved.get('device')}, {resolved.get('torch_threads')} torch thread(s); env "
+        f"packages: {resolved.get('env_packages')}; {versions}"
+    )
+
+
+def describe_eval(event: ProgressEvent) -> str:
+    """An evaluation's line: mean return at an env step (mean reward at an update, for LMs)."""
+    if event.language_model:
+        return f"eval  update {event.timesteps}: mean reward {event.eval_mean:.3f}"
+    return f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}"
+
+
 def _fmt(value: float, spec: str) -> str:
     return "-" if math.isnan(value) else format(value, spec)
 
 
 def describe(event: ProgressEvent) -> str:
+    if event.language_model:
+        return (
+            f"update {event.timesteps}/{event.total_timesteps} "
+            f"{_fmt(event.fps, '.2f')} updates/s reward {_fmt(event.ep_rew_mean, '.3f')} "
+            f"KL to reference {_fmt(event.kl_ref, '.4f')} clip {_fmt(event.clip_fraction, '.3f')}"
+        )
     return (
         f"step {event.timesteps}/{event.total_timesteps} fps {_fmt(event.fps, '.0f')} "
         f"return {_fmt(event.ep_rew_mean, '.1f')} kl {_fmt(event.approx_kl, '.4f')} "
@@ -60,6 +91,8 @@ class PlainReporter:
         self._last = 0.0
 
     def __call__(self, event: ProgressEvent) -> None:
+        if event.kind == "started" and event.resolved and not self.quiet:
+            print(f"resolved: {describe_resolved(event.resolved)}", flush=True)
         if (self.quiet and event.kind != "alert") or event.kind == "started":
             return
         if event.kind == "update":
@@ -69,7 +102,7 @@ class PlainReporter:
             self._last = now
             print(describe(event), flush=True)
         elif event.kind == "eval":
-            print(f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}", flush=True)
+            print(describe_eval(event), flush=True)
         else:
             print(
                 f"{event.kind}: {event.message}",
@@ -110,16 +143,20 @@ class RichReporter:
     def __call__(self, event: ProgressEvent) -> None:
         if event.kind == "update":
             stats = (
-                f"fps {_fmt(event.fps, '.0f')} return {_fmt(event.ep_rew_mean, '.1f')} "
+                describe(event).split(" ", 2)[2]
+                if event.language_model
+                else f"fps {_fmt(event.fps, '.0f')} return {_fmt(event.ep_rew_mean, '.1f')} "
                 f"kl {_fmt(event.approx_kl, '.4f')} clip {_fmt(event.clip_fraction, '.3f')}"
             )
             self.progress.update(
                 self.task, completed=event.timesteps, total=event.total_timesteps, stats=stats
             )
         elif event.kind == "eval":
-            self.console.print(f"eval  step {event.timesteps}: mean return {event.eval_mean:.2f}")
+            self.console.print(describe_eval(event))
         elif event.kind == "alert":
             self.console.print(f"[yellow]alert[/]: {event.message}")
+        elif event.kind == "started" and event.resolved:
+            self.console.print(f"resolved: {describe_resolved(event.resolved)}")
         elif event.kind != "started":
             self.console.print(f"{event.kind}: {event.message}")
 

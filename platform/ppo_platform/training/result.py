@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from ppo_platform.tracking import tags as tag
+
 Outcome = Literal["completed", "stopped_by_alert", "cancelled"]
 MLFLOW_STATUS = {"completed": "FINISHED", "stopped_by_alert": "FAILED", "cancelled": "KILLED"}
 
@@ -25,6 +27,7 @@ class RunResult:
     alert_summary: tuple[str, ...] = ()  # one line per signal that alerted
     top_cause: str = ""  # the doctor's most likely cause ("": none found)
     top_cause_line: str = ""  # ... as one line: confidence, where, advice, patch
+    language_model: bool = False  # ppo_lm: `timesteps` counts updates, the eval is a reward
 
     @property
     def status(self) -> str:
@@ -32,14 +35,17 @@ class RunResult:
         return MLFLOW_STATUS[self.outcome]
 
     def summary(self) -> str:
-        score = (
-            "-"
-            if self.final_eval_mean is None
-            else f"{self.final_eval_mean:.2f} +- {self.final_eval_std:.2f}"
+        score = "-" if self.final_eval_mean is None else f"{self.final_eval_mean:.2f}"
+        if self.final_eval_mean is not None and self.final_eval_std is not None:
+            score += f" +- {self.final_eval_std:.2f}"  # only where there is a spread
+        done, scored = (
+            (f"{self.timesteps} updates", "final eval reward")
+            if self.language_model
+            else (f"{self.timesteps} env steps", "final eval return")
         )
         text = (
-            f"{self.outcome}: run {self.run_id}, {self.timesteps} env steps in "
-            f"{self.seconds:.1f} s, final eval return {score}, {self.alerts} alert(s)"
+            f"{self.outcome}: run {self.run_id}, {done} in "
+            f"{self.seconds:.1f} s, {scored} {score}, {self.alerts} alert(s)"
         )
         lines = [text, *(f"  {line}" for line in self.alert_summary)]
         if self.top_cause_line:
@@ -47,3 +53,16 @@ class RunResult:
         if self.message:
             lines.append(self.message)
         return "\n".join(lines)
+
+
+def closing_tags(
+    outcome: Outcome, alerts: int, top_cause: str, final_eval: float | None, message: str
+) -> dict[str, str]:
+    """The tags a run closes with: its outcome, alert count, the doctor's top cause ("" none),
+    its final evaluation and why it stopped early."""
+    tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(alerts), tag.TOP_CAUSE: top_cause}
+    if final_eval is not None:
+        tags[tag.FINAL_EVAL_MEAN] = f"{final_eval:.4f}"
+    if message:
+        tags[tag.STOP_REASON] = message
+    return tags

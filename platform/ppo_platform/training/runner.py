@@ -22,7 +22,7 @@ from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
 from ppo_platform import tracing
-from ppo_platform.errors import TrackingError, TrainingError
+from ppo_platform.errors import EnvCrashError, TrackingError, TrainingError
 from ppo_platform.execution import signals
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
@@ -37,11 +37,13 @@ from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training import diagnosis as doctor
 from ppo_platform.training.algorithms import build_model, fast_paths_tag, load_model
+from ppo_platform.training.env_faults import record_env_crash
 from ppo_platform.training.environments import EnvMaker, build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.final_artifacts import log_final_artifacts
 from ppo_platform.training.monitoring import diagnostics_row, raise_alerts, thresholds_for
 from ppo_platform.training.progress import EventKind, ProgressEvent
-from ppo_platform.training.result import MLFLOW_STATUS, Outcome
+from ppo_platform.training.resolved import record_resolved, resolved_setup
+from ppo_platform.training.result import MLFLOW_STATUS, Outcome, closing_tags
 from ppo_platform.training.result import RunResult as RunResult  # re-exported for callers
 from ppo_platform.training.resume import recorded_folder, resumable
 from ppo_platform.training.resume import run_folder as run_folder  # re-exported for callers
@@ -83,6 +85,7 @@ class TrainingSession:
         self._start_steps = 0
         self._signals_mark = signals.received()  # interrupts before this one are not ours
         self._announced = False  # the `started` event (with the run id) was sent
+        self.resolved: dict[str, str] = {}  # what the run resolved (training/resolved.py)
 
     @property
     def run_dir(self) -> Path:
@@ -92,13 +95,14 @@ class TrainingSession:
     def checkpoint_dir(self) -> Path:
         return self.run_dir / "checkpoints"
 
-    def _event(self, kind: EventKind, **fields: Any) -> None:
+    def _event(self, kind: EventKind, steps: int | None = None, **fields: Any) -> None:
+        """An event at `steps` (default now; an async evaluation's: its snapshot's, as MLflow)."""
         assert self.model is not None
         self._announce()
         self.on_progress(
             ProgressEvent(
                 kind=kind,
-                timesteps=self.model.num_timesteps,
+                timesteps=self.model.num_timesteps if steps is None else steps,
                 total_timesteps=self.spec.budget.total_timesteps,
                 **fields,
             )
@@ -114,7 +118,8 @@ class TrainingSession:
         self._announced = True
         steps = self.model.num_timesteps if self.model is not None else 0
         total = self.spec.budget.total_timesteps
-        self.on_progress(ProgressEvent("started", steps, total, run_id=run_id))
+        event = ProgressEvent("started", steps, total, run_id=run_id, resolved=self.resolved)
+        self.on_progress(event)
 
     def on_update(self, model: BaseAlgorithm, metrics: dict[str, float]) -> None:
         """Listener called by the trainer right after each update."""
@@ -166,7 +171,7 @@ class TrainingSession:
     def on_eval(self, steps: int, mean: float, std: float) -> None:
         self.last_eval = (mean, std)
         self.tracker.log_metrics({"eval/mean_reward": mean, "eval/std_reward": std}, steps)
-        self._event("eval", eval_mean=mean)
+        self._event("eval", steps, eval_mean=mean)  # one step everywhere
 
     def save_checkpoint(self, steps: int) -> None:
         assert self.model is not None
@@ -195,6 +200,8 @@ class TrainingSession:
     ) -> RunResult:
         self.tracker.phase = "while starting"
         self._attach(model)
+        self.resolved = resolved_setup(self.spec, model, own_env=self.make_env is not None)
+        record_resolved(self.tracker, self.resolved)
         evaluator = async_eval.make_evaluator(
             self.spec, eval_env, self.on_eval, eval_seed(self.spec), self.make_env
         )
@@ -241,6 +248,8 @@ class TrainingSession:
             ) from error
         except NonFiniteInputError as error:  # the env's fault: no learning rate fixes it
             raise doctor.close_env_fault(self.tracker, self.spec, self.history, error) from error
+        except EnvCrashError as error:
+            raise record_env_crash(self.tracker, error, model.num_timesteps) from None
         except KeyboardInterrupt:
             self._checkpoint_interrupted(model)
             raise
@@ -301,12 +310,8 @@ class TrainingSession:
         )
         tracing.mark("finish: final model saved, artifacts + plot handed over")
         mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
-        tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}
-        tags[tag.TOP_CAUSE] = diagnosis.top.cause if diagnosis.top else ""
-        if mean is not None:
-            tags[tag.FINAL_EVAL_MEAN] = f"{mean:.4f}"
-        if message:
-            tags[tag.STOP_REASON] = message
+        top = diagnosis.top.cause if diagnosis.top else ""
+        tags = closing_tags(outcome, len(self.monitor.alerts), top, mean, message)
         self.tracker.finish(MLFLOW_STATUS[outcome], tags)
         tracing.mark("finish: tracking process confirmed all durable")
         return RunResult(
@@ -349,10 +354,8 @@ def run_spec(
 
     `make_env` (notebooks): one env, made instead of `spec.env.id` (see build_train_env).
     `defer_plot` (a sweep's warm worker): the run's plot is drawn after it returns, before its
-    tracking process lets this process go; otherwise the returned run is whole.
-
-    MLflow is written by this process's tracking process (`tracking/service.py`), never
-    imported here.
+    tracking process lets this process go; otherwise the returned run is whole. MLflow is
+    written by this process's tracking process (`tracking/service.py`), never imported here.
     """
     process = shared_tracking_process()  # first: its MLflow import overlaps torch's work
     settings = _prepare(settings)

@@ -20,6 +20,15 @@ from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun, interrupted_tags, shared_tracking_process
 
+STUDY_PREFIX = "tune-"
+
+
+def study_label(study_name: str) -> str:
+    """The study's parent run name and default output folder: `tune-<study>`, once (a study
+    already named `tune-x` is `tune-x`, not `tune-tune-x`)."""
+    return study_name if study_name.startswith(STUDY_PREFIX) else f"{STUDY_PREFIX}{study_name}"
+
+
 TRIAL_STATUS = {"COMPLETE": "FINISHED", "PRUNED": "KILLED", "FAIL": "FAILED"}
 
 
@@ -42,7 +51,7 @@ def open_study_run(
             pass  # another tracking store than the one that started the study: start afresh
     assert spec.tune is not None
     tags = {
-        tag.RUN_NAME: f"tune-{study_name}",
+        tag.RUN_NAME: study_label(study_name),
         tag.KIND: "study",
         tag.STUDY: study_name,
         tag.STORAGE: storage_label,

@@ -18,7 +18,7 @@ from ppo_platform.spec.names import check_name, path_inside, refuse_overwrite
 from ppo_platform.tuning.board import StudyBoard
 from ppo_platform.tuning.events import StudyEvent, StudyListener, StudyStarted
 from ppo_platform.tuning.outputs import OUTPUT_FILES, StudyOutputs, check_writable, write_outputs
-from ppo_platform.tuning.runs import open_study_run
+from ppo_platform.tuning.runs import open_study_run, study_label
 from ppo_platform.tuning.space import check_space
 from ppo_platform.tuning.study import (
     GRACE_SECONDS,
@@ -49,7 +49,7 @@ class TuneResult:
 def default_out_dir(settings: Settings, study_name: str) -> Path:
     """outputs/tune-<study>: the study name is checked like a spec name and kept inside."""
     check_name(study_name, "--study")
-    return path_inside(settings.outputs_dir, [f"tune-{study_name}"], "--study")
+    return path_inside(settings.outputs_dir, [study_label(study_name)], "--study")
 
 
 def output_folder(settings: Settings, study_name: str, out_dir: Path | None, force: bool) -> Path:

@@ -66,6 +66,9 @@ def test_run_trains_the_lm_spec_as_an_mlflow_run(demo_home):
     result = CliRunner().invoke(app, ["run", str(SPEC), "--quiet", *SHORT])
     assert result.exit_code == 0, result.output
     assert "completed" in result.output
+    # It speaks LM: updates and a reward, no spread it does not have, no env steps.
+    assert "3 updates in" in result.output and "final eval reward" in result.output
+    assert "+-" not in result.output and "env steps" not in result.output
     client = MlflowClient(f"sqlite:///{(demo_home / 'mlflow.db').resolve()}")
     (experiment,) = [e for e in client.search_experiments() if e.name == "lm-arithmetic"]
     (run,) = client.search_runs([experiment.experiment_id])

@@ -200,7 +200,7 @@ def test_rollout_too_short_lengthens_the_rollout() -> None:
 
 
 def test_env_crash_names_the_env_exception() -> None:
-    failure = Failure("boom at step 77", "ValueError", "env", 77, kind="exception")
+    failure = Failure("boom at step 77", "ValueError", "env", 77, kind="env_crash")
     found = top(healthy(), replace(CARTPOLE, failure=failure))
     assert found.cause == "env_crash" and found.first_step == 77
     assert "ValueError" in found.advice and "boom at step 77" in found.advice

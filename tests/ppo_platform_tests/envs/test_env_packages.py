@@ -7,7 +7,13 @@ from pathlib import Path
 
 import gymnasium
 import pytest
-from env_package_fixtures import INSTALLED_ENV, INSTALLED_MODULE, LOCAL_ENV, LOCAL_MODULE
+from env_package_fixtures import (
+    INSTALLED_ENV,
+    INSTALLED_MODULE,
+    LOCAL_ENV,
+    LOCAL_MODULE,
+    LOCAL_NO_RENDER_ENV,
+)
 from pydantic import ValidationError
 from typer.testing import CliRunner
 
@@ -118,3 +124,29 @@ def test_env_packages_named_by_option_travel_with_ray_tasks(tmp_path: Path) -> N
     result = CliRunner().invoke(app, ["validate", str(spec), "--env-package", LOCAL_MODULE])
     assert result.exit_code == 0, result.output
     assert forwarded_env()["PPO_PLATFORM_ENV_PACKAGES"] == LOCAL_MODULE
+
+
+def test_an_env_without_a_render_mode_parameter_validates_and_trains(
+    tmp_path: Path, platform_home: Path
+) -> None:
+    """Gymnasium does not require `render_mode`: an env whose constructor has none (a Box-action
+    thermostat) validates and trains as plain `gymnasium.make` would build it."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        f"name: thermostat\nenv: {{id: {LOCAL_NO_RENDER_ENV}, n_envs: 2}}\n"
+        "rollout: {n_steps: 32}\nupdate: {epochs: 1, minibatch_size: 32}\n"
+        "budget: {total_timesteps: 64}\nevaluation: {every_timesteps: 0, episodes: 1}\n"
+        "checkpoints: {every_timesteps: 0}\n"
+    )
+    packages = ["--env-package", LOCAL_MODULE]
+    checked = CliRunner().invoke(app, ["validate", str(spec), *packages])
+    assert checked.exit_code == 0, checked.output
+    from ppo_platform.envs.factory import EnvFactory
+    from ppo_platform.spec.loader import load_spec
+    from ppo_platform.training.runner import run_spec
+
+    env = EnvFactory(LOCAL_NO_RENDER_ENV, {"render_mode": None}, packages=[LOCAL_MODULE])()
+    assert env.unwrapped.drift == 0.1
+    assert env.render_mode is None
+    result = run_spec(load_spec(spec))
+    assert result.outcome == "completed" and result.timesteps >= 64

@@ -31,7 +31,7 @@ evaluation: {{every_timesteps: 0, episodes: 2}}
 def test_envpool_cartpole_returns_reset_observations_and_monitor_statistics() -> None:
     spec = load_spec_text("name: c\nenv: {id: CartPole-v1, n_envs: 4, vectorization: envpool}\n")
     env = build_train_env(spec)
-    assert isinstance(env, EnvPoolVecEnv)
+    assert isinstance(env.unwrapped, EnvPoolVecEnv)  # under the env-fault wrapper
     env.seed(3)
     env.reset()
     rng = np.random.default_rng(0)

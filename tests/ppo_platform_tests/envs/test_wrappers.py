@@ -110,7 +110,8 @@ def test_atari_training_and_evaluation_see_four_stacked_84x84_frames(
         while hasattr(inner, "env"):
             chain.append(type(inner).__name__)
             inner = inner.env
-        assert chain[0] == "AtariWrapper" and "Monitor" in chain  # scores recorded under it
+        # Outermost: the env's own exceptions kept as data; then atari, scores recorded under it.
+        assert chain[:2] == ["CatchEnvFaults", "AtariWrapper"] and "Monitor" in chain
     finally:
         train.close()
         evaluate.close()

@@ -31,7 +31,9 @@ class _Bomb:
 def _plant(folder: Path, marker: Path) -> None:
     """A run folder as an attacker would craft it: a spec and a booby-trapped checkpoint."""
     (folder / "checkpoints").mkdir(parents=True)
-    (folder / "spec.yaml").write_text("name: x\nenv: CartPole-v1\nbudget: {total_timesteps: 10}\n")
+    (folder / "spec.yaml").write_text(
+        "name: x\nenv: CartPole-v1\nbudget: {total_timesteps: 2048}\n"
+    )
     (folder / "checkpoints" / "step_000000000001.zip").write_bytes(b"PK")
     payload = pickle.dumps(_Bomb(marker))
     (folder / "checkpoints" / "step_000000000001_vecnormalize.pkl").write_bytes(payload)

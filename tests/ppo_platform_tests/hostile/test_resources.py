@@ -31,6 +31,7 @@ OVERSIZED = {
     ),
     "wide-network-many-envs": (
         "name: t\nenv: {id: CartPole-v1, n_envs: 256}\nrollout: {n_steps: 400000}\n"
+        "budget: {total_timesteps: 102400000}\n"
         "policy: {net_arch: [4096, 4096, 4096, 4096, 4096, 4096, 4096, 4096]}\n",
         "of memory",
     ),
@@ -94,7 +95,9 @@ def test_the_budget_is_configurable(
 def test_the_estimate_grows_with_the_rollout_and_stays_small_for_classic_control() -> None:
     small = load_spec_text(CARTPOLE)
     assert estimate(small, 4).memory < 600 * 2**20
-    big = load_spec_text(CARTPOLE.replace("n_steps: 64", "n_steps: 640000"))
+    big = load_spec_text(
+        CARTPOLE.replace("n_steps: 64", "n_steps: 640000") + "budget: {total_timesteps: 640000}\n"
+    )
     assert (
         estimate(big, 4).parts["rollout buffer"]
         == 10_000 * estimate(small, 4).parts["rollout buffer"]
