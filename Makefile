@@ -11,7 +11,7 @@ SPEC ?= specs/cartpole.yaml
 # MuJoCo envs that tests/ppo_platform_tests/envs trains, `video` and `export` the trained agent's
 # video recording and ONNX export (their tests need them), `lm` the language-model trainer
 # (transformers, tokenizers) and its tests.
-EXTRAS ?= dev,ray,docs,atari,mujoco,video,export,lm,envpool
+EXTRAS ?= dev,ray,docs,atari,mujoco,video,export,lm,envpool,tensorboard
 
 .PHONY: run test lint setup docs bench bench-zoo-venv bench-cleanrl-venv bench-cleanrl bench-full \
 	bench-trl-venv bench-trl

@@ -19,7 +19,16 @@ from api.dashboard import install_dashboard
 from api.errors import install_error_handlers
 from api.key_limits import KeyRateLimiter, StreamSlots
 from api.limits import BodyLimitMiddleware
-from api.routes import artifacts, envs, events, experiments, health, specs, trained_model
+from api.routes import (
+    artifacts,
+    diagnosis,
+    envs,
+    events,
+    experiments,
+    health,
+    specs,
+    trained_model,
+)
 from api.security_headers import SecurityHeadersMiddleware
 from api.services import ServiceOpener
 from ppo_platform.envs.packages import import_env_packages
@@ -80,7 +89,7 @@ def create_app(settings: Settings | None = None, service: ServiceSettings | None
         body_timeout=service.body_timeout_seconds,
     )
     app.add_middleware(SecurityHeadersMiddleware)  # outermost: every response, 413s too
-    for module in (health, specs, experiments, events, artifacts, envs, trained_model):
+    for module in (health, specs, experiments, events, artifacts, diagnosis, envs, trained_model):
         app.include_router(module.router)
     install_dashboard(app)  # the web pages at /
     return app

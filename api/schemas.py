@@ -6,11 +6,12 @@ The bodies a client reads back (experiments, events, metrics, errors) live in
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 
+from ppo_platform.doctor import CauseId
 from ppo_platform.public import (
     ErrorPublic,
     EventList,
@@ -31,6 +32,8 @@ from ppo_platform.spec.experiment import ENV_ID_PATTERN
 __all__ = [
     "ArtifactList",
     "ArtifactPublic",
+    "CausePublic",
+    "DiagnosisPublic",
     "ErrorPublic",
     "EventList",
     "EventPublic",
@@ -143,3 +146,28 @@ class EnvList(BaseModel):
         description="Env packages imported by this service (its operator's "
         "PPO_PLATFORM_ENV_PACKAGES, and ale_py when installed)."
     )
+
+
+class CausePublic(BaseModel):
+    """One likely root cause (docs/guides/diagnostics.md, "The doctor")."""
+
+    cause: CauseId = Field(description="From the doctor's fixed vocabulary.")
+    confidence: float = Field(ge=0, le=1)
+    first_step: int | None = Field(description="Env step (LM runs: update) where it began.")
+    evidence: list[dict[str, Any]] = Field(
+        description="Each: metric, value, and where known threshold, updates, from_step, note."
+    )
+    patch: dict[str, Any] = Field(description="Dotted spec fields -> values ({}: no spec fix).")
+    advice: str
+
+
+class NotJudgedPublic(BaseModel):
+    cause: CauseId
+    reason: str
+
+
+class DiagnosisPublic(BaseModel):
+    """The doctor's diagnosis of a run: likely causes, most likely first (empty: healthy)."""
+
+    causes: list[CausePublic]
+    not_judged: list[NotJudgedPublic]

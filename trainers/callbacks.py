@@ -1,13 +1,16 @@
-"""SB3 callbacks: periodic evaluation and periodic checkpoints."""
+"""SB3 callbacks: periodic evaluation, periodic checkpoints, and per-rollout statistics of what
+the env hands over (the doctor reads them: docs/guides/diagnostics.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import numpy as np
+from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
+from trainers.errors import NonFiniteInputError
 from trainers.evaluation import evaluate_episodes
 
 
@@ -74,3 +77,62 @@ class PeriodicCheckpointCallback(BaseCallback):
             self.next_save += self.every
             self.save(self.num_timesteps)
         return True
+
+
+def _first_non_finite(values: np.ndarray) -> tuple[int, int | None, float] | None:
+    """(env, element index or None, value) of the first NaN or infinite entry, row-major."""
+    bad = np.argwhere(~np.isfinite(values))
+    if len(bad) == 0:
+        return None
+    where = tuple(int(i) for i in bad[0])
+    index = int(np.ravel_multi_index(where[1:], values.shape[1:])) if len(where) > 1 else None
+    return where[0], index, float(values[where])
+
+
+class RolloutStatsCallback(BaseCallback):
+    """Per rollout: the largest |observation| and |reward|, and the share of sampled continuous
+    actions outside the action bounds (`latest`, `rollout/*` names). A NaN or infinite
+    observation or reward stops training at once with NonFiniteInputError, naming the env,
+    the element index and the env step, before the policy ever sees it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.latest: dict[str, float] = {}
+        self._reward_max = 0.0
+
+    def _check(self, what: str, values: object) -> None:
+        if not isinstance(values, np.ndarray) or values.dtype.kind != "f":
+            return  # integer pixels and the like cannot be NaN
+        if not np.isfinite(values).all():
+            env, index, value = _first_non_finite(values)  # type: ignore[misc]
+            raise NonFiniteInputError(what, self.num_timesteps, env, index, value)
+
+    def _on_rollout_start(self) -> None:
+        self._check("observation", getattr(self.model, "_last_obs", None))
+        self._reward_max = 0.0
+
+    def _on_step(self) -> bool:
+        self._check("observation", self.locals.get("new_obs"))
+        rewards = self.locals.get("rewards")
+        if isinstance(rewards, np.ndarray) and rewards.size:
+            self._check("reward", rewards)
+            self._reward_max = max(self._reward_max, float(np.abs(rewards).max()))
+        return True
+
+    def _on_rollout_end(self) -> None:
+        buffer = getattr(self.model, "rollout_buffer", None)
+        # Every observation and reward of the rollout was checked finite (else it stopped).
+        stats = {
+            "rollout/obs_nonfinite": 0.0,
+            "rollout/reward_nonfinite": 0.0,
+            "rollout/reward_abs_max": self._reward_max,
+        }
+        observations = getattr(buffer, "observations", None)
+        if isinstance(observations, np.ndarray) and observations.dtype.kind == "f":
+            stats["rollout/obs_abs_max"] = float(np.abs(observations).max())
+        space = self.model.action_space
+        actions = getattr(buffer, "actions", None)
+        if isinstance(space, spaces.Box) and isinstance(actions, np.ndarray):
+            outside = (actions < space.low) | (actions > space.high)
+            stats["rollout/action_clip_fraction"] = float(outside.mean())
+        self.latest = stats

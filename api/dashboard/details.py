@@ -57,6 +57,16 @@ def _summary_list(files: dict[str, Any], key: str) -> list[dict[str, Any]] | Non
     return found if isinstance(found, list) else None
 
 
+def _diagnosis(files: dict[str, Any]) -> dict[str, Any] | None:
+    """The doctor's diagnosis.json of a run that has ended (None: none yet)."""
+    path = files.get("diagnosis.json")
+    try:
+        found = json.loads(path.read_text()) if path is not None else None
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) and isinstance(found.get("causes"), list) else None
+
+
 def _kl_target(spec: Any) -> float | None:
     """An LM spec's target of lm/kl_ref (adaptive beta), else None."""
     return spec.lm.kl.target if isinstance(spec, LMExperimentSpec) else None
@@ -88,6 +98,7 @@ def experiment_context(job: Experiment, settings: Settings) -> dict[str, Any]:
             if path.suffix == ".mp4"
         ],
         "report": _sweep_report(job, files) if job.kind == "sweep" else None,
+        "diagnosis": _diagnosis(files) if job.kind == "run" else None,
         "trials": _summary_list(files, "trials") if job.kind == "tune" else None,
         "verified": _summary_list(files, "verification") if job.kind == "tune" else None,
         "pareto": _summary_list(files, "pareto_front") if job.kind == "tune" else None,

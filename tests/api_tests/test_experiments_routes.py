@@ -61,7 +61,10 @@ def test_invalid_specs_are_refused_before_queueing(alice, post_spec) -> None:
     assert "x" not in names
 
 
-def test_a_finished_run_reports_result_alerts_metrics_artifacts(alice, post_spec, tiny, wait):
+def test_a_finished_run_reports_result_alerts_metrics_artifacts(
+    alice, bob, post_spec, tiny, wait, server, keys
+):
+    alice_key = keys["alice"]  # for the dashboard page (`keys` below is the metric keys)
     job_id = post_spec(alice, tiny(1024, name="finished")).json()["id"]
     job = wait(alice, job_id)
     assert job["status"] == "succeeded", job["error"]
@@ -87,6 +90,18 @@ def test_a_finished_run_reports_result_alerts_metrics_artifacts(alice, post_spec
     assert png.content.startswith(b"\x89PNG")
     for name in ("nope.yaml", "..%2Fjobs.db", "%2Fetc%2Fpasswd"):
         assert alice.get(f"/v1/experiments/{job_id}/artifacts/{name}").status_code == 404
+    diagnosis = alice.get(f"/v1/experiments/{job_id}/diagnosis")
+    assert diagnosis.status_code == 200, diagnosis.text
+    assert set(diagnosis.json()) == {"causes", "not_judged"}
+    assert all(c["cause"] and 0 <= c["confidence"] <= 1 for c in diagnosis.json()["causes"])
+    assert bob.get(f"/v1/experiments/{job_id}/diagnosis").status_code == 404  # owner-scoped
+    page = httpx.Client(base_url=server.url, timeout=30)
+    assert page.post("/login", data={"api_key": alice_key}).status_code == 303
+    html = page.get(f"/experiments/{job_id}").text
+    assert '<h2 id="doctor-h">Doctor</h2>' in html
+    causes = diagnosis.json()["causes"]
+    assert ("No cause found" in html) == (not causes)
+    assert all(f'<strong class="mono">{c["cause"]}</strong>' in html for c in causes)
 
 
 def _sse(client: httpx.Client, job_id: str, last: int | None = None, count: int | None = None):

@@ -62,6 +62,10 @@ OPERATIONS = {
         "downloadArtifact",
         {"200", "401", "404", "413", "422", "503"},
     ),
+    ("get", "/v1/experiments/{experiment_id}/diagnosis"): (
+        "getDiagnosis",
+        {"200", "401", "404", "422", "503"},
+    ),
 }
 
 

@@ -15,6 +15,7 @@ import typer
 
 from ppo_platform import tracing
 from ppo_platform.cli.agent_commands import register as register_agent_commands
+from ppo_platform.cli.doctor_command import register as register_doctor_command
 from ppo_platform.cli.env_commands import EnvPackages, register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
 from ppo_platform.cli.lm_commands import load_checked_spec, run_any_spec
@@ -350,6 +351,7 @@ register_interop_commands(app)  # import-zoo (cli_interop.py)
 register_env_commands(app)  # envs (env_commands.py)
 register_agent_commands(app)  # enjoy, export (agent_commands.py)
 register_lm_commands(app)  # lm init-demo (lm_commands.py)
+register_doctor_command(app)  # doctor (doctor_command.py)
 
 
 _durable = False  # set by `run`, `sweep` and `tune` once all they did is closed and durable

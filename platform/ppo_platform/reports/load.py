@@ -86,6 +86,7 @@ def load_runs(sweep: dict[str, Any]) -> tuple[dict[str, str], list[SeedRun]]:
                 alerts=int(alerts[-1][1]) if alerts else int(tags.get(tag.ALERTS_TOTAL, "0")),
                 approx_kl_post=_points(run, KL_POST_KEY),
                 alerts_by_signal=_alerts_by_signal(run["metrics"]),
+                top_cause=tags.get(tag.TOP_CAUSE, ""),
             )
         )
     runs.sort(key=lambda r: (r.variant_index, r.seed))

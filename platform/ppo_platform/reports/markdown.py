@@ -74,15 +74,16 @@ def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
         "",
         "## Runs",
         "",
-        "| run | variant | seed | status | final return | steps to threshold | mean KL | alerts |",
-        "|---|---|---|---|---|---|---|---|",
+        "| run | variant | seed | status | final return | steps to threshold | mean KL | alerts "
+        "| top cause |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for run in report.runs:
         steps = steps_to_threshold(run.evals, threshold)
         lines.append(
             f"| {run.name} | {run.variant} | {run.seed} | {run.status} | "
             f"{_num(final_return(run.evals))} | {'-' if steps is None else f'{steps:,}'} | "
-            f"{_num(series_mean(run.approx_kl), 3)} | {run.alerts} |"
+            f"{_num(series_mean(run.approx_kl), 3)} | {run.alerts} | {run.top_cause or '-'} |"
         )
     failed = [run for run in report.runs if not run.finished]
     if failed:

@@ -83,6 +83,7 @@ class SeedRun:
     alerts: int
     approx_kl_post: Series = field(default_factory=list)
     alerts_by_signal: dict[str, int] = field(default_factory=dict)
+    top_cause: str = ""  # the doctor's most likely cause at the run's end ("": none)
 
     @property
     def finished(self) -> bool:

@@ -80,3 +80,24 @@ def sweep_runs(client: MlflowClient, parent_run_id: str, keys: Iterable[str]) ->
         "parent": {"run_id": parent_run_id, "tags": dict(parent.data.tags)},
         "children": children,
     }
+
+
+def stored_run(tracking_uri: str, run_id: str) -> dict[str, Any]:
+    """A run's status, tags and every metric's history (last value per step), as plain data:
+    what the doctor reads. RunNotFoundError if the store does not know the id."""
+    from mlflow.exceptions import MlflowException
+
+    client = tracking_client(tracking_uri)
+    try:
+        run = retry(partial(client.get_run, run_id))
+    except MlflowException as error:
+        raise RunNotFoundError(
+            f"no MLflow run {run_id!r} in {tracking_uri}: give a run id that `ppo-platform "
+            "run` printed (the same PPO_PLATFORM_HOME or MLFLOW_TRACKING_URI)."
+        ) from error
+    return {
+        "run_id": run_id,
+        "status": run.info.status,
+        "tags": dict(run.data.tags),
+        "metrics": {key: last_per_step(client, run_id, key) for key in sorted(run.data.metrics)},
+    }

@@ -42,6 +42,15 @@ GRID_INDEX = f"{PREFIX}grid_index"
 GRID_VALUE_PREFIX = f"{PREFIX}grid."
 SEED = f"{PREFIX}seed"
 FAILURE = f"{PREFIX}failure"
+# A failure as data (the doctor reads them: doctor/facts.py spells the same names): who
+# failed (`env`, `trainer`), the error's type, what kind of fault, the env step and, for a
+# non-finite observation, its element index.
+FAILURE_SOURCE = f"{PREFIX}failure_source"
+FAILURE_TYPE = f"{PREFIX}failure_type"
+FAILURE_KIND = f"{PREFIX}failure_kind"
+FAILURE_STEP = f"{PREFIX}failure_step"
+FAILURE_INDEX = f"{PREFIX}failure_index"
+TOP_CAUSE = f"{PREFIX}top_cause"  # the doctor's most likely cause at the run's end ("" none)
 WORKER_PID = f"{PREFIX}worker_pid"
 THRESHOLD = f"{PREFIX}threshold"
 FAILED_RUNS = f"{PREFIX}failed_runs"

@@ -7,6 +7,10 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from stable_baselines3.common.base_class import BaseAlgorithm
 
 _NAME = re.compile(r"^step_(\d{12})\.zip$")
 
@@ -71,3 +75,20 @@ def link_final(folder: Path, timesteps: int, final: Path) -> list[Path]:
         linked.append(final / "vecnormalize.pkl")
         link_or_copy(stats, linked[1])
     return linked
+
+
+def save_checkpoint(model: BaseAlgorithm, folder: Path, steps: int, keep_last: int) -> None:
+    """Save `model` (and its VecNormalize statistics) as the checkpoint of `steps`, keeping
+    the last `keep_last`. Written in a side folder, then moved into place (normalization
+    stats first): a kill mid-write never leaves a partial checkpoint for a resume to load."""
+    partial = folder / ".partial"
+    partial.mkdir(parents=True, exist_ok=True)
+    path = model_path(folder, steps)
+    env = model.get_vec_normalize_env()
+    if env is not None:
+        stats = normalize_path(folder, steps)
+        env.save(str(partial / stats.name))
+        os.replace(partial / stats.name, stats)
+    model.save(partial / path.name)
+    os.replace(partial / path.name, path)
+    prune_checkpoints(folder, keep_last)

@@ -1,6 +1,6 @@
 """What a finished run leaves: the final model (its last checkpoint, stored once), its
-evaluation videos, the alerts document and the training-curves plot, handed to the tracking
-process."""
+evaluation videos, the alerts document, the doctor's diagnosis and the training-curves plot,
+handed to the tracking process."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ from pathlib import Path
 
 from stable_baselines3.common.base_class import BaseAlgorithm
 
+from ppo_platform.doctor import Diagnosis
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking.remote import RemoteRun
 from ppo_platform.training import checkpoints as ckpt
+from ppo_platform.training.diagnosis import write_diagnosis
 from ppo_platform.training.monitoring import alerts_document
 from ppo_platform.training.play import evaluation_videos
 from trainers.diagnostics import DiagnosticsMonitor
@@ -23,6 +25,7 @@ def log_final_artifacts(
     monitor: DiagnosticsMonitor,
     model: BaseAlgorithm,
     defer_plot: bool = False,
+    diagnosis: Diagnosis | None = None,
 ) -> None:
     """final/model.zip (+ vecnormalize.pkl) linked to the checkpoint of `model`'s last step,
     with `evaluation.video` its evaluation videos, alerts.json and training_curves.png, each
@@ -42,6 +45,8 @@ def log_final_artifacts(
     alerts_path: Path = run_dir / "alerts.json"
     alerts_path.write_text(json.dumps(alerts_document(monitor), indent=2))
     tracker.log_artifact(alerts_path, "diagnostics")
+    if diagnosis is not None:  # the doctor's causes (docs/guides/diagnostics.md)
+        tracker.log_artifact(write_diagnosis(diagnosis, run_dir), "diagnostics")
     tracker.flush()
     tracker.render_plot(
         run_dir / "training_curves.png",

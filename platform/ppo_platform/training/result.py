@@ -23,6 +23,7 @@ class RunResult:
     message: str = ""
     tracking_seconds: float = 0.0  # wall time spent writing to MLflow during training
     alert_summary: tuple[str, ...] = ()  # one line per signal that alerted
+    top_cause: str = ""  # the doctor's most likely cause, as one line ("": none found)
 
     @property
     def status(self) -> str:
@@ -40,6 +41,8 @@ class RunResult:
             f"{self.seconds:.1f} s, final eval return {score}, {self.alerts} alert(s)"
         )
         lines = [text, *(f"  {line}" for line in self.alert_summary)]
+        if self.top_cause:
+            lines.append(f"  doctor: {self.top_cause} (ppo-platform doctor {self.run_id})")
         if self.message:
             lines.append(self.message)
         return "\n".join(lines)

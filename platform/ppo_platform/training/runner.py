@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
 import sys
 import threading
 import time
@@ -16,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gymnasium.spaces import Box
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.callbacks import CallbackList
 from stable_baselines3.common.utils import safe_mean
@@ -35,6 +35,7 @@ from ppo_platform.tracking.remote import (
 )
 from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
+from ppo_platform.training import diagnosis as doctor
 from ppo_platform.training.algorithms import build_model, load_model
 from ppo_platform.training.environments import EnvMaker, build_eval_env, build_train_env, eval_seed
 from ppo_platform.training.final_artifacts import log_final_artifacts
@@ -44,9 +45,13 @@ from ppo_platform.training.result import MLFLOW_STATUS, Outcome
 from ppo_platform.training.result import RunResult as RunResult  # re-exported for callers
 from ppo_platform.training.resume import recorded_folder, resumable
 from ppo_platform.training.resume import run_folder as run_folder  # re-exported for callers
-from trainers.callbacks import PeriodicCheckpointCallback, PeriodicEvalCallback
+from trainers.callbacks import (
+    PeriodicCheckpointCallback,
+    PeriodicEvalCallback,
+    RolloutStatsCallback,
+)
 from trainers.diagnostics import Alert, DiagnosticsMonitor
-from trainers.errors import NonFiniteError
+from trainers.errors import NonFiniteError, NonFiniteInputError
 from trainers.reporting import UpdateReportingMixin
 
 ProgressCallback = Callable[[ProgressEvent], None]
@@ -73,6 +78,7 @@ class TrainingSession:
         self.last_eval: tuple[float, float] | None = None
         self.model: BaseAlgorithm | None = None
         self.evaluator: PeriodicEvalCallback | None = None
+        self.rollout_stats, self.history = RolloutStatsCallback(), doctor.MetricHistory()
         self._started = time.perf_counter()
         self._start_steps = 0
         self._signals_mark = signals.received()  # interrupts before this one are not ours
@@ -122,6 +128,7 @@ class TrainingSession:
             safe_mean([ep["l"] for ep in model.ep_info_buffer or []])
         )
         row["time/fps"] = (steps - self._start_steps) / elapsed
+        row.update(self.rollout_stats.latest)
         self.stop_alert = raise_alerts(
             self.monitor,
             self.spec.diagnostics.on_alert,
@@ -133,6 +140,7 @@ class TrainingSession:
         )
         row.update(diagnostics_row(self.monitor, metrics))
         self.tracker.log_metrics({k: v for k, v in row.items() if not math.isnan(v)}, steps)
+        self.history.record(row, steps)
         async_eval.collect(self.evaluator)  # asynchronous evaluations that are in
         self._event(
             "update",
@@ -161,19 +169,9 @@ class TrainingSession:
 
     def save_checkpoint(self, steps: int) -> None:
         assert self.model is not None
-        # Written in a side folder, then moved into place (normalization stats first): a kill
-        # mid-write never leaves a partial checkpoint for a resume to load.
-        partial = self.checkpoint_dir / ".partial"
-        partial.mkdir(parents=True, exist_ok=True)
-        model_path = ckpt.model_path(self.checkpoint_dir, steps)
-        env = self.model.get_vec_normalize_env()
-        if env is not None:
-            stats = ckpt.normalize_path(self.checkpoint_dir, steps)
-            env.save(str(partial / stats.name))
-            os.replace(partial / stats.name, stats)
-        self.model.save(partial / model_path.name)
-        os.replace(partial / model_path.name, model_path)
-        ckpt.prune_checkpoints(self.checkpoint_dir, self.spec.checkpoints.keep_last)
+        ckpt.save_checkpoint(
+            self.model, self.checkpoint_dir, steps, self.spec.checkpoints.keep_last
+        )
 
     def train(
         self, model: BaseAlgorithm, eval_env: VecEnv, remaining: int, fresh: bool
@@ -217,6 +215,7 @@ class TrainingSession:
         callbacks = CallbackList(
             [
                 evaluator,
+                self.rollout_stats,
                 PeriodicCheckpointCallback(
                     self.spec.checkpoints.every_timesteps, self.save_checkpoint
                 ),
@@ -239,6 +238,8 @@ class TrainingSession:
                 f"training diverged at step {model.num_timesteps}: {error} "
                 f"({where}). Lower the learning rate or K."
             ) from error
+        except NonFiniteInputError as error:  # the env's fault: no learning rate fixes it
+            raise doctor.close_env_fault(self.tracker, self.spec, self.history, error) from error
         except KeyboardInterrupt:
             self._checkpoint_interrupted(model)
             raise
@@ -292,10 +293,15 @@ class TrainingSession:
         tracing.mark("finish: final evaluation done")
         self.save_checkpoint(model.num_timesteps)
         tracing.mark("finish: checkpoint saved")
-        log_final_artifacts(self.tracker, self.spec, self.monitor, model, self.defer_plot)
+        continuous = isinstance(model.action_space, Box)
+        diagnosis = doctor.session_diagnosis(self.spec, self.history, continuous)
+        log_final_artifacts(
+            self.tracker, self.spec, self.monitor, model, self.defer_plot, diagnosis
+        )
         tracing.mark("finish: final model saved, artifacts + plot handed over")
         mean, std = self.last_eval if self.last_eval and outcome == "completed" else (None, None)
         tags = {tag.OUTCOME: outcome, tag.ALERTS_TOTAL: str(len(self.monitor.alerts))}
+        tags[tag.TOP_CAUSE] = diagnosis.top.cause if diagnosis.top else ""
         if mean is not None:
             tags[tag.FINAL_EVAL_MEAN] = f"{mean:.4f}"
         if message:
@@ -313,6 +319,7 @@ class TrainingSession:
             message,
             self.tracker.write_seconds,
             tuple(self.monitor.summary_lines()),
+            diagnosis.top.line() if diagnosis.top else "",
         )
 
 

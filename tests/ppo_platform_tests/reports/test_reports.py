@@ -122,6 +122,17 @@ def test_the_markdown_row_shows_post_update_kl_and_alerts_per_signal():
     assert "![post-update KL and clip fraction per update](update_size.png)" in text
 
 
+def test_the_runs_table_names_each_members_top_cause():
+    runs = [seed_run(0, [0.01], {}), seed_run(1, [0.3], {})]
+    runs[1] = SeedRun(**{**runs[1].__dict__, "top_cause": "step_too_large"})
+    report = SweepReport("p" * 32, "ex2", "CartPole-v1", 475.0, [summarize("k", runs, 475.0)], runs)
+    lines = render_markdown(report, {}).splitlines()
+    header = next(line for line in lines if line.startswith("| run |"))
+    rows = [line for line in lines if line.startswith("| k30-s")]
+    assert header.endswith("| alerts | top cause |")
+    assert rows[0].endswith("| 0 | - |") and rows[1].endswith("| 0 | step_too_large |")
+
+
 def test_the_update_size_plot_is_a_png_with_both_panels(tmp_path):
     runs = [seed_run(0, [0.01, 0.03, 0.2], {}), seed_run(1, [0.02, 0.02, 0.02], {})]
     path = plot_update_size({"k": runs}, 0.1, 0.4, tmp_path / "update_size.png", "ex2")

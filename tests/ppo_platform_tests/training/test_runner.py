@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 import os
 import signal
 import threading
@@ -133,7 +132,10 @@ def test_artifacts_hold_spec_model_alerts_and_plot(finished) -> None:
     spec, result, _ = finished
     assert artifact_paths(result.run_id, "model") == {"model/model.zip"}
     assert artifact_paths(result.run_id, "plots") == {"plots/training_curves.png"}
-    assert artifact_paths(result.run_id, "diagnostics") == {"diagnostics/alerts.json"}
+    assert artifact_paths(result.run_id, "diagnostics") == {
+        "diagnostics/alerts.json",
+        "diagnostics/diagnosis.json",
+    }
     stored = client().download_artifacts(result.run_id, "spec/resolved_spec.yaml")
     assert validate_data(yaml.safe_load(Path(stored).read_text())) == spec
 
@@ -294,8 +296,10 @@ def test_resume_continues_from_last_checkpoint_into_the_same_run(shared_home: Pa
     assert [s for s in steps if s > stopped_at] == list(range(stopped_at + 256, steps[-1] + 1, 256))
 
 
-class NaNRewardAfter(gym.Wrapper):
-    """CartPole whose rewards turn NaN after `after` steps: a real divergence."""
+class HugeRewardAfter(gym.Wrapper):
+    """CartPole whose rewards turn 3e38 (finite, near float32's largest) after `after` steps:
+    their discounted sums overflow to infinity, a real divergence. (A NaN reward is the env's
+    fault and stops the run before training sees it: tests/ppo_platform_tests/doctor.)"""
 
     def __init__(self, env: gym.Env, after: int = 700) -> None:
         super().__init__(env)
@@ -304,13 +308,15 @@ class NaNRewardAfter(gym.Wrapper):
     def step(self, action: Any) -> Any:
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.steps += 1
-        return obs, (math.nan if self.steps > self.after else reward), terminated, truncated, info
+        return obs, (3e38 if self.steps > self.after else reward), terminated, truncated, info
 
 
 def _register_nan_env() -> str:
-    env_id = "tests/NaNRewardCartPole-v0"
+    env_id = "tests/HugeRewardCartPole-v0"
     if env_id not in gym.registry:
-        gym.register(env_id, entry_point=lambda **kw: NaNRewardAfter(gym.make("CartPole-v1", **kw)))
+        gym.register(
+            env_id, entry_point=lambda **kw: HugeRewardAfter(gym.make("CartPole-v1", **kw))
+        )
     return env_id
 
 

@@ -1,0 +1,145 @@
+"""Causes in PPO on a language model: the KL penalty to the reference switched off in effect or
+running away, reward up while held-out reward falls, responses collapsing to nothing.
+Steps here are updates (the LM runner logs one row per update)."""
+
+from __future__ import annotations
+
+import math
+
+from ppo_platform.doctor.rules_step import Verdict, significant
+from ppo_platform.doctor.series import View, improving, median, thirds
+from ppo_platform.doctor.thresholds import Limits
+from ppo_platform.doctor.vocabulary import Finding, RunFacts, Scalar, evidence
+
+
+def lm_kl_penalty_inert(view: View, facts: RunFacts, limits: Limits) -> Verdict:
+    if not view.has("lm_kl_beta"):
+        return None
+    points = view.points("lm_kl_beta")
+    floor = [(s, x) for s, x in points if x <= limits.lm_beta_floor]
+    share = len(floor) / len(points)
+    if share < 0.5 or (facts.kl_beta is not None and facts.kl_beta <= limits.lm_beta_floor):
+        return None  # a beta set to ~0 on purpose is no fault
+    kl = view.values("lm_kl_ref")
+    found = [
+        evidence(
+            view.label("lm_kl_beta"),
+            significant(floor[-1][1]),
+            threshold=limits.lm_beta_floor,
+            updates=len(floor),
+            from_step=floor[0][0],
+            note=f"beta at its floor on {share:.0%} of updates: the KL penalty is off",
+        )
+    ]
+    patch: dict[str, Scalar] = {}
+    if kl:
+        reached = significant(max(median(kl), 1e-6))
+        found.append(
+            evidence(
+                view.label("lm_kl_ref"),
+                reached,
+                threshold=facts.kl_target,
+                note="median measured KL",
+            )
+        )
+        if facts.kl_target is not None:
+            patch["lm.kl.target"] = reached
+    return Finding(
+        "lm_kl_penalty_inert",
+        min(0.95, 0.5 + 0.5 * share),
+        floor[0][0],
+        found,
+        "the measured KL stays below the target, so the adaptive rule halves beta every update "
+        "until the penalty is gone: set a target the measured KL reaches (or a fixed beta)",
+        patch,
+    )
+
+
+def lm_kl_runaway(view: View, facts: RunFacts, limits: Limits) -> Verdict:
+    if not view.has("lm_kl_ref"):
+        return None
+    points = view.points("lm_kl_ref")
+    reference = facts.kl_target or max(points[0][1], 1e-3)
+    bound = limits.lm_kl_runaway_factor * reference
+    late = points[len(points) * 2 // 3 :]
+    high = [(s, x) for s, x in late if x > bound]
+    if len(late) < 2 or len(high) < len(late) / 2:
+        return None
+    kl = median([x for _, x in high])
+    patch: dict[str, Scalar] = {}
+    if facts.learning_rate is not None:
+        factor = max(2.0, math.sqrt(kl / reference))
+        patch["update.learning_rate.start"] = significant(facts.learning_rate / factor)
+    return Finding(
+        "lm_kl_runaway",
+        0.8,
+        high[0][0],
+        [
+            evidence(
+                view.label("lm_kl_ref"),
+                significant(kl),
+                threshold=significant(bound),
+                updates=len(high),
+                from_step=high[0][0],
+                note="late in the run",
+            )
+        ],
+        "the policy runs away from the reference faster than the penalty holds it: lower the "
+        "learning rate",
+        patch,
+    )
+
+
+def lm_reward_hacking(view: View, facts: RunFacts, limits: Limits) -> Verdict:
+    reward, held_out = view.values("lm_reward"), view.values("eval_return")
+    if len(held_out) < 3 or not improving(reward):
+        return None
+    first, last = thirds(held_out)
+    if first - last <= 0.1 * max(abs(first), max(held_out) - min(held_out), 1e-8):
+        return None
+    patch: dict[str, Scalar] = {}
+    if facts.kl_beta is not None:
+        patch["lm.kl.beta"] = significant(min(100.0, max(2 * facts.kl_beta, 0.05)))
+    points = view.points("eval_return")
+    return Finding(
+        "lm_reward_hacking",
+        0.75,
+        points[len(points) // 3][0],
+        [
+            evidence(view.label("lm_reward"), "rising", note="training reward"),
+            evidence(
+                view.label("eval_return"),
+                f"{first:.3g} -> {last:.3g}",
+                note="held-out reward falls",
+            ),
+        ],
+        "the training reward rises while the held-out reward falls: the policy exploits the "
+        "reward terms. Hold it nearer the reference (a larger lm.kl.beta) and check the terms",
+        patch,
+    )
+
+
+def lm_length_collapse(view: View, facts: RunFacts, limits: Limits) -> Verdict:
+    lengths = view.points("lm_length")
+    if len(lengths) < 3:
+        return None
+    start = lengths[0][1]
+    short = [(s, x) for s, x in lengths if x < limits.lm_length_collapse_share * start]
+    if not short or lengths[-1][1] >= limits.lm_length_collapse_share * start:
+        return None
+    return Finding(
+        "lm_length_collapse",
+        0.7,
+        short[0][0],
+        [
+            evidence(
+                view.label("lm_length"),
+                significant(lengths[-1][1]),
+                threshold=significant(limits.lm_length_collapse_share * start),
+                from_step=short[0][0],
+                note=f"first update: {start:.3g} tokens",
+            )
+        ],
+        "responses shrank to a fraction of their first length: a reward term or the per-token "
+        "KL penalty pays for ending early. Check the reward terms' length terms",
+    )

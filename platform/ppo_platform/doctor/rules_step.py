@@ -1,0 +1,193 @@
+"""Causes in the optimisation: the step size, the critic, exploration, the horizon, the batch.
+
+Each rule reads a run's signals (`View`) and facts, and returns a `Finding`, `NotJudged` (a
+signal it needs is missing) or None (judged healthy). Thresholds: `thresholds.Limits`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ppo_platform.doctor.series import Points, View, first_step_where, improving, median
+from ppo_platform.doctor.thresholds import Limits
+from ppo_platform.doctor.vocabulary import Finding, NotJudged, RunFacts, Scalar, evidence
+
+Verdict = Finding | NotJudged | None
+
+
+def significant(value: float, digits: int = 3) -> float:
+    """`value` rounded to `digits` significant digits (patched values read like a human's)."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return round(value, digits - 1 - math.floor(math.log10(abs(value))))
+
+
+def _judged_steps(view: View, limits: Limits) -> Points:
+    """KL points of updates whose LR was not annealed below `annealed_fraction` of its peak."""
+    kl = view.points("kl")
+    lr = dict(view.points("learning_rate"))
+    if not lr:
+        return kl
+    peak = max(lr.values())
+    return [(s, x) for s, x in kl if lr.get(s, peak) >= limits.annealed_fraction * peak]
+
+
+def step_too_large(view: View, facts: RunFacts, limits: Limits) -> Verdict:
+    if not view.has("kl"):
+        return NotJudged("step_too_large", "the run logged no approx KL")
+    points = view.points("kl")
+    high = [(s, x) for s, x in points if x > limits.kl_alert]
+    share = len(high) / len(points)
+    if len(high) < 3 or share < limits.large_share:
+        return None
+    ordered = sorted(x for _, x in points)
+    upper = ordered[(3 * len(ordered)) // 4]
+    factor = min(limits.max_lr_factor, max(2.0, math.sqrt(upper / limits.kl_aim)))
+    found = [
+        evidence(
+            view.label("kl"),
+            significant(upper),
+            threshold=limits.kl_alert,
+            updates=len(high),
+            from_step=high[0][0],
+            note=f"upper-quartile KL; above the alert on {share:.0%} of updates",
+        )
+    ]
+    clip = view.values("clip_fraction")
+    if clip:
+        found.append(
+            evidence(view.label("clip_fraction"), significant(median(clip)), note="median")
+        )
+    patch: dict[str, Scalar] = {}
+    if facts.learning_rate is not None:
+        patch["update.learning_rate.start"] = significant(facts.learning_rate / factor)
+    if facts.epochs is not None and facts.epochs > 10:
+        patch["update.epochs"] = 10
+    return Finding(
+        "step_too_large",
+        min(0.95, 0.5 + 0.5 * share),
+        high[0][0],
+        found,
+        f"each update moves the policy too far (KL ~{upper:.3g}, healthy 0-"
+        f"{limits.kl_healthy_max}): divide the learning rate by ~{factor:.3g}"
+        + (" and lower K" if "update.epochs" in patch else ""),
+        patch,
+    )
+
+
+def step_too_small(view: View, facts: RunFacts, limits: Limits) -> Verdict:
+    if not view.has("kl"):
+        return NotJudged("step_too_small", "the run logged no approx KL")
+    judged = _judged_steps(view, limits)
+    if len(judged) < limits.min_updates:
+        return None
+    clip = dict(view.points("clip_fraction"))
+    tiny = [
+        (s, x)
+        for s, x in judged
+        if x < limits.kl_tiny and clip.get(s, 0.0) < limits.clip_fraction_low
+    ]
+    share = len(tiny) / len(judged)
+    if share < limits.small_share or improving(view.values("episode_return")):
+        return None
+    kl = max(median([x for _, x in judged]), 1e-12)
+    factor = min(limits.max_lr_factor, max(2.0, math.sqrt(limits.kl_aim / kl)))
+    patch: dict[str, Scalar] = {}
+    if facts.learning_rate is not None:
+        patch["update.learning_rate.start"] = significant(
+            min(max(facts.learning_rate, limits.lr_max), facts.learning_rate * factor)
+        )
+    found = [
+        evidence(
+            view.label("kl"),
+            significant(kl),
+            threshold=limits.kl_tiny,
+            updates=len(tiny),
+            from_step=tiny[0][0],
+            note=f"median KL; tiny on {share:.0%} of the updates judged",
+        )
+    ]
+    if clip:
+        found.append(
+            evidence(view.label("clip_fraction"), significant(median(list(clip.values()))))
+        )
+    if view.has("episode_return"):
+        found.append(evidence(view.label("episode_return"), "no progress"))
+    return Finding(
+        "step_too_small",
+        min(0.9, 0.4 + 0.5 * share),
+        tiny[0][0],
+        found,
+        f"the policy barely moves (KL ~{kl:.2g}, clipping never triggers) and the return does "
+        f"not rise: multiply the learning rate by ~{factor:.3g}",
+        patch,
+    )
+
+
+def critic_not_learning(view: View, facts: RunFacts, limits: Limits) -> Verdict:
+    if not view.has("explained_variance"):
+        return NotJudged("critic_not_learning", "the run logged no explained variance")
+    ev = view.points("explained_variance")
+    end = facts.total_timesteps or ev[-1][0]
+    std, rms = dict(view.points("returns_std")), dict(view.points("returns_rms"))
+
+    def informative(step: int) -> bool:
+        if step not in std or step not in rms:
+            return True
+        return std[step] > 0 and std[step] ** 2 >= limits.return_variance_floor * rms[step] ** 2
+
+    late = [(s, x) for s, x in ev if s >= limits.late_fraction * end and informative(s)]
+    bad = [(s, x) for s, x in late if x <= limits.explained_variance_min]
+    if len(late) < limits.min_updates or len(bad) / len(late) < limits.critic_share:
+        return None
+    share = len(bad) / len(late)
+    patch: dict[str, Scalar] = {}
+    if facts.value_coef is not None:
+        patch["surrogate.value_coef"] = (
+            0.5 if facts.value_coef == 0 else min(1.0, 2 * facts.value_coef)
+        )
+    value = significant(median([x for _, x in bad]))
+    return Finding(
+        "critic_not_learning",
+        min(0.85, 0.4 + 0.4 * share),
+        bad[0][0],
+        [
+            evidence(
+                view.label("explained_variance"),
+                value,
+                threshold=limits.explained_variance_min,
+                updates=len(bad),
+                from_step=bad[0][0],
+                note=f"median late in training; at or below the threshold on {share:.0%}",
+            )
+        ],
+        "the value function explains none of the returns late in training: weigh the value "
+        "loss more (surrogate.value_coef) and check the reward scale",
+        patch,
+    )
+
+
+def entropy_patch(facts: RunFacts) -> dict[str, Scalar]:
+    if facts.entropy_coef is None:
+        return {}
+    return {
+        "surrogate.entropy_coef": 0.01
+        if facts.entropy_coef == 0
+        else min(0.1, 3 * facts.entropy_coef)
+    }
+
+
+def collapse_step(
+    view: View, signal: str, holds: object, by: float, facts: RunFacts
+) -> tuple[int, float] | None:
+    """(step, value) where `signal` first met `holds`, if before `by` of the run and the
+    return did not improve from there on."""
+    points = view.points(signal)
+    step = first_step_where(points, holds)
+    end = facts.total_timesteps or (points[-1][0] if points else 0)
+    if step is None or step > by * end:
+        return None
+    after = [x for s, x in view.points("episode_return") if s >= step]
+    if improving(after):
+        return None
+    return step, dict(points)[step]

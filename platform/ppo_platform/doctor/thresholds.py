@@ -1,0 +1,45 @@
+"""The doctor's thresholds, each documented in docs/guides/diagnostics.md ("The doctor").
+
+The step-size ones are the lessons' healthy ranges (approx KL in [0, 0.02], alert above 0.1;
+clip fraction 0.1-0.3, ~0 means the step is too small); the rest are named where they are used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    kl_healthy_max: float = 0.02
+    kl_alert: float = 0.1
+    kl_aim: float = 0.01  # a patched learning rate aims at the middle of the healthy range
+    kl_tiny: float = 0.001  # a step too small: the KL stays below this ...
+    clip_fraction_low: float = 0.01  # ... and the clip fraction below this
+    large_share: float = 0.25  # KL above the alert on this share of updates (3 at least)
+    small_share: float = 0.8  # KL and clip fraction tiny on this share of judged updates
+    critic_share: float = 0.8  # explained variance low on this share of late judged updates
+    lr_max: float = 0.003  # a raised learning rate stops here (unless it started above)
+    min_updates: int = 5  # judged updates a sustained cause needs at least
+    annealed_fraction: float = 0.1  # LR below this share of its peak: not judged as too small
+    explained_variance_min: float = 0.05
+    return_variance_floor: float = 1e-3  # as the monitor: Var(returns) >= floor x RMS^2
+    late_fraction: float = 0.5
+    observation_abs_max: float = 100.0  # raw observations beyond +-this: normalize them
+    reward_per_step_max: float = 100.0  # mean |reward| per step beyond this: normalize rewards
+    returns_rms_max: float = 1000.0  # GAE targets beyond this RMS: normalize rewards
+    entropy_collapse_share: float = 0.1  # entropy below this share of its first value ...
+    entropy_collapse_by: float = 0.5  # ... before this share of the run, then no progress
+    std_min: float = 0.05  # Gaussian std below this before half the run, then no progress
+    action_clip_max: float = 0.5  # more than this share of sampled actions outside the bounds
+    horizon_ratio: float = 5.0  # episodes longer than this many effective horizons 1/(1-gamma)
+    gamma_range: tuple[float, float] = (0.9, 0.999)
+    rollout_ratio: float = 20.0  # episodes longer than this many rollouts (T steps) ...
+    min_batch: int = 256  # ... or fewer transitions per rollout than this
+    lm_beta_floor: float = 1e-6  # beta at or below this is no penalty at all
+    lm_kl_runaway_factor: float = 10.0  # lm/kl_ref above this many targets
+    lm_length_collapse_share: float = 0.25  # responses shorter than this share of the first
+    max_lr_factor: float = 1000.0
+
+
+LIMITS = Limits()
