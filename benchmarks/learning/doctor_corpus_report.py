@@ -1,0 +1,112 @@
+"""The doctor corpus's three rates and its results page (benchmarks/learning/doctor_corpus.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.harness import header
+
+THRESHOLDS = {"detection": ">= 90%", "false_alarms": "<= 1", "recovery": ">= 70%"}
+
+
+def share(hits: int, total: int) -> str:
+    return f"{hits}/{total} ({hits / total:.0%})" if total else "0/0"
+
+
+def rates(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Detection (planted cause first), false alarms (known-good with any cause or critical
+    alert), recovery (patch-fixable faults whose patched re-run reaches 90%)."""
+    faults = [r for r in rows if r["group"] == "fault"]
+    good = [r for r in rows if r["group"] == "good"]
+    fixable = [r for r in faults if r["fixable"]]
+    detected = sum(1 for r in faults if r["detected"])
+    alarms = sum(1 for r in good if r["false_alarm"])
+    back = sum(1 for r in fixable if r.get("recovered"))
+    lags = sorted(r["lag_updates"] for r in faults if r.get("lag_updates") is not None)
+    return {
+        "detection": share(detected, len(faults)),
+        "detection_share": detected / len(faults) if faults else None,
+        "lag_updates_median": lags[len(lags) // 2] if lags else None,
+        "lag_updates_max": lags[-1] if lags else None,
+        "false_alarms": f"{alarms} of {len(good)}",
+        "false_alarm_count": alarms,
+        "recovery": share(back, len(fixable)),
+        "recovery_share": back / len(fixable) if fixable else None,
+        "missed": [f"{r['name']} seed {r['seed']}" for r in faults if not r["detected"]],
+    }
+
+
+def _fault_line(r: dict[str, Any]) -> str:
+    recovered = {True: "yes", False: "no", None: "-"}[r.get("recovered")] if r["fixable"] else "n/a"
+    fixed = r.get("recovery_return")
+    fixed_text = f"{fixed:.1f}" if isinstance(fixed, float) else "-"
+    returned = f"{r['return']:.1f}" if isinstance(r.get("return"), float) else "-"
+    lag = r["lag_updates"] if r.get("lag_updates") is not None else "-"
+    return (
+        f"| {r['name']} | {r['seed']} | {r['fault']} | `{r['planted']}` | "
+        f"{', '.join(r['causes']) or 'none'} | {'yes' if r['detected'] else '**no**'} | {lag} | "
+        f"{returned} | {fixed_text} | {recovered} |"
+    )
+
+
+def _good_line(r: dict[str, Any]) -> str:
+    returned = f"{r['return']:.1f}" if isinstance(r.get("return"), float) else "-"
+    alarm = "**yes**" if r["false_alarm"] else "no"
+    return (
+        f"| {r['name']} | {returned} | {', '.join(r['causes']) or 'none'} | "
+        f"{r['critical_alerts']} | {alarm} | {r['wall_s']} |"
+    )
+
+
+def render(report: dict[str, Any]) -> str:
+    rates_ = report["rates"]
+    lines = header("How often is the doctor right? (the fault corpus)", report)
+    lines += [
+        "",
+        f"Budgets (env steps; LM: updates): {report['budgets']}. Wall {report['wall_s']} s; "
+        f"load before: {report['machine']['uptime_before']}; after: {report['uptime_after']}.",
+        "",
+        "| rate | measured | issue #35 asks |",
+        "|---|---|---|",
+        f"| detection (planted cause named first) | {rates_['detection']} | "
+        f"{THRESHOLDS['detection']} |",
+        f"| false alarms (known-good with any cause or critical alert) | {rates_['false_alarms']} "
+        f"| {THRESHOLDS['false_alarms']} |",
+        f"| recovery (patched re-run at 90% of known-good) | {rates_['recovery']} | "
+        f"{THRESHOLDS['recovery']} |",
+        "",
+        f"Detection lag (updates from the fault's onset to the finding's first step): median "
+        f"{rates_['lag_updates_median']}, max {rates_['lag_updates_max']}. "
+        f"Missed: {', '.join(rates_['missed']) or 'none'}.",
+    ]
+    cost = report.get("cost")
+    if cost:
+        lines += [
+            "",
+            f"Doctor cost: `diagnose` on a stored CartPole run's {cost['updates']} updates: "
+            f"median {cost['diagnose_ms'][0]} ms of thread CPU (min {cost['diagnose_ms'][1]}, "
+            f"max {cost['diagnose_ms'][2]}, 20 calls) = {cost['ms_per_update']} ms per update, "
+            "once at the run's end. There is no switch that turns the diagnosis off, so no "
+            "whole-process on/off pair was measured.",
+        ]
+    lines += [
+        "",
+        "## Faults",
+        "",
+        "| run | seed | fault | planted | doctor's causes | named first | lag (updates) | "
+        "return | patched return | recovered |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        *(_fault_line(r) for r in report["runs"] if r["group"] == "fault"),
+        "",
+        "## Known-good set",
+        "",
+        "| config | return | doctor's causes | critical alerts | false alarm | wall s |",
+        "|---|---|---|---|---|---|",
+        *(_good_line(r) for r in report["runs"] if r["group"] == "good"),
+        "",
+        "## Commands",
+        "",
+        *(f"- {r['name']} (seed {r['seed']}): `{r['command']}`" for r in report["runs"]),
+        "",
+    ]
+    return "\n".join(lines)
