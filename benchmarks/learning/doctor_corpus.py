@@ -46,7 +46,7 @@ from benchmarks.harness import (
     write_results,
 )
 from benchmarks.learning.doctor_corpus_cases import BASES, FAULTS, GOOD, LM_GOOD_SETS, Base
-from benchmarks.learning.doctor_corpus_report import rates, render
+from benchmarks.learning.doctor_corpus_report import lag_updates, rates, recovered, render
 
 PACKAGE = "benchmarks.learning.faulty_envs"
 CLI = str(Path(sys.executable).with_name("ppo-platform"))
@@ -132,15 +132,6 @@ def diagnosis_of(run_id: str | None, home: Path, write: Path | None = None) -> d
         write.write_text(dump_spec(patched_spec(spec, top)), encoding="utf-8")
         out["written"] = str(write)
     return out
-
-
-def lag_updates(first_step: int | None, onset: int, base: Base, spec_batch: int) -> int | None:
-    if first_step is None:
-        return None
-    if base.name == "lm":
-        return max(0, first_step - 1)
-    onset_global = onset * base.n_envs
-    return max(0, -(-(first_step - onset_global) // spec_batch))
 
 
 def batch_of(spec: Path, sets: list[str]) -> int:
@@ -247,17 +238,6 @@ def cost_per_update(home: Path, run_id: str, repeats: int = 20) -> dict[str, Any
     }
 
 
-def recovered(row: dict, good_returns: dict[str, float | None]) -> bool | None:
-    """90% of the known-good return above a random policy's, at the same budget (None: the
-    known-good return is unknown)."""
-    base = BASES[row["base"]]
-    good, fixed = good_returns.get(row["base"]), row.get("recovery_return")
-    if good is None or fixed is None:
-        return None if good is None else False
-    floor = base.random if base.random is not None else 0.0
-    return bool(fixed - floor >= 0.9 * (good - floor))
-
-
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="each base's smaller budget")
@@ -266,7 +246,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, help="runs side by side")
     parser.add_argument("--skip-good", action="store_true", help="faults only (no false alarms)")
     parser.add_argument("--keep", type=Path, help="keep the runs' homes here (default: temp)")
+    parser.add_argument("--stem", default="doctor_corpus", help="results file stem")
+    parser.add_argument(
+        "--merge", type=Path, help="run nothing: merge this result's rows into --stem's"
+    )
     return parser.parse_args()
+
+
+def case_names() -> set[str]:
+    """The rows' names of today's case table (a merged result drops rows no longer in it)."""
+    return {f"{f.base}/{f.name}" for f in FAULTS} | {g.name for g in GOOD}
 
 
 def wanted(name: str, only: list[str]) -> bool:
@@ -299,6 +288,8 @@ def run_all(args: argparse.Namespace, work: Path) -> list[dict]:
             row = (fault_row if kind == "fault" else good_row)(case, seed, budgets, work, home)
             if kind == "fault" and case.fixable:
                 row.update(recovery_row(row, home))
+        except Exception as error:  # one broken row is reported, not the whole corpus lost
+            row = broken_row(kind, case, seed, error)
         finally:
             free.put(home)
         row["home"] = home.name
@@ -313,20 +304,61 @@ def run_all(args: argparse.Namespace, work: Path) -> list[dict]:
         return list(pool.map(one, range(len(jobs))))
 
 
+def broken_row(kind: str, case: Any, seed: int, error: Exception) -> dict[str, Any]:
+    name = f"{case.base}/{case.name}" if kind == "fault" else case.name
+    row: dict[str, Any] = {"group": kind, "name": name, "seed": seed, "base": case.base}
+    row.update(error=f"{type(error).__name__}: {error}", causes=[], run_id=None, command="-")
+    row.update(detected=False, false_alarm=True, critical_alerts=0, wall_s=0, exit=1)
+    if kind == "fault":
+        row.update(fault=case.fault, planted=case.cause, fixable=case.fixable, top=None)
+    return row
+
+
 def ensure_lm_demo(homes: list[Path], jobs: list[tuple[str, Any, int]]) -> None:
-    """`ppo-platform lm init-demo` in each home an LM row will use."""
+    """`ppo-platform lm init-demo` once, into the LM folder every home shares
+    (PPO_PLATFORM_LM_DIR, set by main)."""
     needs = any((getattr(case, "base", None) == "lm") for _, case, _ in jobs)
-    for home in homes if needs else []:
-        if not (home / "lm" / "arithmetic").exists():
-            home.mkdir(parents=True, exist_ok=True)
-            subprocess.run(
-                [CLI, "lm", "init-demo"], env=child_env(home), check=True, capture_output=True
-            )
+    lm_dir = Path(os.environ["PPO_PLATFORM_LM_DIR"])
+    if needs and not (lm_dir / "arithmetic").exists():
+        homes[0].mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [CLI, "lm", "init-demo"], env=child_env(homes[0]), check=True, capture_output=True
+        )
+
+
+def finish(report: dict[str, Any], stem: str) -> None:
+    """Judge recovery against the known-good returns, count the rates, write the page."""
+    rows = [r for r in report["runs"] if r["name"] in case_names()]
+    good_returns = {r["base"]: r["return"] for r in rows if r["group"] == "good" and r["base"]}
+    for row in rows:
+        if row["group"] == "fault" and row["fixable"]:
+            row["recovered"] = recovered(row, good_returns)
+    report["runs"] = rows
+    report["rates"] = rates(rows)
+    write_results(report, stem, render)
+
+
+def merge_only(extra: Path, stem: str) -> None:
+    """`--merge FILE`: FILE's rows (another command's) replace or join --stem's; re-judged."""
+    added = json.loads(extra.read_text())
+    key = ("group", "name", "seed")
+    redone = [tuple(r[k] for k in key) for r in added["runs"]]
+    merged = merge_previous(added, RESULTS / f"{stem}.json", redone, key)
+    main_report = json.loads((RESULTS / f"{stem}.json").read_text())
+    for field in ("machine", "versions", "budgets", "wall_s", "cost", "command"):
+        if field in main_report:
+            merged[field] = main_report[field]
+    finish(merged, stem)
 
 
 def main() -> None:
     args = parse_args()
+    if args.merge:
+        merge_only(args.merge, args.stem)
+        return
     work = args.keep or Path(tempfile.mkdtemp(prefix="doctor-corpus-"))
+    # One LM folder for every home and for this process (the doctor's patch validates there).
+    os.environ["PPO_PLATFORM_LM_DIR"] = str(work / "lm")
     started = time.perf_counter()
     report: dict[str, Any] = {
         "command": command_line("benchmarks.learning.doctor_corpus"),
@@ -335,17 +367,6 @@ def main() -> None:
         "budgets": {n: (b.quick if args.quick else b.budget) for n, b in BASES.items()},
     }
     rows = run_all(args, work)
-    good_returns = {r["base"]: r["return"] for r in rows if r["group"] == "good" and r["base"]}
-    previous = RESULTS / "doctor_corpus.json"
-    if previous.exists() and args.only:
-        old = json.loads(previous.read_text())["runs"]
-        good_returns = {
-            **{r["base"]: r["return"] for r in old if r["group"] == "good" and r.get("base")},
-            **good_returns,
-        }
-    for row in rows:
-        if row["group"] == "fault" and row["fixable"]:
-            row["recovered"] = recovered(row, good_returns)
     report["runs"] = rows
     report["wall_s"] = round(time.perf_counter() - started, 1)
     timed_row = next((r for r in rows if r["group"] == "good" and r["base"] == "cartpole"), None)
@@ -355,11 +376,11 @@ def main() -> None:
         for name in ("command", "recovery_command", "patched_spec"):
             if isinstance(row.get(name), str):
                 row[name] = row[name].replace(str(work), "$WORK").replace(f"{ROOT}/", "")
-    if args.only:
+    previous = RESULTS / f"{args.stem}.json"
+    if args.only and previous.exists():
         key = ("group", "name", "seed")
         report = merge_previous(report, previous, [tuple(r[k] for k in key) for r in rows], key)
-    report["rates"] = rates(report["runs"])
-    write_results(report, "doctor_corpus", render)
+    finish(report, args.stem)
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -80,8 +80,8 @@ FAULTS = (
     ),
     Fault(
         "gamma_too_short",
-        "cartpole",
-        "gamma 0.5 (a 2-step horizon) for episodes of up to 500 steps",
+        "acrobot",
+        "gamma 0.5 (a 2-step horizon) for episodes of up to 500 steps that pay only at the goal",
         "horizon_too_short",
         ("advantage.gamma=0.5",),
     ),
@@ -95,13 +95,6 @@ FAULTS = (
             "update.learning_rate.start=0.006",
             "update.learning_rate.schedule=constant",
         ),
-    ),
-    Fault(
-        "rollout_too_short",
-        "acrobot",
-        "a rollout of 2 steps x 8 envs (16 transitions) for episodes of up to 500 steps",
-        "rollout_too_short",
-        ("rollout.n_steps=2", "update.minibatch_size=16"),
     ),
     Fault(
         "obs_scaled_1e4",
@@ -193,3 +186,12 @@ GOOD = (
 )
 # The LM demo's known-good run holds beta fixed at the demo's 0.05 (no adaptive target).
 LM_GOOD_SETS = ("lm.kl.target=null",)
+
+# Faults tried and dropped: at the corpus's budget the run learns anyway, so there is nothing
+# for the doctor to find (it named nothing on them). Shown on the results page.
+DROPPED = (
+    "cartpole/gamma_too_short (gamma 0.5): learned anyway, eval return 302 (seed 0) at 20k steps "
+    "against 479 for the base; the doctor named nothing",
+    "acrobot/rollout_too_short (2 steps x 8 envs, 16 transitions): learned anyway, episode "
+    "return -88 at 21k steps (seed 0); the doctor named nothing",
+)

@@ -5,8 +5,29 @@ from __future__ import annotations
 from typing import Any
 
 from benchmarks.harness import header
+from benchmarks.learning.doctor_corpus_cases import BASES, DROPPED, Base
 
 THRESHOLDS = {"detection": ">= 90%", "false_alarms": "<= 1", "recovery": ">= 70%"}
+
+
+def lag_updates(first_step: int | None, onset: int, base: Base, spec_batch: int) -> int | None:
+    if first_step is None:
+        return None
+    if base.name == "lm":
+        return max(0, first_step - 1)
+    onset_global = onset * base.n_envs
+    return max(0, -(-(first_step - onset_global) // spec_batch))
+
+
+def recovered(row: dict, good_returns: dict[str, float | None]) -> bool | None:
+    """90% of the known-good return above a random policy's, at the same budget (None: the
+    known-good return is unknown)."""
+    base = BASES[row["base"]]
+    good, fixed = good_returns.get(row["base"]), row.get("recovery_return")
+    if good is None or fixed is None:
+        return None if good is None else False
+    floor = base.random if base.random is not None else 0.0
+    return bool(fixed - floor >= 0.9 * (good - floor))
 
 
 def share(hits: int, total: int) -> str:
@@ -18,7 +39,8 @@ def rates(rows: list[dict[str, Any]]) -> dict[str, Any]:
     alert), recovery (patch-fixable faults whose patched re-run reaches 90%)."""
     faults = [r for r in rows if r["group"] == "fault"]
     good = [r for r in rows if r["group"] == "good"]
-    fixable = [r for r in faults if r["fixable"]]
+    fixable = [r for r in faults if r["fixable"] and r.get("recovered") is not None]
+    unjudged = [r for r in faults if r["fixable"] and r.get("recovered") is None]
     detected = sum(1 for r in faults if r["detected"])
     alarms = sum(1 for r in good if r["false_alarm"])
     back = sum(1 for r in fixable if r.get("recovered"))
@@ -33,6 +55,7 @@ def rates(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "recovery": share(back, len(fixable)),
         "recovery_share": back / len(fixable) if fixable else None,
         "missed": [f"{r['name']} seed {r['seed']}" for r in faults if not r["detected"]],
+        "recovery_not_judged": [f"{r['name']} seed {r['seed']}" for r in unjudged],
     }
 
 
@@ -77,7 +100,8 @@ def render(report: dict[str, Any]) -> str:
         "",
         f"Detection lag (updates from the fault's onset to the finding's first step): median "
         f"{rates_['lag_updates_median']}, max {rates_['lag_updates_max']}. "
-        f"Missed: {', '.join(rates_['missed']) or 'none'}.",
+        f"Missed: {', '.join(rates_['missed']) or 'none'}. Recovery not judged (no return to "
+        f"compare): {', '.join(rates_['recovery_not_judged']) or 'none'}.",
     ]
     cost = report.get("cost")
     if cost:
@@ -97,6 +121,10 @@ def render(report: dict[str, Any]) -> str:
         "return | patched return | recovered |",
         "|---|---|---|---|---|---|---|---|---|---|",
         *(_fault_line(r) for r in report["runs"] if r["group"] == "fault"),
+        "",
+        "Faults tried and dropped (no fault at this budget):",
+        "",
+        *(f"- {line}" for line in DROPPED),
         "",
         "## Known-good set",
         "",

@@ -44,7 +44,9 @@ def test_scaled_observations_and_rewards_are_1e4_times_the_base_env():
     base = _steps("Pendulum-v1", 5)
     scaled_obs = _steps("FaultyObsScale-Pendulum-v1", 5)
     scaled_reward = _steps("FaultyRewardScale-Pendulum-v1", 5)
-    for (obs, reward), (big_obs, _), (_, big_reward) in zip(base, scaled_obs, scaled_reward):
+    for (obs, reward), (big_obs, _), (_, big_reward) in zip(
+        base, scaled_obs, scaled_reward, strict=True
+    ):
         np.testing.assert_allclose(big_obs, obs * 1e4, rtol=1e-6)
         assert big_reward == pytest.approx(reward * 1e4)
     space = gym.make("FaultyObsScale-Pendulum-v1").observation_space
