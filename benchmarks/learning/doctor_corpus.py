@@ -344,6 +344,7 @@ def merge_only(extra: Path, stem: str) -> None:
     key = ("group", "name", "seed")
     redone = [tuple(r[k] for k in key) for r in added["runs"]]
     merged = merge_previous(added, RESULTS / f"{stem}.json", redone, key)
+    merged["runs"] = [*merged["runs"], *added["runs"]]  # the kept rows, then the new ones
     main_report = json.loads((RESULTS / f"{stem}.json").read_text())
     for field in ("machine", "versions", "budgets", "wall_s", "cost", "command"):
         if field in main_report:
@@ -380,6 +381,7 @@ def main() -> None:
     if args.only and previous.exists():
         key = ("group", "name", "seed")
         report = merge_previous(report, previous, [tuple(r[k] for k in key) for r in rows], key)
+        report["runs"] = [*report["runs"], *rows]  # the kept rows, then the re-run ones
     finish(report, args.stem)
     if args.keep is None:
         shutil.rmtree(work, ignore_errors=True)

@@ -190,8 +190,8 @@ LM_GOOD_SETS = ("lm.kl.target=null",)
 # Faults tried and dropped: at the corpus's budget the run learns anyway, so there is nothing
 # for the doctor to find (it named nothing on them). Shown on the results page.
 DROPPED = (
-    "cartpole/gamma_too_short (gamma 0.5): learned anyway, eval return 302 (seed 0) at 20k steps "
-    "against 479 for the base; the doctor named nothing",
+    "cartpole/gamma_too_short (gamma 0.5): learned anyway, eval return 127 at 10k steps and 302 "
+    "at 20k (seed 0, still rising); the doctor named nothing",
     "acrobot/rollout_too_short (2 steps x 8 envs, 16 transitions): learned anyway, episode "
     "return -88 at 21k steps (seed 0); the doctor named nothing",
 )
