@@ -42,11 +42,18 @@ from benchmarks.harness import (
     measured,
     merge_previous,
     run_process,
+    uptime,
     versions,
     write_results,
 )
 from benchmarks.learning.doctor_corpus_cases import BASES, FAULTS, GOOD, LM_GOOD_SETS, Base
-from benchmarks.learning.doctor_corpus_report import lag_updates, rates, recovered, render
+from benchmarks.learning.doctor_corpus_report import (
+    broken_row,
+    lag_updates,
+    rates,
+    recovered,
+    render,
+)
 
 PACKAGE = "benchmarks.learning.faulty_envs"
 CLI = str(Path(sys.executable).with_name("ppo-platform"))
@@ -304,16 +311,6 @@ def run_all(args: argparse.Namespace, work: Path) -> list[dict]:
         return list(pool.map(one, range(len(jobs))))
 
 
-def broken_row(kind: str, case: Any, seed: int, error: Exception) -> dict[str, Any]:
-    name = f"{case.base}/{case.name}" if kind == "fault" else case.name
-    row: dict[str, Any] = {"group": kind, "name": name, "seed": seed, "base": case.base}
-    row.update(error=f"{type(error).__name__}: {error}", causes=[], run_id=None, command="-")
-    row.update(detected=False, false_alarm=True, critical_alerts=0, wall_s=0, exit=1)
-    if kind == "fault":
-        row.update(fault=case.fault, planted=case.cause, fixable=case.fixable, top=None)
-    return row
-
-
 def ensure_lm_demo(homes: list[Path], jobs: list[tuple[str, Any, int]]) -> None:
     """`ppo-platform lm init-demo` once, into the LM folder every home shares
     (PPO_PLATFORM_LM_DIR, set by main)."""
@@ -345,8 +342,19 @@ def merge_only(extra: Path, stem: str) -> None:
     redone = [tuple(r[k] for k in key) for r in added["runs"]]
     merged = merge_previous(added, RESULTS / f"{stem}.json", redone, key)
     merged["runs"] = [*merged["runs"], *added["runs"]]  # the kept rows, then the new ones
+    merged["commands"] = [
+        c for i, c in enumerate(merged["commands"]) if c not in merged["commands"][:i]
+    ]
     main_report = json.loads((RESULTS / f"{stem}.json").read_text())
-    for field in ("machine", "versions", "budgets", "wall_s", "cost", "command"):
+    for field in (
+        "machine",
+        "versions",
+        "budgets",
+        "wall_s",
+        "cost",
+        "command",
+        "uptime_after_runs",
+    ):
         if field in main_report:
             merged[field] = main_report[field]
     finish(merged, stem)
@@ -369,6 +377,7 @@ def main() -> None:
     }
     rows = run_all(args, work)
     report["runs"] = rows
+    report["uptime_after_runs"] = uptime()
     report["wall_s"] = round(time.perf_counter() - started, 1)
     timed_row = next((r for r in rows if r["group"] == "good" and r["base"] == "cartpole"), None)
     if timed_row is not None and timed_row["run_id"]:

@@ -30,6 +30,16 @@ def recovered(row: dict, good_returns: dict[str, float | None]) -> bool | None:
     return bool(fixed - floor >= 0.9 * (good - floor))
 
 
+def broken_row(kind: str, case: Any, seed: int, error: Exception) -> dict[str, Any]:
+    name = f"{case.base}/{case.name}" if kind == "fault" else case.name
+    row: dict[str, Any] = {"group": kind, "name": name, "seed": seed, "base": case.base}
+    row.update(error=f"{type(error).__name__}: {error}", causes=[], run_id=None, command="-")
+    row.update(detected=False, false_alarm=True, critical_alerts=0, wall_s=0, exit=1)
+    if kind == "fault":
+        row.update(fault=case.fault, planted=case.cause, fixable=case.fixable, top=None)
+    return row
+
+
 def share(hits: int, total: int) -> str:
     return f"{hits}/{total} ({hits / total:.0%})" if total else "0/0"
 
@@ -87,7 +97,7 @@ def render(report: dict[str, Any]) -> str:
     lines += [
         "",
         f"Budgets (env steps; LM: updates): {report['budgets']}. Wall {report['wall_s']} s; "
-        f"load before: {report['machine']['uptime_before']}; after: {report['uptime_after']}.",
+        f"load before: {report['machine']['uptime_before']}; after: {report['uptime_after_runs']}.",
         "",
         "| rate | measured | issue #35 asks |",
         "|---|---|---|",
@@ -133,6 +143,12 @@ def render(report: dict[str, Any]) -> str:
         *(_good_line(r) for r in report["runs"] if r["group"] == "good"),
         "",
         "## Commands",
+        "",
+        "`$WORK/specs/plan-ENV-N/spec.yaml` is `ppo-platform plan --env ENV --budget N`'s "
+        "spec, `$WORK/specs/zoo-ENV-N.yaml` is `ppo-platform import-zoo "
+        "tests/fixtures/zoo_ppo.yml ENV`'s; `--set budget.total_timesteps` sets the run's "
+        "budget. A recovery run is `ppo-platform run` of the spec `ppo-platform doctor RUN_ID "
+        "--write` writes.",
         "",
         *(f"- {r['name']} (seed {r['seed']}): `{r['command']}`" for r in report["runs"]),
         "",
