@@ -6,6 +6,7 @@ from typing import Any
 
 from benchmarks.harness import header
 from benchmarks.learning.doctor_corpus_cases import BASES, DROPPED, Base
+from benchmarks.learning.faulty_envs import SCALE
 
 THRESHOLDS = {"detection": ">= 90%", "false_alarms": "<= 1", "recovery": ">= 70%"}
 
@@ -21,11 +22,12 @@ def lag_updates(first_step: int | None, onset: int, base: Base, spec_batch: int)
 
 def recovered(row: dict, good_returns: dict[str, float | None]) -> bool | None:
     """90% of the known-good return above a random policy's, at the same budget (None: the
-    known-good return is unknown)."""
+    known-good return is unknown). A reward-scaled env's return is read in the base's units."""
     base = BASES[row["base"]]
     good, fixed = good_returns.get(row["base"]), row.get("recovery_return")
     if good is None or fixed is None:
         return None if good is None else False
+    fixed = fixed / SCALE if "FaultyRewardScale" in row.get("command", "") else fixed
     floor = base.random if base.random is not None else 0.0
     return bool(fixed - floor >= 0.9 * (good - floor))
 
