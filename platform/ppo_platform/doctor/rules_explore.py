@@ -104,7 +104,11 @@ def no_reward_signal(view: View, facts: RunFacts, limits: Limits) -> Verdict:
 def horizon_too_short(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     if facts.gamma is None or not view.has("episode_length"):
         return NotJudged("horizon_too_short", "needs gamma (the spec) and episode lengths")
-    if facts.gamma >= 1 or improving(view.values("episode_return")):
+    evaluations = view.values("eval_return")  # the greedy policy can stay stuck while the
+    learning = improving(view.values("episode_return")) and (  # sampled return creeps up
+        len(evaluations) < 2 or improving(evaluations)
+    )
+    if facts.gamma >= 1 or learning:
         return None
     horizon = 1 / (1 - facts.gamma)
     length = max(view.values("episode_length"))

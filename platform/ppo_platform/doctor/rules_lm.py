@@ -58,7 +58,9 @@ def lm_kl_runaway(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     if not view.has("lm_kl_ref"):
         return None
     points = view.points("lm_kl_ref")
-    reference = facts.kl_target or max(points[0][1], 1e-3)
+    # A fixed beta has no target: the policy starts at its reference (KL 0), so the first KL
+    # is no yardstick; an absolute level is.
+    reference = facts.kl_target or max(points[0][1], limits.lm_kl_reference)
     bound = limits.lm_kl_runaway_factor * reference
     late = points[len(points) * 2 // 3 :]
     high = [(s, x) for s, x in late if x > bound]

@@ -7,7 +7,7 @@ import math
 from dataclasses import replace
 
 import pytest
-from series_factory import STEP, curve, flat_return, healthy, healthy_lm
+from series_factory import STEP, curve, flat_return, healthy, healthy_lm, wiggle
 
 from ppo_platform.doctor import CAUSES, Failure, RunFacts, diagnose
 
@@ -35,6 +35,10 @@ def top(series, facts=CARTPOLE):  # type: ignore[no-untyped-def]
     diagnosis = diagnose(series, facts)
     assert diagnosis.causes, "no cause found"
     return diagnosis.causes[0]
+
+
+def causes(series, facts=CARTPOLE):  # type: ignore[no-untyped-def]
+    return {cause.cause for cause in diagnose(series, facts).causes}
 
 
 def test_vocabulary_is_the_documented_one() -> None:
@@ -186,10 +190,33 @@ def test_no_reward_signal() -> None:
 def test_horizon_too_short_sets_gamma_from_the_episode_length() -> None:
     s = healthy()
     flat_return(s, 25.0, 2.0)
+    curve(lambda i: 200 + wiggle(i, 5), "rollout/ep_len_mean", s)  # 100 horizons of gamma 0.5
     found = top(s, replace(CARTPOLE, gamma=0.5))
     assert found.cause == "horizon_too_short"
-    longest = max(value for _, value in s["rollout/ep_len_mean"])  # ~27 steps, horizon 2
+    longest = max(value for _, value in s["rollout/ep_len_mean"])
     assert found.patch == {"advantage.gamma": round(1 - 1 / longest, 4)}
+
+
+def test_a_tuned_short_horizon_on_long_episodes_is_not_a_fault() -> None:
+    # Pendulum's 200-step episodes at the zoo's gamma 0.9 (20 horizons): not judged too short,
+    # even before the run has learned.
+    s = healthy()
+    flat_return(s, -1200.0, 50.0)
+    curve(lambda i: 200.0, "rollout/ep_len_mean", s)
+    assert "horizon_too_short" not in causes(s, replace(CARTPOLE, gamma=0.9))
+
+
+def test_horizon_too_short_while_the_sampled_return_creeps_but_evaluations_stay_stuck() -> None:
+    s = healthy()  # the training return rises ...
+    curve(lambda i: 500 + wiggle(i, 5), "rollout/ep_len_mean", s)
+    s["eval/mean_reward"] = [(STEP * k, -500.0) for k in (10, 20, 30, 40)]  # ... greedy: never
+    assert top(s, replace(CARTPOLE, gamma=0.5)).cause == "horizon_too_short"
+
+
+def test_a_fixed_beta_whose_kl_stays_near_a_nat_is_no_runaway() -> None:
+    s = healthy_lm()
+    curve(lambda i: 0.02 * i, "lm/kl_ref", s)  # from 0 (the reference itself) to ~1 nat
+    assert "lm_kl_runaway" not in causes(s, replace(LM, kl_target=None))
 
 
 def test_rollout_too_short_lengthens_the_rollout() -> None:
