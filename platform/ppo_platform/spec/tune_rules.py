@@ -67,6 +67,18 @@ def _objective_issues(spec: Any) -> list[SpecIssue]:
                 fix="remove tune.verify, or use a single objective.",
             )
         )
+    solve = None if tune.verify is None else tune.verify.solve_threshold
+    if solve is not None and not tune.multi and tune.directions[0] != "maximize":
+        issues.append(
+            SpecIssue(
+                "tune.verify.solve_threshold",
+                f"a seed solves when its score reaches {solve}, but this study minimizes "
+                f"its score (objective {tune.scoring.type}).",
+                solve,
+                fix="remove tune.verify.solve_threshold (the winner is then chosen by the "
+                "bootstrap bound of the held-out mean).",
+            )
+        )
     every = getattr(spec.evaluation, "every_timesteps", None)  # None: a language-model spec
     if tune.scoring.needs_threshold and every == 0:
         issues.append(
