@@ -134,7 +134,8 @@ def test_a_solve_threshold_on_a_minimized_score_is_refused(tmp_path: Path) -> No
 def test_a_verified_study_chooses_and_reports_by_held_out_score(
     home: Settings, three_trial_spec: Callable[..., ExperimentSpec], tmp_path: Path
 ) -> None:
-    spec = three_trial_spec(**{"tune.verify": {"seeds": [10, 11], "top_trials": 2, "episodes": 3}})
+    verify = {"seeds": [10, 11], "top_trials": 2, "episodes": 3, "solve_threshold": 0.0}
+    spec = three_trial_spec(**{"tune.verify": verify})  # every seed "solves" a threshold of 0
     board = io.StringIO()
     result = run_study(
         spec, study_name="verified", out_dir=tmp_path / "out", live=False, workers=2, progress=board
@@ -154,6 +155,8 @@ def test_a_verified_study_chooses_and_reports_by_held_out_score(
         low, high = entry["ci95"]
         assert low <= entry["held_out_value"] <= high
         assert entry["timesteps"] == 2 * 512
+        assert entry["solved"]["solved"] == entry["solved"]["runs"] == 2
+        assert entry["solved"]["ci95"] == pytest.approx([0.1581, 1.0], abs=1e-4)
     chosen = held_out_best(verified, "maximize")
     assert chosen is not None
     assert summary["best_trial"] == chosen["number"] == result.outputs.best_trial
@@ -172,6 +175,8 @@ def test_a_verified_study_chooses_and_reports_by_held_out_score(
     markdown = result.outputs.summary.read_text()
     assert "## Held-out verification" in markdown and "**chosen**" in markdown
     assert "percentile-bootstrap 95% intervals" in markdown and "**Chosen: trial" in markdown
+    assert "Predicted solve rate on fresh seeds: **100%, 95% CI 16%-100%**" in markdown
+    assert "**cannot be told apart**" in markdown  # 2 seeds against 2: no verdict possible
     assert "verifying the top 2 trial(s) on held-out seeds [10, 11]" in board.getvalue()
     assert f"trial {chosen['number']}: searched " in board.getvalue()
     _check_tracking(home, result.parent_run_id, verified)
