@@ -98,6 +98,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--parallel", type=int, default=2, help="Runs at once (2 cores: 2).")
     parser.add_argument("--stem", default=STEM)
+    parser.add_argument("--study-note", default="", help="How the study ran (wall, load).")
     args = parser.parse_args()
     reused = sorted(set(args.seeds) & used_seeds(args.study_spec))
     if reused:
@@ -114,6 +115,8 @@ def main() -> None:
         "command": command_line("benchmarks.learning.tune_fresh_seeds"),
         "machine": machine(),
         "study": summary["study"],
+        "study_command": f"ppo-platform tune {args.study_spec} --workers 2 --out {args.study_dir}",
+        "study_note": args.study_note,
         "predicted": claim,
         "rows": rows,
         "solved": solved,
@@ -136,6 +139,8 @@ def render(result: dict[str, Any]) -> str:
         f"Command: `{result['command']}` (wall {result['wall_seconds']:.0f} s, load average "
         f"{result['load1']:.1f} at the end). Each seed: a separate process, "
         "`ppo-platform run best_spec.yaml --set budget.seed=S --set evaluation.episodes=20`.",
+        "",
+        f"Study: `{result['study_command']}`. {result['study_note']}",
         "",
         f"The summary predicted (trial {claim['trial']}, {claim['solved']}/{claim['runs']} "
         f"held-out seeds at >= {claim['threshold']:g}): solve rate **{claim['rate']:.0%}, 95% CI "
