@@ -117,3 +117,17 @@ def test_sample_efficiency_folds_a_parallel_part_and_its_table_shows_every_env(t
     assert "- `first` (2026-12-01 08:00:00 UTC, commit aaaaaaa)" in table
     assert "(folded in from part.json)" in table
     assert "| MountainCar-v0 | -110 (gymnasium reward_threshold) | 1,000,000 | 50,000 |" in table
+
+
+def test_tune_fresh_seeds_refuses_seeds_the_study_used_and_a_summary_without_a_solve_rate(
+    tmp_path,
+):
+    done = _module("benchmarks.learning.tune_fresh_seeds", "--seeds", "1000", "105", "2")
+    assert done.returncode == 1
+    assert "--seeds [2, 105]: the study used these" in done.stderr  # searched 0-2, held out 100+
+    (tmp_path / "summary.json").write_text(
+        json.dumps({"study": "s", "best_trial": 3, "verification": [{"number": 3, "solved": None}]})
+    )
+    done = _module("benchmarks.learning.tune_fresh_seeds", "--study-dir", str(tmp_path))
+    assert done.returncode == 1
+    assert "no held-out solve rate for its chosen trial" in done.stderr

@@ -121,6 +121,15 @@ class VerifySpec(StrictModel):
         le=10_000,
         description="Evaluation episodes of each held-out run (default: evaluation.episodes).",
     )
+    solve_threshold: float | None = Field(
+        None,
+        allow_inf_nan=False,
+        description="A held-out seed solves the task when its score reaches this (e.g. 475 for "
+        "CartPole-v1). Set: each verified trial gets its solve rate with an exact 95% interval "
+        "and the winner is the trial with the highest lower bound of that interval. Absent: "
+        "the highest lower bound of the bootstrap 95% interval of the held-out mean "
+        "(docs/guides/tuning.md).",
+    )
 
     @model_validator(mode="after")
     def _distinct(self) -> VerifySpec:

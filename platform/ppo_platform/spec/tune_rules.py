@@ -17,7 +17,12 @@ def tune_objective_issues(spec: Any) -> list[SpecIssue]:
     tune = spec.tune
     if tune is None:
         return []
-    return [*_objective_issues(spec), *_racing_issues(tune), *_start_point_issues(tune)]
+    return [
+        *_objective_issues(spec),
+        *_solve_threshold_issues(tune),
+        *_racing_issues(tune),
+        *_start_point_issues(tune),
+    ]
 
 
 def _objective_issues(spec: Any) -> list[SpecIssue]:
@@ -77,6 +82,24 @@ def _objective_issues(spec: Any) -> list[SpecIssue]:
                 0,
                 fix="set evaluation.every_timesteps to a fraction of budget.total_timesteps "
                 "(e.g. a tenth).",
+            )
+        )
+    return issues
+
+
+def _solve_threshold_issues(tune: Any) -> list[SpecIssue]:
+    """A held-out seed "solves" when its score reaches the threshold: a score to maximize."""
+    issues: list[SpecIssue] = []
+    solve = None if tune.verify is None else tune.verify.solve_threshold
+    if solve is not None and not tune.multi and tune.directions[0] != "maximize":
+        issues.append(
+            SpecIssue(
+                "tune.verify.solve_threshold",
+                f"a seed solves when its score reaches {solve}, but this study minimizes "
+                f"its score (objective {tune.scoring.type}).",
+                solve,
+                fix="remove tune.verify.solve_threshold (the winner is then chosen by the "
+                "bootstrap bound of the held-out mean).",
             )
         )
     return issues

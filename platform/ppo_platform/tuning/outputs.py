@@ -182,7 +182,8 @@ def _verified_lines(spec: AnySpec, verified: list[dict[str, Any]] | None, best: 
         return []
     assert spec.tune is not None and spec.tune.verify is not None
     chosen = best if any(v["held_out_value"] is not None for v in verified) else None
-    return verification_markdown(verified, list(spec.tune.verify.seeds), chosen)
+    verify = spec.tune.verify
+    return verification_markdown(verified, list(verify.seeds), chosen, verify.solve_threshold)
 
 
 OUTPUT_FILES = ("best_spec.yaml", "summary.md", "summary.json", *PLOT_FILES)
@@ -294,7 +295,7 @@ def _chosen(
         return best, float(best.values[0]), how
     trial = next(t for t in study.get_trials(deepcopy=False) if t.number == held_out["number"])
     how = (
-        f"held-out {name} {held_out['held_out_value']:.4g} ({tune.aggregate} "
+        f"best lower 95% bound; held-out {name} {held_out['held_out_value']:.4g} ({tune.aggregate} "
         f"over held-out seeds {held_out['seeds']}: {held_out['seed_values']}; "
         f"searched {trial.values[0]:.4g})"
     )

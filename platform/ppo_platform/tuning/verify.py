@@ -8,20 +8,19 @@ an MLflow run (kind `verify`, a child of the study run, with one training run pe
 verified trial's held-out score is the same aggregate (mean or quantile) the search uses; the
 study's best is then the best by held-out score.
 
-The spread is stated per verified trial: the min and max over held-out seeds and a 95%
-confidence interval of the mean over seeds (Student's t, n - 1 degrees of freedom; none with a
-single seed).
+The spread is stated per verified trial with the statistics every comparison uses
+(reports/statistics.py, docs/guides/comparing-runs.md): the min and max over held-out seeds,
+the mean and IQM with stratified percentile-bootstrap 95% intervals that never leave the
+observed range (none with a single seed), and, with `verify.solve_threshold`, the seeds that
+reached it with an exact (Clopper-Pearson) interval of the solve rate.
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from ppo_platform.errors import TrainingError
 from ppo_platform.execution.base import Task, TaskResult
@@ -35,10 +34,6 @@ from ppo_platform.tracking.remote import RemoteRun
 if TYPE_CHECKING:
     import optuna
 
-# Two-sided 95% Student's t quantiles (0.975) by degrees of freedom; 1.96 beyond the table.
-T_975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306}
-T_975 |= {9: 2.262, 10: 2.228, 12: 2.179, 15: 2.131, 19: 2.093, 20: 2.086, 30: 2.042}
-
 
 @dataclass(frozen=True)
 class VerifyConfig:
@@ -51,20 +46,28 @@ class VerifyConfig:
     from_outside: bool  # the study's caller's rules (the service's: see check_space)
 
 
-def t_quantile(df: int) -> float:
-    """The 0.975 quantile of Student's t with `df` degrees of freedom (from above if between)."""
-    smaller_or_equal = [d for d in T_975 if d <= df]
-    return T_975[max(smaller_or_equal)] if df <= 30 else 1.96
+def spread(values: list[float], threshold: float | None = None) -> dict[str, Any]:
+    """Min, max, mean and IQM over held-out seeds with their bootstrap 95% intervals (inside
+    the observed range; none with one seed) and, with `threshold`, the solve rate (seeds
+    scoring at least `threshold`) with its exact interval."""
+    from ppo_platform.reports.statistics import bootstrap_interval, iqm, solve_rate
 
-
-def spread(values: list[float]) -> dict[str, Any]:
-    """Min, max, mean and the 95% confidence interval of the mean over seeds."""
-    mean = float(np.mean(values))
-    ci: list[float] | None = None
-    if len(values) > 1:
-        half = t_quantile(len(values) - 1) * float(np.std(values, ddof=1)) / math.sqrt(len(values))
-        ci = [mean - half, mean + half]
-    return {"min": float(min(values)), "max": float(max(values)), "mean": mean, "ci95": ci}
+    several = len(values) > 1
+    found: dict[str, Any] = {
+        "min": float(min(values)),
+        "max": float(max(values)),
+        "mean": float(sum(values) / len(values)),
+        "iqm": iqm(values),
+        "ci95": list(bootstrap_interval(values, "mean")) if several else None,
+        "iqm_ci95": list(bootstrap_interval(values, "iqm")) if several else None,
+        "solve_threshold": threshold,
+        "solved": None,
+    }
+    if threshold is not None:
+        rate = solve_rate(sum(v >= threshold for v in values), len(values))
+        found["solved"] = {"solved": rate.solved, "runs": rate.runs, "rate": rate.rate}
+        found["solved"]["ci95"] = list(rate.ci)
+    return found
 
 
 def top_trials(study: optuna.Study, spec: ExperimentSpec) -> list[optuna.trial.FrozenTrial]:
@@ -131,7 +134,7 @@ def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[
         "seed_values": values,
         "timesteps": timesteps,
         "run_id": run.run_id,
-        **spread(values),
+        **spread(values, spec.tune.verify.solve_threshold),
     }
 
 

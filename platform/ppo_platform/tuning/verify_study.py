@@ -8,7 +8,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ppo_platform.tuning.events import StudyListener, TrialVerified, VerifyStarted
-from ppo_platform.tuning.verify import VerifyConfig, top_trials, verify_trials
+from ppo_platform.tuning.verify import VerifyConfig, spread, top_trials, verify_trials
 
 if TYPE_CHECKING:
     import optuna
@@ -43,8 +43,10 @@ def verify_study(
     assert tune is not None and tune.verify is not None
     tell = on_event or (lambda _: None)
     key = verify_key(config)
-    known = {
-        n: r for n, r in stored_results(study, key).items() if r.get("held_out_value") is not None
+    known = {  # the spread anew: the statistics or verify.solve_threshold may have changed
+        n: {**r, **spread(r["seed_values"], tune.verify.solve_threshold)}
+        for n, r in stored_results(study, key).items()
+        if r.get("held_out_value") is not None
     }
     trials = top_trials(study, config.spec)
     pending = [t for t in trials if t.number not in known]

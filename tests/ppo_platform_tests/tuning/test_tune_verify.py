@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,7 +20,7 @@ from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tuning import run_study
 from ppo_platform.tuning.verify import spread
-from ppo_platform.tuning.verify_report import held_out_best
+from ppo_platform.tuning.verify_report import held_out_best, verification_markdown
 
 VERIFIED = """\
 name: verify-cli
@@ -59,12 +58,21 @@ def test_held_out_episodes_that_would_crawl_are_refused(tmp_path: Path) -> None:
     assert "tune.verify.episodes" in result.output and "500" in result.output
 
 
-def test_spread_states_min_max_and_a_t_interval_of_the_mean() -> None:
-    found = spread([400.0, 500.0])
-    assert (found["min"], found["max"], found["mean"]) == (400.0, 500.0, 450.0)
-    half = 12.706 * float(np.std([400.0, 500.0], ddof=1)) / math.sqrt(2)
-    assert found["ci95"] == pytest.approx([450.0 - half, 450.0 + half])
+def test_spread_gives_bootstrap_intervals_inside_the_observed_range() -> None:
+    found = spread([500.0, 500.0, 300.0, 120.0, 500.0])
+    assert (found["min"], found["max"], found["mean"]) == (120.0, 500.0, 384.0)
+    for key in ("ci95", "iqm_ci95"):
+        low, high = found[key]
+        assert 120.0 <= low < high <= 500.0  # a t interval here would reach above 500
+    assert found["iqm"] == pytest.approx(np.mean([300.0, 500.0, 500.0]))
+    assert found["solved"] is None
     assert spread([300.0])["ci95"] is None  # one seed: no interval
+
+
+def test_spread_with_a_threshold_gives_the_exact_solve_rate() -> None:
+    solved = spread([500.0, 476.0, 474.9, 500.0], threshold=475.0)["solved"]
+    assert (solved["solved"], solved["runs"], solved["rate"]) == (3, 4, 0.75)
+    assert solved["ci95"] == pytest.approx([0.1941, 0.9937], abs=1e-4)  # Clopper-Pearson
 
 
 def test_best_is_the_best_held_out_score_not_the_best_searched() -> None:
@@ -78,11 +86,56 @@ def test_best_is_the_best_held_out_score_not_the_best_searched() -> None:
     assert held_out_best(verified[2:], "maximize") is None
 
 
+def _verified(number: int, values: list[float], threshold: float | None) -> dict[str, Any]:
+    held_out = float(np.mean(values))
+    entry = {"number": number, "searched_value": 500.0, "held_out_value": held_out}
+    return entry | {"seed_values": values} | spread(values, threshold)
+
+
+def test_the_winner_is_the_highest_lower_bound_not_the_highest_rate() -> None:
+    few = _verified(3, [500.0] * 3, 475.0)  # 3/3: 100%, but the interval reaches down to 29%
+    many = _verified(5, [500.0] * 9 + [200.0], 475.0)  # 9/10: 90%, lower bound 55%
+    assert (held_out_best([few, many], "maximize") or {}).get("number") == 5
+    # No threshold: the bootstrap bound of the mean; mean 400 with one bad seed loses to 390.
+    without = [_verified(3, [500.0, 500.0, 500.0, 100.0], None)]
+    without.append(_verified(5, [380.0, 385.0, 390.0, 395.0, 400.0], None))
+    assert without[0]["mean"] > without[1]["mean"]
+    assert (held_out_best(without, "maximize") or {}).get("number") == 5
+
+
+def test_the_summary_says_plainly_when_the_top_trials_cannot_be_told_apart() -> None:
+    top = [_verified(2, [500.0, 500.0, 500.0], 475.0), _verified(7, [500.0, 480.0, 150.0], 475.0)]
+    text = "\n".join(verification_markdown(top, [100, 101, 102], 2, 475.0))
+    assert "| 2 | 500 | 500 | 500, 500, 500 | 500 | 500 | 500 [500, 500] |" in text
+    assert "3/3 (29%-100%)" in text and "2/3 (9%-99%)" in text
+    assert "Trials 2 and 7 **cannot be told apart**" in text
+    assert "Predicted solve rate on fresh seeds: **100%, 95% CI 29%-100%**" in text
+    assert "only 3 seeds" in text  # fewer than 5: said next to the numbers
+    clear = [_verified(1, [500.0] * 8, None), _verified(4, [100.0 + i for i in range(8)], None)]
+    text = "\n".join(verification_markdown(clear, list(range(8)), 1))
+    assert "Trial 1 is **better** than trial 4" in text and "cannot be told" not in text
+    assert "held-out mean: 500 [500, 500] over 8 held-out seed(s)" in text
+
+
+def test_a_solve_threshold_on_a_minimized_score_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "spec.yaml"
+    text = VERIFIED.replace("seeds: [7, 4]", "seeds: [7, 8], solve_threshold: 475")
+    path.write_text(text.replace("seeds_per_trial: 2", "seeds_per_trial: 2\n  direction: minimize"))
+    result = CliRunner().invoke(app, ["tune", str(path)])
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert "tune.verify.solve_threshold" in result.output and "minimizes" in result.output
+    path.write_text(text.replace("475", ".inf"))
+    result = CliRunner().invoke(app, ["tune", str(path)])
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    assert "solve_threshold" in result.output
+
+
 @pytest.mark.slow
 def test_a_verified_study_chooses_and_reports_by_held_out_score(
     home: Settings, three_trial_spec: Callable[..., ExperimentSpec], tmp_path: Path
 ) -> None:
-    spec = three_trial_spec(**{"tune.verify": {"seeds": [10, 11], "top_trials": 2, "episodes": 3}})
+    verify = {"seeds": [10, 11], "top_trials": 2, "episodes": 3, "solve_threshold": 0.0}
+    spec = three_trial_spec(**{"tune.verify": verify})  # every seed "solves" a threshold of 0
     board = io.StringIO()
     result = run_study(
         spec, study_name="verified", out_dir=tmp_path / "out", live=False, workers=2, progress=board
@@ -102,6 +155,8 @@ def test_a_verified_study_chooses_and_reports_by_held_out_score(
         low, high = entry["ci95"]
         assert low <= entry["held_out_value"] <= high
         assert entry["timesteps"] == 2 * 512
+        assert entry["solved"]["solved"] == entry["solved"]["runs"] == 2
+        assert entry["solved"]["ci95"] == pytest.approx([0.1581, 1.0], abs=1e-4)
     chosen = held_out_best(verified, "maximize")
     assert chosen is not None
     assert summary["best_trial"] == chosen["number"] == result.outputs.best_trial
@@ -119,7 +174,9 @@ def test_a_verified_study_chooses_and_reports_by_held_out_score(
     )
     markdown = result.outputs.summary.read_text()
     assert "## Held-out verification" in markdown and "**chosen**" in markdown
-    assert "95% confidence interval of the mean" in markdown
+    assert "percentile-bootstrap 95% intervals" in markdown and "**Chosen: trial" in markdown
+    assert "Predicted solve rate on fresh seeds: **100%, 95% CI 16%-100%**" in markdown
+    assert "**cannot be told apart**" in markdown  # 2 seeds against 2: no verdict possible
     assert "verifying the top 2 trial(s) on held-out seeds [10, 11]" in board.getvalue()
     assert f"trial {chosen['number']}: searched " in board.getvalue()
     _check_tracking(home, result.parent_run_id, verified)
