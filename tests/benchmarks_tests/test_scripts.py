@@ -116,7 +116,9 @@ def test_sample_efficiency_folds_a_parallel_part_and_its_table_shows_every_env(t
         "mean -82.0 +- 0.0 (-82.0, -82.0, -82.0) | 3/3 |"
     ) in table
     assert "| MountainCar-v0 | planner | 100,000 | not run |" in table
-    assert "| MountainCar-v0 | zoo | 50,000 | -200.0 (1 seed)" in table
+    assert (
+        "| MountainCar-v0 | zoo | 50,000 | IQM -200.0 [-200.0, -200.0] (95% CI, 3 seeds)" in table
+    )
     assert "- `first` (2026-12-01 08:00:00 UTC, commit aaaaaaa)" in table
     assert "(folded in from part.json)" in table
     assert "| MountainCar-v0 | -110 (gymnasium reward_threshold) | 1,000,000 | 50,000 |" in table
