@@ -89,7 +89,7 @@ def home_of(server: Server) -> Path:
             "arithmetic/../../../elsewhere/n.jsonl",
         ),
         ("lm.model.reference", "arithmetic/sft", "{outside}/model"),
-        ("lm.model.reward_model", "arithmetic/sft", "~/model"),
+        ("lm.model.reference", "arithmetic/sft", "~/model"),
     ],
 )
 def test_a_study_sampling_an_lm_path_outside_the_lm_folder_is_refused_at_validation_and_submission(
