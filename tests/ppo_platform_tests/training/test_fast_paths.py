@@ -14,6 +14,7 @@ from ppo_platform.settings import get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec
 from ppo_platform.tracking import tags as tag
+from ppo_platform.training.env_faults import RaiseEnvFaults
 from ppo_platform.training.environments import build_train_env
 from ppo_platform.training.runner import run_spec
 from trainers.fast import ENV_VAR
@@ -38,7 +39,10 @@ def test_the_switch_picks_the_envs_classes(
     monkeypatch.setenv(ENV_VAR, value)
     env = build_train_env(cartpole(256, "env.normalize.obs=true", "env.vectorization=dummy"))
     try:
-        assert type(env) is normalize and type(env.venv) is dummy  # type: ignore[attr-defined]
+        # Normalization, then the wrapper that keeps an env's own exception, then the envs.
+        assert type(env) is normalize
+        assert type(env.venv) is RaiseEnvFaults  # type: ignore[attr-defined]
+        assert type(env.venv.venv) is dummy  # type: ignore[attr-defined]
     finally:
         env.close()
 
