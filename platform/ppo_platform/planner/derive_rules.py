@@ -142,7 +142,7 @@ def _lr_reason(lr: float, minibatch: int, case: UseCase) -> str:
         )
     if case is ATARI:
         return f"{decay}; the standard Adam LR for the Nature CNN"
-    base = f"{decay}. Seed 002's control LR is 3e-4 at SB3's minibatch of {BASE_MINIBATCH}"
+    base = f"{decay}. The PPO lessons' control LR is 3e-4 at SB3's minibatch of {BASE_MINIBATCH}"
     if minibatch == BASE_MINIBATCH:
         return f"{base}, the minibatch planned here"
     return (

@@ -1,4 +1,5 @@
-"""Seed 003's six verifications, run against the language-model trainer itself.
+"""The LM training contract's six verifications (docs/guides/language-models.md), run
+against the language-model trainer itself.
 
 1. ratio 1 when new == old log-probs; 2. a positive advantage raises the action's probability,
 a negative one lowers it; 3. prompt and padding log-probs do not change the loss; 4. both sides
