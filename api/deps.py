@@ -5,6 +5,9 @@ session cookie (pages), so pages and scripts use the same /v1 routes.
 
 They are `async def` so FastAPI calls them on the event loop instead of handing each to the
 thread pool; only a key lookup that misses the key cache goes to a thread (it queries the store).
+Each takes the request alone (and `get_owner` the bearer scheme, for the OpenAPI document) and
+calls what it needs as plain functions: FastAPI resolves every node of a route's dependency
+tree anew on each request, and a tree of 13 nodes was over half of a status read's CPU (#38).
 """
 
 from __future__ import annotations
@@ -37,16 +40,16 @@ async def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
-async def get_store(services: ServicesDep) -> JobStore:
-    return services.store
+async def get_store(request: Request) -> JobStore:
+    return (await get_services(request)).store
 
 
-async def get_snapshots(services: ServicesDep) -> StatusSnapshots[bytes]:
-    return services.snapshots
+async def get_snapshots(request: Request) -> StatusSnapshots[bytes]:
+    return (await get_services(request)).snapshots
 
 
-async def get_intake(services: ServicesDep) -> IntakePool:
-    return services.intake
+async def get_intake(request: Request) -> IntakePool:
+    return (await get_services(request)).intake
 
 
 async def get_service(request: Request) -> ServiceSettings:
@@ -66,11 +69,11 @@ SnapshotsDep = Annotated[StatusSnapshots[bytes], Depends(get_snapshots)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 
 
-async def get_secret(request: Request, settings: SettingsDep) -> bytes:
+async def get_secret(request: Request) -> bytes:
     """The dashboard's CSRF secret (`api/session.py`), loaded once."""
     secret: bytes | None = getattr(request.app.state, "dashboard_secret", None)
     if secret is None:
-        secret = load_secret(settings.ensure_home())
+        secret = load_secret(request.app.state.settings.ensure_home())
         request.app.state.dashboard_secret = secret
     return secret
 
@@ -89,12 +92,13 @@ async def owner_of_key(
     return owner
 
 
-async def session_of(request: Request, store: StoreDep, service: ServiceDep) -> OpenSession | None:
+async def session_of(request: Request) -> OpenSession | None:
     """The dashboard session the request's cookie names (None: no cookie, or one that is
     expired, logged out or whose key was revoked)."""
     cookie = request.cookies.get(COOKIE)
     if not cookie:
         return None
+    store, service = await get_store(request), request.app.state.service
     return await run_in_threadpool(find_session, store, cookie, service.api_keys)
 
 
@@ -110,20 +114,20 @@ def charge_writes(request: Request, owner: str) -> str:
 
 async def get_owner(
     request: Request,
-    store: StoreDep,
-    service: ServiceDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-    session: SessionDep,
-    settings: SettingsDep,
 ) -> str:
     """The one owner dependency of every /v1 route: the owner of the bearer API key, else of
     the dashboard session cookie, whose writes must also come from this origin with the
     session's CSRF token (`X-CSRF-Token`). 401 with neither, or an unknown key."""
     if credentials is not None:
-        owner = await owner_of_key(request, store, service, credentials.credentials)
+        service = request.app.state.service
+        owner = await owner_of_key(
+            request, await get_store(request), service, credentials.credentials
+        )
         if owner is None:
             raise HTTPException(401, "unknown or revoked API key.")
         return charge_writes(request, owner)
+    session = await session_of(request)
     if session is None:
         raise HTTPException(
             401,
@@ -131,7 +135,7 @@ async def get_owner(
             "(or sign in to the dashboard at /login).",
         )
     if request.method not in READ_METHODS:  # the secret is read only for a cookie's write
-        check_csrf(request, await get_secret(request, settings), session, None)
+        check_csrf(request, await get_secret(request), session, None)
     return charge_writes(request, session.owner)
 
 

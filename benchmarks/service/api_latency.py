@@ -24,10 +24,10 @@ import statistics
 import subprocess
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -38,12 +38,12 @@ from benchmarks.harness import (
     descendants,
     load1,
     machine,
-    measured,
     process_cpu_s,
     versions,
     write_results,
 )
 from benchmarks.harness.services import API_KEY, api_server
+from benchmarks.service.load_client import Timings, run_clients
 
 KEY = API_KEY
 HEADERS = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/yaml"}
@@ -61,34 +61,23 @@ def start_server(
     return api_server(home, tree, extra)
 
 
-def client_session(url: str, label: str, per_client: int, job_id: str) -> dict[str, list[float]]:
-    """One client: `per_client` times a submission then a status read; latencies in ms."""
-    timings: dict[str, list[float]] = {"submit": [], "status": [], "errors": []}
-    with httpx.Client(base_url=url, headers=HEADERS, timeout=60) as http:
-        for n in range(per_client):
-            spec = SPEC.format(name=f"bench-{label}-{n}", steps=512)
-            submitted, submit = measured(lambda s=spec: http.post("/v1/experiments", content=s))
-            status, read = measured(lambda: http.get(f"/v1/experiments/{job_id}"))
-            timings["submit"].append(submit["wall_s"] * 1000)
-            timings["status"].append(read["wall_s"] * 1000)
-            if submitted.status_code != 202 or status.status_code != 200:
-                timings["errors"].append(1.0)
-    return timings
-
-
-def measure(url: str, clients: int, requests: int, job_id: str, tag: str) -> dict[str, Any]:
-    """`clients` client threads at once, `requests` submissions (and status reads) in all."""
-    timings: dict[str, list[float]] = {"submit": [], "status": [], "errors": []}
+def measure(url: str, clients: int, requests: int, job_id: str, tag: str) -> Timings:
+    """`clients` connections at once (`load_client`), `requests` submissions (and status
+    reads) in all."""
     per_client = max(1, requests // clients)
-    with ThreadPoolExecutor(max_workers=clients) as pool:
-        futures = [
-            pool.submit(client_session, url, f"{tag}-{i}", per_client, job_id)
-            for i in range(clients)
-        ]
-        for future in futures:
-            for key, values in future.result().items():
-                timings[key] += values
-    return timings
+    specs = [
+        [SPEC.format(name=f"bench-{tag}-{i}-{n}", steps=512).encode() for n in range(per_client)]
+        for i in range(clients)
+    ]
+    parsed = urlsplit(url)
+    return run_clients(parsed.hostname or "127.0.0.1", parsed.port or 80, KEY, specs, job_id)
+
+
+def lost_submissions(home: Path, accepted: list[str]) -> int:
+    """How many accepted (202) submissions are not in the job store."""
+    with sqlite3.connect(home / "jobs.db") as db:
+        stored = {row[0] for row in db.execute("SELECT id FROM experiments")}
+    return sum(1 for experiment_id in accepted if experiment_id not in stored)
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -151,21 +140,27 @@ def nice_of(pid: int) -> int:
 
 
 def run_level(
-    url: str, placement: Placement, job_id: str, clients: int, requests: int, tag: str
+    url: str, home: Path, placement: Placement, job_id: str, clients: int, requests: int, tag: str
 ) -> dict:
     server, job = placement.server, placement.job
-    cpu, load = cpu_seconds(server, job), load1()
+    cpu, api_cpu, load = cpu_seconds(server, job), process_cpu_s(server), load1()
+    started = time.perf_counter()
     t = measure(url, clients, requests, job_id, tag)
-    n = len(t["submit"])
+    wall = time.perf_counter() - started
+    n = len(t.submit)
     return {
         "clients": clients,
         "requests": n,
-        "submit_p50": statistics.median(t["submit"]),
-        "submit_p99": percentile(t["submit"], 0.99),
-        "status_p50": statistics.median(t["status"]),
-        "status_p99": percentile(t["status"], 0.99),
-        "errors": len(t["errors"]),
+        "submit_p50": statistics.median(t.submit),
+        "submit_p99": percentile(t.submit, 0.99),
+        "status_p50": statistics.median(t.status),
+        "status_p99": percentile(t.status, 0.99),
+        "errors": len(t.errors),
+        "error_examples": t.errors[:3],
+        "lost": lost_submissions(home, t.accepted),
+        "pairs_per_s": n / wall,
         "server_cpu_ms_per_pair": (cpu_seconds(server, job) - cpu) * 1000 / n,
+        "api_process_cpu_ms_per_pair": (process_cpu_s(server) - api_cpu) * 1000 / n,
         "load_before": load,
         "load_after": load1(),
     }
@@ -195,7 +190,7 @@ def session(
             for pinned in (False, True) if args.pin else (False,):
                 placement.apply(pinned)
                 tag = f"{round_}-{clients}-{int(pinned)}"  # in spec names: no label
-                row = run_level(url, placement, job_id, clients, args.requests, tag)
+                row = run_level(url, home, placement, job_id, clients, args.requests, tag)
                 runs.append({**common, **row, "pinned": pinned})
                 print(json.dumps(runs[-1]), flush=True)
         placement.apply(False)
@@ -209,7 +204,9 @@ def session(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--requests", type=int, default=200, help="Submissions per measurement.")
-    parser.add_argument("--clients", default="1,10", help="Concurrent client levels.")
+    parser.add_argument(
+        "--clients", default="1,10,50", help="Concurrent client levels (connections)."
+    )
     parser.add_argument("--repeat", type=int, default=3, help="Server sessions per tree.")
     parser.add_argument("--pin", action="store_true", help="Also measure pinned (see above).")
     parser.add_argument(

@@ -72,12 +72,16 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
+def writer(engine: Engine) -> Engine:
+    """`engine` for write transactions: on SQLite they take the write lock up front."""
+    return engine.execution_options(sqlite_begin="IMMEDIATE")
+
+
 def sessions(engine: Engine) -> tuple[sessionmaker[Session], sessionmaker[Session]]:
     """(read sessions, write sessions); on SQLite a write session takes the lock up front."""
-    writer = engine.execution_options(sqlite_begin="IMMEDIATE")
     return (
         sessionmaker(engine, expire_on_commit=False),
-        sessionmaker(writer, expire_on_commit=False),
+        sessionmaker(writer(engine), expire_on_commit=False),
     )
 
 

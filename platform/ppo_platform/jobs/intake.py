@@ -25,7 +25,7 @@ from ppo_platform.spec.env_ids import (
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
 from ppo_platform.spec.lm_loader import AnySpec, load_any_spec_text
-from ppo_platform.spec.loader import load_spec_text
+from ppo_platform.spec.loader import parse_spec_text, validate_data
 from ppo_platform.spec.resources import budget_refusals
 from ppo_platform.spec.rules import (
     rollout_over_budget_issue,
@@ -33,7 +33,7 @@ from ppo_platform.spec.rules import (
     trained_steps,
 )
 from ppo_platform.spec.vectorization import check_vectorization
-from ppo_platform.spec.yaml_source import check_spec_size, parse_yaml
+from ppo_platform.spec.yaml_source import PathKey, Position, check_spec_size, parse_yaml
 
 # env.wrappers back from the JSON the remembered env check is keyed by.
 _WRAPPERS: TypeAdapter[list[Any]] = TypeAdapter(list[WrapperSpec])
@@ -72,7 +72,12 @@ def check_env_remembered(spec: ExperimentSpec, source: str) -> None:
 def parse_spec(text: str, source: str = "request") -> ExperimentSpec:
     """A validated spec whose env id is a registered gymnasium id (nothing imported by name,
     checked before the env is created) and whose env PPO can train (`check_spec_env`)."""
-    spec = load_spec_text(text, source)
+    return spec_from_data(*parse_spec_text(text, source), source)
+
+
+def spec_from_data(data: Any, positions: dict[PathKey, Position], source: str) -> ExperimentSpec:
+    """`parse_spec` of text already parsed (`parse_spec_text`): a submission parses once."""
+    spec = validate_data(data, positions, source)
     check_env_id(spec.env.id, source)
     check_env_remembered(spec, source)
     return spec
@@ -232,9 +237,10 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
 
 def prepare_submission(text: str, max_env_steps: int, source: str = "request") -> Submission:
     """Validate `text` in full and describe the job to queue; SpecError names every issue."""
-    if is_lm_text(text, source):
+    data, positions = parse_spec_text(text, source)
+    if is_lm_data(data):
         return prepare_lm_submission(text, max_env_steps, source)
-    spec = parse_spec(text, source)
+    spec = spec_from_data(data, positions, source)
     steps = total_env_steps(spec, source)
     if steps > max_env_steps:
         issue = SpecIssue(

@@ -19,20 +19,19 @@ replaced rather than drained. What both share is the `spawn` start and one proce
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import sys
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ppo_platform.errors import LimitError, PlatformError, UnavailableError
+from ppo_platform.errors import LimitError, PlatformError
 from ppo_platform.jobs import intake
+from ppo_platform.jobs.intake_workers import WorkerProcesses
 from ppo_platform.jobs.models import Experiment
 from ppo_platform.jobs.store import JobStore
 
@@ -122,7 +121,12 @@ class IntakePool:
         self.workers, self.queue_limit = workers, queue_limit
         self._pending = 0
         self._lock = threading.Lock()
-        self._executor = self._new_executor()
+        self._threads = ThreadPoolExecutor(4, thread_name_prefix="intake") if not workers else None
+        self._processes = (
+            WorkerProcesses(workers, guarded, RESTARTED, (_exit_with_parent, (os.getpid(),)))
+            if workers
+            else None
+        )
         if store is not None:
             self.share_store(store)
 
@@ -132,25 +136,16 @@ class IntakePool:
             with _stores_lock:
                 _stores[store.url] = store
 
-    def _new_executor(self) -> Executor:
-        if self.workers == 0:
-            return ThreadPoolExecutor(4, thread_name_prefix="intake")
-        return ProcessPoolExecutor(
-            self.workers,
-            mp_context=multiprocessing.get_context("spawn"),
-            initializer=_exit_with_parent,
-            initargs=(os.getpid(),),
-        )
-
     def start(self) -> list[Future[int]]:
         """Start the workers and warm them up; wait on the futures to know they are ready."""
-        return [self._executor.submit(warm_up) for _ in range(self.workers)]
+        if self._processes is None:
+            return []
+        return self._processes.start(warm_up)
 
     def submit(self, fn: Callable[..., Result], *args: Any) -> Future[Result]:
         """`fn(*args)` in a worker; its exceptions (SpecError ...) come back as they are. A
         worker that died is replaced and the request answered with UnavailableError."""
         with self._lock:
-            executor = self._executor
             if self._pending >= self.queue_limit:
                 raise LimitError(
                     f"{self._pending} specs are waiting to be read (PPO_PLATFORM_INTAKE_QUEUE);"
@@ -158,40 +153,20 @@ class IntakePool:
                     retry_after=1,
                 )
             self._pending += 1
-        outer: Future[Result] = Future()
-        try:
-            inner = executor.submit(guarded, fn, *args)
-        except (BrokenProcessPool, RuntimeError):  # broken, or shut down by a replacement
-            self._done_one()
-            self._replace(executor)
-            raise UnavailableError(RESTARTED) from None
+        if self._processes is not None:
+            future: Future[Result] = self._processes.call(fn, *args)
+        else:
+            assert self._threads is not None
+            future = self._threads.submit(guarded, fn, *args)
+        future.add_done_callback(self._done_one)
+        return future
 
-        def relay(done: Future[Result]) -> None:
-            self._done_one()
-            error: BaseException | None = (
-                UnavailableError(RESTARTED) if done.cancelled() else done.exception()
-            )
-            if isinstance(error, BrokenProcessPool):
-                self._replace(executor)
-                error = UnavailableError(RESTARTED)
-            if error is not None:
-                outer.set_exception(error)
-            else:
-                outer.set_result(done.result())
-
-        inner.add_done_callback(relay)
-        return outer
-
-    def _done_one(self) -> None:
+    def _done_one(self, _: object) -> None:
         with self._lock:
             self._pending -= 1
 
-    def _replace(self, broken: Executor) -> None:
-        with self._lock:
-            if broken is self._executor:
-                old, self._executor = self._executor, self._new_executor()
-                old.shutdown(wait=False, cancel_futures=True)
-
     def close(self) -> None:
-        with self._lock:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._processes is not None:
+            self._processes.close()
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)

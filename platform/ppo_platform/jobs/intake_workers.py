@@ -1,0 +1,196 @@
+"""Worker processes that each take one call at a time over their own pipe, and one thread that
+reads every answer.
+
+Why not `concurrent.futures.ProcessPoolExecutor`: a call through it wakes three threads of the
+API process (its manager thread, its call queue's feeder thread, then the manager again for the
+result), each of which must take the GIL from the event loop that serves status reads; at 50
+clients that hand-off cost the API process about half a millisecond of CPU per submission and
+queued status reads behind it. Here the caller pickles and writes the call to an idle worker's
+pipe itself (a call waits in `_waiting` only while every worker is busy), and a single reader
+thread, woken once per answer, sets the caller's future.
+
+A worker that dies (killed, out of memory, `os._exit`) closes its pipe: its call is answered
+with UnavailableError(`restarted`) and a fresh worker takes its place. Calls are plain
+functions named by reference (pickled by name, never code), answers cross back pickled.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+from ppo_platform.errors import UnavailableError
+
+Call = tuple[Callable[..., Any], tuple[Any, ...]]
+_CONTEXT = multiprocessing.get_context("spawn")
+
+
+def _serve(connection: Connection, runner: Callable[..., Any], start: Call | None) -> None:
+    """A worker's life: run `start`, then each call that arrives, answering (ok, value)."""
+    if start is not None:
+        start[0](*start[1])
+    while True:
+        try:
+            fn, args = pickle.loads(connection.recv_bytes())
+        except (EOFError, OSError):  # the API process closed the pool, or is gone
+            return
+        try:
+            answer = pickle.dumps((True, runner(fn, *args)))
+        except Exception as error:  # `runner` made it safe to pickle
+            answer = pickle.dumps((False, error))
+        connection.send_bytes(answer)
+
+
+class _Worker:
+    def __init__(self, runner: Callable[..., Any], start: Call | None) -> None:
+        self.connection, child = _CONTEXT.Pipe()
+        self.process = _CONTEXT.Process(
+            target=_serve, args=(child, runner, start), name="intake", daemon=True
+        )
+        self.process.start()
+        child.close()
+        self.future: Future[Any] | None = None  # the call it is running
+
+    def send(self, future: Future[Any], payload: bytes) -> None:
+        self.future = future
+        self.connection.send_bytes(payload)
+
+    def stop(self) -> None:
+        self.connection.close()
+        self.process.join(timeout=0.5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+
+
+class WorkerProcesses:
+    """`count` spawned workers running `runner(fn, *args)` for each `call(fn, *args)`."""
+
+    def __init__(
+        self, count: int, runner: Callable[..., Any], restarted: str, setup: Call | None = None
+    ) -> None:
+        """`setup` runs first in every worker (e.g. to exit with this process)."""
+        self.count, self.runner, self.restarted = count, runner, restarted
+        self._start = setup
+        self._lock = threading.Lock()
+        self._workers: dict[Connection, _Worker] = {}  # the reader watches every pipe
+        self._idle: deque[_Worker] = deque()
+        self._waiting: deque[tuple[Future[Any], bytes]] = deque()
+        self._started = self._closed = False
+        self._wake_read, self._wake_write = _CONTEXT.Pipe(duplex=False)  # close() wakes it
+        self._reader = threading.Thread(target=self._read, name="intake-answers", daemon=True)
+
+    def start(self, warm_up: Callable[[], int]) -> list[Future[int]]:
+        """Start the workers with a `warm_up` call in each; its futures say when they are
+        ready (a pool used without `start` starts at its first call, cold)."""
+        self._ensure_started()
+        return [self.call(warm_up) for _ in range(self.count)]
+
+    def _ensure_started(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+            for _ in range(self.count):
+                self._add_worker()
+        self._reader.start()
+
+    def _add_worker(self) -> None:
+        worker = _Worker(self.runner, self._start)
+        self._workers[worker.connection] = worker
+        self._idle.append(worker)
+
+    def call(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        """`runner(fn, *args)` in an idle worker (or the next one free)."""
+        self._ensure_started()
+        future: Future[Any] = Future()
+        payload = pickle.dumps((fn, args))
+        with self._lock:
+            if self._closed:
+                raise UnavailableError(self.restarted)
+            if self._idle:
+                self._idle.popleft().send(future, payload)
+            else:
+                self._waiting.append((future, payload))
+        return future
+
+    def _read(self) -> None:
+        """The reader thread: each answer to its caller, then the worker's next call."""
+        while True:
+            with self._lock:
+                if self._closed:
+                    return
+                watched = [self._wake_read, *self._workers]
+            for ready in wait(watched):
+                if ready is not self._wake_read:
+                    assert isinstance(ready, Connection)
+                    self._answer(ready)
+
+    def _answer(self, connection: Connection) -> None:
+        """The answer on `connection` (or its worker's death, even idle) to its caller."""
+        with self._lock:
+            worker = self._workers.get(connection)
+        if worker is None:  # closed meanwhile: close() answered its caller
+            return
+        future, answer = worker.future, None
+        try:
+            answer = pickle.loads(connection.recv_bytes())
+        except (EOFError, OSError):  # it died: a fresh one takes its place
+            worker = self._replace(worker)
+        if future is not None:
+            if answer is None:
+                future.set_exception(UnavailableError(self.restarted))
+            elif answer[0]:
+                future.set_result(answer[1])
+            else:
+                future.set_exception(answer[1])
+        if worker is not None:
+            worker.future = None
+            self._next_call(worker)
+
+    def _replace(self, dead: _Worker) -> _Worker | None:
+        """A fresh worker in place of `dead` (None once the pool is closed)."""
+        dead.stop()
+        with self._lock:
+            self._workers.pop(dead.connection, None)
+            if dead in self._idle:
+                self._idle.remove(dead)
+            if self._closed:
+                return None
+            fresh = _Worker(self.runner, self._start)
+            self._workers[fresh.connection] = fresh
+            return fresh
+
+    def _next_call(self, worker: _Worker) -> None:
+        """`worker` is free: the oldest waiting call, else the idle queue."""
+        with self._lock:
+            if self._closed or worker.connection not in self._workers:
+                return
+            if self._waiting:
+                worker.send(*self._waiting.popleft())
+            else:
+                self._idle.append(worker)
+
+    def close(self) -> None:
+        """Stop every worker; calls not answered yet get UnavailableError."""
+        with self._lock:
+            self._closed = True
+            workers = list(self._workers.values())
+            unanswered = [w.future for w in workers] + [f for f, _ in self._waiting]
+            self._workers.clear()
+            self._idle.clear()
+            self._waiting.clear()
+            self._wake_write.send_bytes(b"")
+        for future in unanswered:
+            if future is not None and not future.done():
+                future.set_exception(UnavailableError(self.restarted))
+        for worker in workers:
+            worker.stop()
+        if self._reader.is_alive() and self._reader is not threading.current_thread():
+            self._reader.join(timeout=5)
