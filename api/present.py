@@ -6,11 +6,13 @@ returns its body already rendered (see docs/design/glossary.md, "present").
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from typing import Any, NamedTuple
 
 from api.schemas import EventPublic, ExperimentLinks, ExperimentPublic
 from ppo_platform.jobs import Event, Experiment
-from ppo_platform.jobs.intake_pool import submit_spec
+from ppo_platform.jobs.intake import prepare_submission
+from ppo_platform.jobs.intake_pool import queue_submission
 from ppo_platform.public import (
     Diagnostics,
     Result,
@@ -73,6 +75,16 @@ def experiment_json(job: Experiment) -> bytes:
     return experiment_public(job).model_dump_json().encode()
 
 
+class Rendered(NamedTuple):
+    """A submission as the intake worker answers it, with its clock (`time.monotonic()`, one
+    clock for every process of the machine) at its start and after each phase."""
+
+    experiment_id: str
+    body: bytes
+    created: bool
+    clock: tuple[float, float, float, float]  # started, validated, stored, rendered
+
+
 def submit_rendered(
     database_url: str,
     owner: str,
@@ -80,13 +92,32 @@ def submit_rendered(
     idempotency_key: str | None,
     max_env_steps: int,
     max_queued: int,
-) -> tuple[str, bytes, bool]:
-    """`submit_spec`, run in an intake worker, answered as (id, JSON body, created): the worker
-    renders the body, so the API process neither unpickles a row nor builds its model."""
-    row, created = submit_spec(
-        database_url, owner, text, idempotency_key, max_env_steps, max_queued
-    )
-    return row.id, experiment_json(row), created
+) -> Rendered:
+    """`submit_spec`, run in an intake worker, answered with the JSON body: the worker renders
+    it, so the API process neither unpickles a row nor builds its model."""
+    started = time.monotonic()
+    job = prepare_submission(text, max_env_steps)
+    validated = time.monotonic()
+    row, created = queue_submission(database_url, owner, job, idempotency_key, max_queued)
+    stored = time.monotonic()
+    body = experiment_json(row)
+    return Rendered(row.id, body, created, (started, validated, stored, time.monotonic()))
+
+
+def server_timing(received: float, sent: float, rendered: Rendered, answered: float) -> str:
+    """The `Server-Timing` header of a submission: where its time went in the server, in ms
+    (read the body, wait for an intake worker, validate, store, render, hand the answer back)."""
+    started, validated, stored, done = rendered.clock
+    phases = {
+        "body": sent - received,
+        "intake-wait": started - sent,
+        "validate": validated - started,
+        "store": stored - validated,
+        "render": done - stored,
+        "answer": answered - done,
+        "total": answered - received,
+    }
+    return ", ".join(f"{name};dur={seconds * 1000:.2f}" for name, seconds in phases.items())
 
 
 def event_public(event: Event) -> EventPublic:

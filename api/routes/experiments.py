@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
@@ -11,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from api.deps import IntakeDep, OwnerDep, ServiceDep, SnapshotsDep, StoreDep
 from api.errors import ERROR_RESPONSES, error_responses
-from api.present import experiment_public, submit_rendered
+from api.present import experiment_public, server_timing, submit_rendered
 from api.schemas import ExperimentId, ExperimentKind, ExperimentList, ExperimentPublic
 from api.schemas import ExperimentStatus as Status
 from api.spec_body import SPEC_BODY, read_spec_text
@@ -26,6 +27,16 @@ IdempotencyKey = Annotated[
     ),
 ]
 
+SUBMIT_HEADERS = {
+    "Location": {"description": "The experiment's URL.", "schema": {"type": "string"}},
+    "Server-Timing": {
+        "description": "Where the submission's time went in the server, in milliseconds: "
+        "body (reading it), intake-wait (for a free intake worker), validate, store (its one "
+        "transaction), render, answer (back to the API process), total.",
+        "schema": {"type": "string"},
+    },
+}
+
 
 @router.post(
     "",
@@ -33,8 +44,15 @@ IdempotencyKey = Annotated[
     response_model=ExperimentPublic,
     openapi_extra=SPEC_BODY,
     responses={
-        200: {"model": ExperimentPublic, "description": "Known Idempotency-Key."},
-        202: {"description": "Queued; `Location` names the experiment."},
+        200: {
+            "model": ExperimentPublic,
+            "description": "Known Idempotency-Key.",
+            "headers": SUBMIT_HEADERS,
+        },
+        202: {
+            "description": "Queued; `Location` names the experiment.",
+            "headers": SUBMIT_HEADERS,
+        },
         **error_responses(408, 413, 415, 422, 429),
     },
 )
@@ -47,7 +65,9 @@ async def submit_experiment(
     idempotency_key: IdempotencyKey = None,
 ) -> Any:
     """Queue a spec (run, sweep or tune, from its sections): 202 with its id and links."""
+    received = time.monotonic()
     text = await read_spec_text(request)
+    sent = time.monotonic()
     # Read, validated and queued by an intake process (a slow spec holds up no other request).
     future = intake.submit(
         submit_rendered,
@@ -58,10 +78,16 @@ async def submit_experiment(
         service.max_env_steps,
         service.max_queued,
     )
-    experiment_id, body, created = await asyncio.wrap_future(future)
-    headers = {"Location": f"/v1/experiments/{experiment_id}"}
+    rendered = await asyncio.wrap_future(future)
+    headers = {
+        "Location": f"/v1/experiments/{rendered.experiment_id}",
+        "Server-Timing": server_timing(received, sent, rendered, time.monotonic()),
+    }
     return Response(
-        body, status_code=202 if created else 200, headers=headers, media_type="application/json"
+        rendered.body,
+        status_code=202 if rendered.created else 200,
+        headers=headers,
+        media_type="application/json",
     )
 
 

@@ -73,6 +73,30 @@ def measure(url: str, clients: int, requests: int, job_id: str, tag: str) -> Tim
     return run_clients(parsed.hostname or "127.0.0.1", parsed.port or 80, KEY, specs, job_id)
 
 
+PHASES = ("outside", "body", "intake-wait", "validate", "store", "render", "answer")
+
+
+def breakdown(t: Timings) -> dict[str, dict[str, float]] | None:
+    """Where submissions' time went, in ms, from their Server-Timing headers: the median of
+    each phase over every submission, and its mean over the slowest 1% (those at or over the
+    p99). 'outside' is the client's time less the route's: connection, HTTP parsing, waiting
+    for the event loop, writing the answer. None for a server without the header."""
+    timed = [
+        (client, {**phases, "outside": client - phases["total"]})
+        for client, phases in zip(t.submit, t.phases, strict=True)
+        if "total" in phases
+    ]
+    if not timed:
+        return None
+    rows = [row for _, row in timed]
+    slow_from = percentile([client for client, _ in timed], 0.99)
+    slowest = [row for client, row in timed if client >= slow_from]
+    return {
+        "median": {p: statistics.median(r[p] for r in rows) for p in PHASES},
+        "slowest_1pct": {p: statistics.fmean(r[p] for r in slowest) for p in PHASES},
+    }
+
+
 def lost_submissions(home: Path, accepted: list[str]) -> int:
     """How many accepted (202) submissions are not in the job store."""
     with sqlite3.connect(home / "jobs.db") as db:
@@ -158,6 +182,7 @@ def run_level(
         "errors": len(t.errors),
         "error_examples": t.errors[:3],
         "lost": lost_submissions(home, t.accepted),
+        "breakdown": breakdown(t),
         "pairs_per_s": n / wall,
         "server_cpu_ms_per_pair": (cpu_seconds(server, job) - cpu) * 1000 / n,
         "api_process_cpu_ms_per_pair": (process_cpu_s(server) - api_cpu) * 1000 / n,
@@ -282,6 +307,36 @@ def summary_rows(runs: list[dict]) -> list[str]:
     return lines
 
 
+def breakdown_rows(runs: list[dict]) -> list[str]:
+    """Where a submission's time goes, per tree and level: the median over the sessions."""
+    lines = [
+        "Where a submission's time goes, from each answer's `Server-Timing` header (ms; the "
+        "median over the sessions of each session's median, and of its slowest 1%): "
+        "'outside' is the client's time less the route's (the connection, HTTP parsing, "
+        "waiting for the event loop, writing the answer).",
+        "",
+        f"| tree | clients | submissions | {' | '.join(PHASES)} |",
+        "|---|---:|---|" + "---:|" * len(PHASES),
+    ]
+    for tree in dict.fromkeys(r["tree"] for r in runs):
+        for clients in sorted({r["clients"] for r in runs}):
+            rows = [
+                r["breakdown"]
+                for r in runs
+                if (r["tree"], r["clients"], r["pinned"]) == (tree, clients, False)
+                and r.get("breakdown")
+            ]
+            for which, label in (("median", "median"), ("slowest_1pct", "slowest 1%")):
+                if rows:
+                    cells = [statistics.median(b[which][p] for b in rows) for p in PHASES]
+                    lines.append(
+                        f"| {tree} | {clients} | {label} | "
+                        + " | ".join(f"{c:.1f}" for c in cells)
+                        + " |"
+                    )
+    return [*lines, ""] if len(lines) > 4 else []
+
+
 def markdown(args: argparse.Namespace, report: dict) -> str:
     """The page; the notes below `NOTES` in the existing page are kept."""
     runs, m = report["runs"], report["machine"]
@@ -315,6 +370,7 @@ def markdown(args: argparse.Namespace, report: dict) -> str:
         "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
         *summary_rows(runs),
         "",
+        *breakdown_rows(runs),
         "Server start-up, process start -> /healthz 200 and -> /readyz 200 (seconds):",
         "",
     ]

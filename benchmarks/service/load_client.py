@@ -24,12 +24,23 @@ class Timings:
     status: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     accepted: list[str] = field(default_factory=list)  # ids of the queued submissions
+    phases: list[dict[str, float]] = field(default_factory=list)  # per submit: Server-Timing
 
     def merge(self, other: Timings) -> None:
         self.submit += other.submit
         self.status += other.status
         self.errors += other.errors
         self.accepted += other.accepted
+        self.phases += other.phases
+
+
+def server_timing(header: str) -> dict[str, float]:
+    """`name;dur=ms, ...` -> {name: ms}."""
+    phases = {}
+    for item in filter(None, (part.strip() for part in header.split(","))):
+        name, _, duration = item.partition(";dur=")
+        phases[name] = float(duration or "nan")
+    return phases
 
 
 class Connection:
@@ -45,8 +56,9 @@ class Connection:
 
     async def request(
         self, method: str, path: str, headers: dict[str, str], body: bytes = b""
-    ) -> tuple[int, bytes, float]:
-        """(status code, body, milliseconds from the first byte sent to the last read)."""
+    ) -> tuple[int, bytes, float, dict[str, str]]:
+        """(status code, body, milliseconds from the first byte sent to the last read, the
+        response's headers by lower-case name)."""
         lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}"]
         lines += [f"{name}: {value}" for name, value in headers.items()]
         if body or method == "POST":
@@ -56,14 +68,13 @@ class Connection:
         self.writer.write(head + body)
         await self.writer.drain()
         status_line = await self.reader.readuntil(b"\r\n")
-        length = 0
+        answer: dict[str, str] = {}
         while (line := await self.reader.readuntil(b"\r\n")) != b"\r\n":
             name, _, value = line.decode("latin-1").partition(":")
-            if name.strip().lower() == "content-length":
-                length = int(value)
-        content = await self.reader.readexactly(length)
+            answer[name.strip().lower()] = value.strip()
+        content = await self.reader.readexactly(int(answer.get("content-length", 0)))
         elapsed = (time.perf_counter() - started) * 1000
-        return int(status_line.split()[1]), content, elapsed
+        return int(status_line.split()[1]), content, elapsed, answer
 
     async def close(self) -> None:
         self.writer.close()
@@ -78,15 +89,16 @@ async def one_client(host: str, port: int, key: str, specs: list[bytes], job_id:
     submit_headers = {**auth, "Content-Type": "application/yaml"}
     try:
         for spec in specs:
-            code, body, ms = await connection.request(
+            code, body, ms, answer = await connection.request(
                 "POST", "/v1/experiments", submit_headers, spec
             )
             timings.submit.append(ms)
+            timings.phases.append(server_timing(answer.get("server-timing", "")))
             if code == 202:
                 timings.accepted.append(body.split(b'"id":"', 1)[1].split(b'"', 1)[0].decode())
             else:
                 timings.errors.append(f"submit {code}: {body[:200]!r}")
-            code, body, ms = await connection.request("GET", f"/v1/experiments/{job_id}", auth)
+            code, body, ms, _ = await connection.request("GET", f"/v1/experiments/{job_id}", auth)
             timings.status.append(ms)
             if code != 200:
                 timings.errors.append(f"status {code}: {body[:200]!r}")

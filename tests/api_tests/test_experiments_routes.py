@@ -21,6 +21,17 @@ def test_submit_is_202_with_links_and_idempotent(alice, post_spec, tiny) -> None
     body = first.json()
     assert body["status"] in ("queued", "running") and body["kind"] == "run"
     assert first.headers["Location"] == body["links"]["experiment"]
+    # Where its time went in the server, phase by phase (ms), adding up to no more than all.
+    phases = dict(
+        (name, float(duration))
+        for name, _, duration in (
+            item.strip().partition(";dur=") for item in first.headers["Server-Timing"].split(",")
+        )
+    )
+    order = ["body", "intake-wait", "validate", "store", "render", "answer", "total"]
+    assert list(phases) == order and all(phases[name] >= 0 for name in order)
+    assert phases["validate"] > 0 and phases["store"] > 0
+    assert sum(phases[name] for name in order[:-1]) == pytest.approx(phases["total"], abs=0.05)
     again = post_spec(alice, tiny(name="idem"), **{"Idempotency-Key": "retry-1"})
     assert again.status_code == 200 and again.json()["id"] == body["id"]
     listed = alice.get("/v1/experiments", params={"limit": 100}).json()["items"]

@@ -90,6 +90,17 @@ def submit_spec(
 ) -> tuple[Experiment, bool]:
     """Validate `text` in full and queue it for `owner`: (experiment, created)."""
     job = intake.prepare_submission(text, max_env_steps)
+    return queue_submission(database_url, owner, job, idempotency_key, max_queued)
+
+
+def queue_submission(
+    database_url: str,
+    owner: str,
+    job: intake.Submission,
+    idempotency_key: str | None,
+    max_queued: int,
+) -> tuple[Experiment, bool]:
+    """Queue a validated `job` for `owner` in this worker's store: (experiment, created)."""
     with _stores_lock:  # one engine per worker process (and per store URL)
         store = _stores.get(database_url)
         if store is None:
