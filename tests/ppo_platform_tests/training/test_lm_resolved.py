@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 from ppo_platform.cli import app
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-pytestmark = pytest.mark.slow  # one real (two-update) LM run
 
 SPEC = """\
 name: llama-resolved
@@ -67,6 +66,7 @@ def _tiny_llama(folder: Path) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
+@pytest.mark.slow  # one real (two-update) LM run
 def test_an_lm_run_records_what_it_resolved(platform_home: Path, tmp_path: Path) -> None:
     import torch
 
@@ -112,3 +112,68 @@ def test_an_lm_run_records_what_it_resolved(platform_home: Path, tmp_path: Path)
     assert f"transformers {tags['version.transformers']}" in line
     # The console says it first: before any update's line.
     assert result.output.splitlines()[0] == line
+
+
+def _tiny_neox_and_judge(folder: Path) -> None:
+    """A GPT-NeoX policy and a one-label GPT-2 reward model, both from configs."""
+    from transformers import (
+        GPT2Config,
+        GPT2ForSequenceClassification,
+        GPTNeoXConfig,
+        GPTNeoXForCausalLM,
+    )
+
+    from trainers.lm.tiny import save_model, train_char_tokenizer
+
+    tokenizer = train_char_tokenizer(["0123456789+="])
+    ids = {"eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id}
+    neox = GPTNeoXConfig(
+        vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+        num_attention_heads=2, max_position_embeddings=20, bos_token_id=ids["eos_token_id"], **ids,
+    )  # fmt: skip
+    save_model(GPTNeoXForCausalLM(neox), tokenizer, folder / "neox")
+    judge = GPT2Config(
+        vocab_size=len(tokenizer), n_embd=8, n_layer=1, n_head=2, num_labels=1, **ids
+    )
+    save_model(GPT2ForSequenceClassification(judge), tokenizer, folder / "judge")
+    (folder / "prompts.jsonl").write_text('{"prompt": "1+1="}\n')
+
+
+@pytest.mark.slow  # loads two models (~10 s on a shared machine)
+def test_an_lm_setup_names_its_reward_model_and_a_missing_reference(platform_home: Path) -> None:
+    from ppo_platform.settings import get_settings
+    from ppo_platform.spec.lm_loader import validate_lm_data
+    from ppo_platform.training.lm_build import build_trainer
+    from ppo_platform.training.progress import describe_resolved
+    from ppo_platform.training.resolved import lm_resolved_setup
+
+    _tiny_neox_and_judge(platform_home / "lm" / "own")
+    spec = validate_lm_data(
+        {
+            "name": "neox-judged",
+            "algorithm": "ppo_lm",
+            "lm": {
+                "model": {"policy": "own/neox", "reference": "none", "reward_model": "own/judge"},
+                "prompts": {"path": "own/prompts.jsonl", "answer_field": None},
+                "kl": {"beta": 0.0},
+                "generation": {"max_new_tokens": 2},
+                "reduction": "token_mean",
+                "prompts_per_update": 2,
+            },
+            "update": {"minibatch_size": 2},
+        }
+    )
+    trainer = build_trainer(spec, get_settings())
+    resolved = lm_resolved_setup(spec, trainer)
+    judge = sum(p.numel() for p in trainer.reward.model.parameters())
+    assert resolved["model.architecture"] == "GPTNeoXForCausalLM"
+    assert resolved["model.config"].startswith("own/neox/config.json (model_type gpt_neox,")
+    assert resolved["model.value_head_parameters"] == "17"  # hidden 16 -> 1, with its bias
+    assert resolved["model.max_positions"] == "20"
+    assert resolved["reference"] == "none (no reference: no KL penalty)"
+    assert resolved["reward"] == (
+        f"reward model own/judge (GPT2ForSequenceClassification, {judge} parameters)"
+    )
+    line = describe_resolved(resolved)
+    assert line.startswith("model GPTNeoXForCausalLM (") and "envs" not in line
+    assert "reference none (no reference: no KL penalty); reward reward model own/judge" in line
