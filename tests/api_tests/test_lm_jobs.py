@@ -3,17 +3,20 @@ outside stay inside the operator's LM folder, and the refusal rules answer 422."
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
 from ppo_platform.settings import Settings
 from ppo_platform.training.lm_demo import init_demo
-from tests.api_tests.conftest import Server, start_server, submit, wait_for
+from tests.api_tests.conftest import KEYS, Server, start_server, submit, wait_for
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 SPEC = Path(__file__).resolve().parents[2] / "specs" / "lm_arithmetic.yaml"
@@ -67,6 +70,19 @@ def test_an_lm_spec_runs_as_a_job(lm_server):
         assert [p["step"] for p in points] == [1, 2, 3]
         spec = alice.get(f"/v1/experiments/{job['id']}/artifacts/resolved_spec.yaml")
         assert spec.status_code == 200 and "algorithm: ppo_lm" in spec.text
+    # What the run resolved (training/resolved.py): the model, not envs; no server path.
+    resolved = job["resolved"]
+    assert resolved["model.architecture"] == "GPT2LMHeadModel" and resolved["device"] == "cpu"
+    assert resolved["model.policy"] == "arithmetic/sft" and resolved["dtype"] == "float32"
+    assert int(resolved["model.parameters"]) > 0 and resolved["reward"] == "1 x exact_answer"
+    assert resolved["reference"].startswith("initial (a frozen copy")
+    assert resolved["version.transformers"] == metadata.version("transformers")
+    assert str(lm_server.home) not in json.dumps(resolved)
+    with httpx.Client(base_url=lm_server.url, timeout=30) as browser:  # the dashboard too
+        assert browser.post("/login", data={"api_key": KEYS["alice"]}).status_code == 303
+        page = browser.get(f"/experiments/{job['id']}").text
+    parameters = resolved["model.parameters"]
+    assert f"Resolved at start: model GPT2LMHeadModel ({parameters} parameters, float32)" in page
 
 
 @pytest.mark.slow

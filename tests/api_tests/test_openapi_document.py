@@ -171,3 +171,20 @@ def test_an_unknown_use_case_or_a_malformed_env_id_is_outside_the_plan_schema(do
     assert plan["additionalProperties"] is False
     assert "pattern" in plan["properties"]["env_id"]["anyOf"][0]  # optional: not for rlhf
     assert plan["properties"]["use_case"]["enum"][0] == "auto"
+
+
+def test_a_verified_trials_interval_is_described_as_what_it_is(document) -> None:
+    """ci95 is the bootstrap interval of the mean over the held-out seeds (not of the score,
+    which `tune.aggregate` may take as a quantile), and the document says so."""
+    from ppo_platform.reports.statistics import bootstrap_interval
+    from ppo_platform.tuning.verify import spread
+
+    fields = document["components"]["schemas"]["TrialVerifiedData"]["properties"]
+    said = fields["ci95"]["description"]
+    assert "bootstrap 95% interval of the mean of `seed_values`" in said, said
+    assert "null with one held-out seed" in said
+    assert "tune.aggregate" in fields["held_out_value"]["description"]
+    scores = [10.0, 200.0, 480.0, 500.0, 500.0]
+    assert spread(scores)["ci95"] == list(bootstrap_interval(scores, "mean"))
+    assert spread(scores)["ci95"] != list(bootstrap_interval(scores, "iqm"))
+    assert spread([500.0])["ci95"] is None

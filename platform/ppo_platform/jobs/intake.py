@@ -100,42 +100,18 @@ def _reachable(spec: AnySpec, param: str) -> list[tuple[str, Any]]:
     return [] if dist is None else reachable_values(dist)
 
 
-def _range(spec: AnySpec, param: str, current: int) -> tuple[int, int]:
-    """The smallest and largest whole number a study can sample for `param` (the spec's own
-    if not tuned)."""
-    numbers = [
-        int(value)
-        for _, value in _reachable(spec, param)
-        if isinstance(value, (int, float)) and not isinstance(value, bool)
-    ]
-    return min(numbers, default=current), max(numbers, default=current)
-
-
-def run_steps_bound(spec: ExperimentSpec, source: str) -> int:
+def run_steps_bound(spec: ExperimentSpec) -> int:
     """Env steps one run of a study (a trial's seed, a held-out run) can train at most: the
     largest budget its space can sample, rounded up to whole rollouts of the largest rollout
-    it can sample; refused if that rollout is larger than the smallest budget it can sample."""
+    it can sample (`check_space` has refused a rollout larger than the smallest budget)."""
+    from ppo_platform.tuning.space import sampled_range
+
     assert spec.tune is not None
     largest = (
-        _range(spec, "env.n_envs", spec.env.n_envs)[1]
-        * _range(spec, "rollout.n_steps", spec.rollout.n_steps)[1]
+        sampled_range(spec, "env.n_envs", spec.env.n_envs)[1]
+        * sampled_range(spec, "rollout.n_steps", spec.rollout.n_steps)[1]
     )
-    smallest_budget, largest_budget = _range(
-        spec, "budget.total_timesteps", spec.budget.total_timesteps
-    )
-    if largest > smallest_budget:
-        issue = SpecIssue(
-            "tune.space",
-            f"refused: the space can sample a rollout of {largest} env steps (env.n_envs x "
-            f"rollout.n_steps), larger than a budget.total_timesteps it can run "
-            f"({smallest_budget}); training collects whole rollouts, so a trial would train "
-            "past its budget.",
-            largest,
-            fix="lower the highest env.n_envs or rollout.n_steps the space samples, or raise "
-            "the lowest budget.total_timesteps.",
-            rule="rollout_over_budget",
-        )
-        raise SpecError([issue], source)
+    largest_budget = sampled_range(spec, "budget.total_timesteps", spec.budget.total_timesteps)[1]
     if not {"env.n_envs", "rollout.n_steps"} & set(spec.tune.space):
         return -(-largest_budget // largest) * largest  # rollouts of the spec's one size
     # Whole rollouts of any size up to `largest` overshoot the budget by less than one.
@@ -155,9 +131,9 @@ def study_runs(spec: AnySpec) -> int:
     return runs
 
 
-def study_env_steps(spec: ExperimentSpec, source: str) -> int:
+def study_env_steps(spec: ExperimentSpec) -> int:
     """Env steps of every run a study can start, every run at its bound."""
-    return run_steps_bound(spec, source) * study_runs(spec)
+    return run_steps_bound(spec) * study_runs(spec)
 
 
 def check_sampled_envs(spec: ExperimentSpec, source: str) -> None:
@@ -229,7 +205,7 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
         from ppo_platform.tuning import check_space
 
         check_space(spec, from_outside=True)
-        steps = study_env_steps(spec, source)  # first: a probe past its budget is not built
+        steps = study_env_steps(spec)
         check_sampled_envs(spec, source)
         return steps
     return trained_steps(spec)
@@ -309,6 +285,8 @@ LM_SIZE_PATHS = ("budget.updates", "lm.prompts_per_update", "lm.generation.max_n
 def lm_tokens_bound(spec: LMExperimentSpec) -> int:
     """Tokens one run can generate: updates x prompts_per_update x max_new_tokens, each at
     the largest value the tune space can sample (the spec's own when not tuned)."""
+    from ppo_platform.tuning.space import sampled_range
+
     tune = spec.tune is not None
     sizes = (
         ("budget.updates", spec.budget.updates),
@@ -317,7 +295,7 @@ def lm_tokens_bound(spec: LMExperimentSpec) -> int:
     )
     tokens = 1
     for path, current in sizes:
-        tokens *= _range(spec, path, current)[1] if tune else current
+        tokens *= sampled_range(spec, path, current)[1] if tune else current
     return tokens
 
 

@@ -80,9 +80,15 @@ class TrialVerifiedData(BaseModel):
     stage: Literal["trial"]
     number: int = Field(description="The trial verified.")
     searched_value: float | None = Field(description="Its score in the search.")
-    held_out_value: float | None = Field(description="Its score on the held-out seeds.")
+    held_out_value: float | None = Field(
+        description="Its held-out seeds' scores combined as the search combines seeds "
+        "(`tune.aggregate`: their mean, or the quantile)."
+    )
     seed_values: list[float | None] = Field(description="The score on each held-out seed.")
-    ci95: list[float | None] | None = Field(description="95% interval of the held-out score.")
+    ci95: list[float | None] | None = Field(
+        description="Percentile-bootstrap 95% interval of the mean of `seed_values` (never "
+        "outside the observed scores); null with one held-out seed."
+    )
     run_id: str | None = Field(description="The verification's MLflow run.")
     error: str = Field(description="What stopped it (empty when it ran).")
     reused: bool = Field(description="From an earlier run of the study.")

@@ -189,7 +189,9 @@ class ExperimentPublic(BaseModel):
     resolved: dict[str, str] | None = Field(
         None,
         description="A run: what it resolved when it started (vectorization and why, env "
-        "packages and library versions, device, torch threads). Null before it starts.",
+        "packages and library versions, device, torch threads; a language-model run: its "
+        "model, dtype, tokenizer, reference and reward in place of envs). Null before it "
+        "starts.",
     )
     error: str | None
     cancel_requested: bool

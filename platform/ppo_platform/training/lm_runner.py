@@ -34,6 +34,7 @@ from ppo_platform.training.monitoring import (
     thresholds_for,
 )
 from ppo_platform.training.progress import EventKind, ProgressEvent
+from ppo_platform.training.resolved import lm_resolved_setup, record_resolved
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome, RunResult, closing_tags
 from ppo_platform.training.runner import ProgressCallback, _prepare
 from trainers.diagnostics import Alert, DiagnosticsMonitor
@@ -62,17 +63,29 @@ class LMTrainingSession:
         self.eval_prompts: list[Any] = []
         self._started = time.perf_counter()
         self._announced = False
+        self.resolved: dict[str, str] = {}  # what the run resolved (training/resolved.py)
+
+    def _announce(self) -> None:
+        """`started` first, with the run id and what the run resolved (the job service keeps
+        both; the console says the second)."""
+        if self._announced:
+            return
+        self._announced = True
+        updates = self.trainer.n_updates if self.trainer is not None else 0
+        self.on_progress(
+            ProgressEvent(
+                "started",
+                updates,
+                self.spec.budget.updates,
+                run_id=self.tracker.run_id,
+                resolved=self.resolved,
+                language_model=True,
+            )
+        )
 
     def _event(self, kind: EventKind, **fields: Any) -> None:
+        self._announce()
         updates = self.trainer.n_updates if self.trainer is not None else 0
-        if not self._announced:  # `started` first, with the run id (the job service keeps it)
-            self._announced = True
-            run_id = self.tracker.run_id
-            self.on_progress(
-                ProgressEvent(
-                    "started", updates, self.spec.budget.updates, run_id=run_id, language_model=True
-                )
-            )
         total = self.spec.budget.updates
         self.on_progress(ProgressEvent(kind, updates, total, language_model=True, **fields))
 
@@ -148,8 +161,11 @@ class LMTrainingSession:
         self.eval_prompts = eval_prompts[: self.spec.evaluation.max_prompts]
         trainer.add_update_listener(self.on_update)
         trainer.stop_condition = lambda: self.cancel.is_set() or self.stop_alert is not None
-        tracing.mark("lm learn: begins")
         try:
+            self.resolved = lm_resolved_setup(self.spec, trainer)
+            record_resolved(self.tracker, self.resolved)
+            self._announce()
+            tracing.mark("lm learn: begins")
             trainer.learn(prompts, self.spec.budget.updates)
         except NonFiniteError as error:
             self._close("FAILED", {tag.OUTCOME: "diverged", tag.FAILURE: str(error)})
@@ -229,6 +245,10 @@ def run_lm_spec(
 ) -> RunResult:
     """Train an LM spec as a new MLflow run (a child of `parent_run_id` when given, as a
     tuning trial's seed run is). Raises TrainingError if it diverges."""
+    from transformers.utils import logging as transformers_logging
+
+    # The run reports its own progress: no loading or saving bars inside its console lines.
+    transformers_logging.disable_progress_bar()
     process = shared_tracking_process()
     settings = _prepare(settings or get_settings())
     try:

@@ -45,12 +45,21 @@ class ProgressReporter(Protocol):
 
 
 def describe_resolved(resolved: dict[str, str]) -> str:
-    """One line: vectorization (and why), device, threads, env packages, library versions."""
+    """One line: vectorization (and why), device, threads, env packages, library versions; for
+    a language model: the model, its tokenizer, reference and reward instead of envs."""
     versions = ", ".join(
         f"{key.removeprefix('version.')} {value}"
         for key, value in resolved.items()
         if key.startswith("version.") and value != "not installed"
     )
+    if "model.architecture" in resolved:
+        return (
+            f"model {resolved['model.architecture']} ({resolved['model.parameters']} "
+            f"parameters, {resolved.get('dtype')}) from {resolved.get('model.config')}; "
+            f"tokenizer {resolved.get('tokenizer')}; reference {resolved.get('reference')}; "
+            f"reward {resolved.get('reward')}; device {resolved.get('device')}, "
+            f"{resolved.get('torch_threads')} torch thread(s); {versions}"
+        )
     return (
         f"{resolved.get('vectorization')} envs ({resolved.get('vectorization_reason')}); device "
         f"{resolved.get('device')}, {resolved.get('torch_threads')} torch thread(s); env "

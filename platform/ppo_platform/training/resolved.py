@@ -1,6 +1,8 @@
 """What a run resolved when it started, recorded with it (docs/guides/spec.md, "What a run
 records"): the vectorization `auto` chose and why, the env packages it imported (with their
-versions), the versions of the libraries that train, the device and the torch threads.
+versions), the versions of the libraries that train, the device and the torch threads. A
+language-model run (docs/guides/language-models.md) records its model instead of envs: the
+config it was built from, architecture, parameter count, dtype, tokenizer, reference and reward.
 
 Kept as MLflow tags (`ppo_platform.resolved.<key>`), as `resolved.json` in the run folder (and
 logged beside the run's other artifacts), said on the console at the start, and stored with a
@@ -16,6 +18,7 @@ from typing import Any
 from ppo_platform.envs.packages import imported_env_packages
 from ppo_platform.spec import envpool_support
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.vectorization import native_obstacle, resolve
 
 RESOLVED_FILE = "resolved.json"
@@ -31,6 +34,8 @@ LIBRARIES = (
     "envpool",
     "transformers",
 )
+# What a language-model run computes with.
+LM_LIBRARIES = ("torch", "transformers", "tokenizers", "safetensors", "numpy")
 
 
 def version_of(distribution: str) -> str:
@@ -78,6 +83,72 @@ def resolved_setup(spec: ExperimentSpec, model: Any, own_env: bool = False) -> d
         "torch_threads": str(torch.get_num_threads()),
     }
     resolved.update({f"version.{name}": version_of(name) for name in LIBRARIES})
+    return resolved
+
+
+def _parameters(module: Any) -> int:
+    return sum(p.numel() for p in module.parameters())
+
+
+def _first_parameter(module: Any) -> Any:
+    return next(iter(module.parameters()))
+
+
+def _describe_model(module: Any) -> str:
+    """`LlamaForCausalLM, 123456 parameters`: the class loaded and its size."""
+    return f"{type(module).__name__}, {_parameters(module)} parameters"
+
+
+def lm_reference(spec: LMExperimentSpec, trainer: Any) -> str:
+    """What the KL penalty's reference is, in words."""
+    reference = spec.lm.model.reference
+    if reference == "none":
+        return "none (no reference: no KL penalty)"
+    if reference == "initial":
+        return "initial (a frozen copy of the policy's starting weights)"
+    return f"{reference} ({_describe_model(trainer.reference)})"
+
+
+def lm_reward(spec: LMExperimentSpec, trainer: Any) -> str:
+    """Where the scores come from: the reward model, or the weighted sum of reward terms."""
+    model = spec.lm.model.reward_model
+    if model is not None:
+        return f"reward model {model} ({_describe_model(trainer.reward.model)})"
+    return " + ".join(
+        f"{term.weight:g} x {term.name}"
+        + (f" {json.dumps(term.params, sort_keys=True)}" if term.params else "")
+        for term in spec.lm.rewards
+    )
+
+
+def lm_resolved_setup(spec: LMExperimentSpec, trainer: Any) -> dict[str, str]:
+    """A language-model run's resolved setup as flat text fields: device, dtype, threads, the
+    policy (its config, architecture, parameters), tokenizer, reference, reward, versions."""
+    import torch
+
+    from trainers.lm.policy import max_positions
+
+    lm, tokenizer = trainer.policy.lm, trainer.tokenizer
+    config, first = lm.config, _first_parameter(lm)
+    pad = tokenizer.pad_token
+    resolved = {
+        "device": str(first.device),
+        "dtype": str(first.dtype).removeprefix("torch."),
+        "torch_threads": str(torch.get_num_threads()),
+        "model.policy": spec.lm.model.policy,
+        "model.config": f"{spec.lm.model.policy}/config.json (model_type "
+        f"{config.model_type}, saved by transformers {config.transformers_version})",
+        "model.architecture": type(lm).__name__,
+        "model.parameters": str(_parameters(lm)),
+        "model.value_head_parameters": str(_parameters(trainer.policy.value_head)),
+        "model.max_positions": str(max_positions(config) or "not stated"),
+        "tokenizer": f"{type(tokenizer).__name__}, {len(tokenizer)} tokens, pad {pad!r}"
+        + (" (its EOS token)" if pad == tokenizer.eos_token else "")
+        + f", EOS {tokenizer.eos_token!r}",
+        "reference": lm_reference(spec, trainer),
+        "reward": lm_reward(spec, trainer),
+    }
+    resolved.update({f"version.{name}": version_of(name) for name in LM_LIBRARIES})
     return resolved
 
 

@@ -1,7 +1,8 @@
 """`--space auto`: a default search space around a spec's planned values.
 
-Ranges stay inside the refusal limits (K <= 30, epsilon <= 0.3), and minibatch choices never
-exceed the smallest rollout batch the space can produce, so every sampled spec is valid.
+Ranges stay inside the refusal limits (K <= 30, epsilon <= 0.3), minibatch choices never
+exceed the smallest rollout batch the space can produce, and no rollout is longer than the
+budget, so every sampled spec is valid.
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ def auto_space(spec: ExperimentSpec) -> dict[str, dict[str, Any]]:
     epochs = spec.update.epochs
     n_steps = spec.rollout.n_steps
     minibatch = spec.update.minibatch_size
-    n_steps_choices = sorted({n_steps, n_steps * 2, n_steps * 4})
+    budget = spec.budget.total_timesteps  # a longer rollout than the budget would train past it
+    n_steps_choices = sorted(
+        {
+            n
+            for n in (n_steps, n_steps * 2, n_steps * 4)
+            if n == n_steps or spec.env.n_envs * n <= budget
+        }
+    )
     if spec.env.n_envs * (n_steps // 2) >= minibatch:  # shorter rollouts only if they still fit
         n_steps_choices.insert(0, n_steps // 2)
     smallest_batch = spec.env.n_envs * n_steps_choices[0]

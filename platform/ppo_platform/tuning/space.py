@@ -4,7 +4,9 @@ Every reachable extreme of every parameter (low, high, each choice) is set into 
 and validated before anything runs, so a space that could only produce invalid or refused
 specs is itself refused, naming the parameter and its bound (a refusal in the words of
 `spec.rules.search_space_refusal`, the same as `validate` gives). Combinations (a minibatch larger
-than the rollout) can still be invalid: those trials fail with the reason, never scored.
+than the rollout) can still be invalid: those trials fail with the reason, never scored; but a
+rollout larger than the budget is checked at its worst combination (the largest env.n_envs and
+rollout.n_steps against the smallest budget), so no trial trains past its budget.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
 from ppo_platform.spec.lm_loader import AnySpec, spec_issues, validate_any
 from ppo_platform.spec.loader import set_dotted
-from ppo_platform.spec.rules import search_space_refusal
+from ppo_platform.spec.rules import ROLLOUT_BUDGET_RULE, search_space_refusal
 from ppo_platform.spec.search import (
     CategoricalDistribution,
     FloatDistribution,
@@ -197,10 +199,51 @@ def check_space(spec: AnySpec, *, from_outside: bool) -> None:
             issues.extend(_probe_issues(data, path, bound, value, from_outside))
     issues.extend(_sampler_issues(tune))
     issues.extend(_pruner_issues(spec))
+    if isinstance(spec, ExperimentSpec):
+        issues.extend(rollout_over_budget_issues(spec))
     if isinstance(spec, LMExperimentSpec):
         issues.extend(lm_tune_issues(spec))
     if issues:
         raise SpecError(issues)
+
+
+def sampled_range(spec: AnySpec, param: str, current: int) -> tuple[int, int]:
+    """The smallest and largest whole number a study can sample for `param` (the spec's own
+    value if the space does not tune it)."""
+    dist = spec.tune.space.get(param) if spec.tune is not None else None
+    numbers = [
+        int(value)
+        for _, value in ([] if dist is None else reachable_values(dist))
+        if isinstance(value, (int, float)) and not isinstance(value, bool)
+    ]
+    return min(numbers, default=current), max(numbers, default=current)
+
+
+def rollout_over_budget_issues(spec: ExperimentSpec) -> list[SpecIssue]:
+    """A space that can sample one rollout (env.n_envs x rollout.n_steps, each at its largest)
+    larger than a budget it can sample (at its smallest): SB3 collects whole rollouts, so such a
+    trial would train past its budget. Refused before any trial, by `tune` and the service
+    alike (docs/guides/tuning.md)."""
+    assert spec.tune is not None
+    n_envs = sampled_range(spec, "env.n_envs", spec.env.n_envs)[1]
+    n_steps = sampled_range(spec, "rollout.n_steps", spec.rollout.n_steps)[1]
+    budget = sampled_range(spec, "budget.total_timesteps", spec.budget.total_timesteps)[0]
+    if n_envs * n_steps <= budget:
+        return []
+    tuned = [p for p in ("env.n_envs", "rollout.n_steps") if p in spec.tune.space]
+    lower = " or ".join(f"the highest {p} it samples" for p in tuned) or "the spec's rollout"
+    return [
+        SpecIssue(
+            "tune.space",
+            f"refused: the space can sample a rollout of env.n_envs x rollout.n_steps = "
+            f"{n_envs} x {n_steps} = {n_envs * n_steps} env steps, larger than "
+            f"budget.total_timesteps = {budget} (the smallest budget it can run); training "
+            "collects whole rollouts, so such a trial would train past its budget.",
+            n_envs * n_steps,
+            fix=f"lower {lower}, or keep budget.total_timesteps at least {n_envs * n_steps}.",
+            rule=ROLLOUT_BUDGET_RULE,
+        )
+    ]
 
 
 def _sampler_issues(tune: TuneSpec) -> list[SpecIssue]:

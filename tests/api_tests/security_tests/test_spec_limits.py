@@ -107,6 +107,31 @@ def test_a_study_that_can_sample_a_rollout_over_the_budget_is_refused(alice) -> 
     assert alice.post("/v1/specs/validate", content=allowed, headers=YAML).status_code == 200
 
 
+def test_a_rollout_past_the_budget_only_in_combination_is_refused_as_tune_refuses_it(
+    alice, post_spec
+) -> None:
+    """Each sampled value fits the budget alone; the largest of both together do not. The
+    service answers with the words of `tune` (the space's own check, tuning/space.py)."""
+    text = (
+        "name: t\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 2}\nrollout: {n_steps: 64}\n"
+        "update: {minibatch_size: 64}\nbudget: {total_timesteps: 1000}\n"
+        "tune:\n  n_trials: 2\n  space:\n"
+        "    env.n_envs: {type: categorical, choices: [2, 4]}\n"
+        "    rollout.n_steps: {type: categorical, choices: [64, 256]}\n"
+    )
+    before = alice.get("/v1/experiments").json()["items"]
+    for response in (
+        alice.post("/v1/specs/validate", content=text, headers=YAML),
+        post_spec(alice, text),
+    ):
+        issue = _issues(response)["tune.space"]
+        assert issue["rule"] == "rollout_over_budget" and issue["value"] == 1024
+        assert "4 x 256 = 1024 env steps" in issue["message"]
+        assert "budget.total_timesteps = 1000" in issue["message"]
+        assert "the highest rollout.n_steps it samples" in issue["fix"]
+    assert alice.get("/v1/experiments").json()["items"] == before  # nothing queued
+
+
 STUDY = """name: study
 env: {id: ppo_platform/GridWorld-v0, n_envs: 1}
 rollout: {n_steps: 64}

@@ -42,6 +42,28 @@ def test_unsafe_space_is_refused_with_exit_2(write: Callable[[str], Path]) -> No
     assert result.output.startswith("refused")
 
 
+def test_a_space_that_can_sample_a_rollout_past_the_budget_is_refused_before_any_trial(
+    home: Settings, write: Callable[[str], Path], tmp_path: Path
+) -> None:
+    # Each value alone fits the 1000-step budget (4 x 64 and 2 x 256); together 4 x 256 do not.
+    space = (
+        "    env.n_envs: {type: categorical, choices: [2, 4]}\n"
+        "    rollout.n_steps: {type: categorical, choices: [64, 256]}\n"
+    )
+    spec = write(NO_TUNE + "tune:\n  n_trials: 4\n  pruner: {type: none}\n  space:\n" + space)
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["tune", str(spec), "--out", str(out)])
+    assert result.exit_code == EXIT_BAD_INPUT, result.output
+    said = " ".join(result.output.split())
+    assert "tune.space = 1024" in said, said
+    assert "env.n_envs x rollout.n_steps = 4 x 256 = 1024 env steps" in said
+    assert "budget.total_timesteps = 1000" in said
+    assert "lower the highest env.n_envs it samples or the highest rollout.n_steps" in said
+    # Before any trial: no study output, no MLflow store, no run folder.
+    assert not out.exists() and not (home.home / "mlflow.db").exists()
+    assert not home.runs_dir.exists() or not any(home.runs_dir.iterdir())
+
+
 def test_spec_without_tune_section_needs_space_auto(write: Callable[[str], Path]) -> None:
     result = CliRunner().invoke(app, ["tune", str(write(NO_TUNE))])
     assert result.exit_code == EXIT_BAD_INPUT

@@ -178,3 +178,10 @@ def test_auto_space_stays_within_the_refusal_limits_and_validates(tiny_spec: Fac
     spec = with_auto_space(tiny_spec(**{"update.epochs": 25}))
     assert spec.tune.space["update.epochs"].high == 30
     check_space(spec, from_outside=False)  # every bound of the derived space validates
+
+
+def test_auto_space_samples_no_rollout_longer_than_the_budget(tiny_spec: Factory) -> None:
+    # 2 envs x 256 steps is the whole 600-step budget's room: 512 and 1024 would train past it.
+    spec = with_auto_space(tiny_spec(**{"rollout.n_steps": 256, "budget.total_timesteps": 600}))
+    assert spec.tune.space["rollout.n_steps"].choices == [128, 256]
+    check_space(spec, from_outside=False)  # the space's own rollout check passes
