@@ -1,8 +1,9 @@
-"""REST API latency: submission and status p50/p99 at 1, 10 (and 50) concurrent clients while
-a training job runs, with the load beside every run, and the server's start-up time.
+"""REST API latency: submission and status p50/p99 at 1, 10 and 50 concurrent clients while
+a training job runs, with the load beside every run, the server's CPU per submit+status pair,
+where a submission's time goes (its Server-Timing header), and the server's start-up time.
 
-    PYTHONPATH=platform:. python -m benchmarks.service.api_latency [--requests 200] [--clients 1,10]
-        [--repeat 3] [--pin]
+    PYTHONPATH=platform:. python -m benchmarks.service.api_latency [--requests 200]
+        [--clients 1,10,50] [--repeat 3] [--pin]
 
 Whole processes over real HTTP on loopback: the server is `python -m ppo_platform.cli serve`
 with a fresh home, started at nice 0 (as a user would, whatever this script's niceness); its
@@ -300,8 +301,10 @@ def summary_rows(runs: list[dict]) -> list[str]:
                 lines.append(
                     f"| {tree} | {'pinned' if pinned else 'free'} | {clients} | "
                     + " | ".join(cells)
-                    + f" | {sum(r['errors'] for r in rows)} | "
-                    f"{spread([r['server_cpu_ms_per_pair'] for r in rows])} | "
+                    + f" | {sum(r['errors'] for r in rows)} | {sum(r.get('lost', 0) for r in rows)}"
+                    f" | {spread([r['server_cpu_ms_per_pair'] for r in rows])} | "
+                    f"{spread([r.get('api_process_cpu_ms_per_pair', float('nan')) for r in rows])}"
+                    f" | {spread([r.get('pairs_per_s', float('nan')) for r in rows])} | "
                     f"{min(loads):.1f}-{max(loads):.1f} |"
                 )
     return lines
@@ -356,9 +359,12 @@ def markdown(args: argparse.Namespace, report: dict) -> str:
         f"{args.clients} --repeat {args.repeat}{pin}{trees}`, {m['date_utc']} UTC, commit "
         f"{m['git_commit']}; {m['cores']} cores shared with other work, Python {m['python']}, "
         f"{versions_text}. While one "
-        "GridWorld training job runs in the job service, each client thread alternates POST "
+        "GridWorld training job runs in the job service, each client (a keep-alive connection "
+        "of one asyncio load generator, `benchmarks/service/load_client.py`) alternates POST "
         "/v1/experiments (a queued run) and GET /v1/experiments/{id} of the training job; "
-        "milliseconds over real HTTP on loopback. Server and training job at nice "
+        "milliseconds over real HTTP on loopback, from the first byte sent to the last byte "
+        "read. 'lost': accepted (202) submissions missing from the job store afterwards. "
+        "Server and training job at nice "
         f"{sorted({(r['nice_server'], r['nice_job']) for r in runs})} (server, job). 'pinned': "
         "server + intake workers on core 0, training job on core 1 (clients free). Trees "
         "alternate session by session (a fresh server and training job each).",
@@ -366,8 +372,9 @@ def markdown(args: argparse.Namespace, report: dict) -> str:
         f"Median (min-max) over the {args.repeat} sessions of each tree:",
         "",
         "| tree | placement | clients | submit p50 | submit p99 | status p50 | status p99 "
-        "| errors | server CPU ms per submit+status | load average (1 min) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|",
+        "| errors | lost | server CPU ms per submit+status | of which the API process "
+        "| submit+status pairs/s | load average (1 min) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         *summary_rows(runs),
         "",
         *breakdown_rows(runs),
