@@ -105,6 +105,19 @@ def improving(values: Sequence[float], share: float = 0.1) -> bool:
     return last - first > share * scale
 
 
+def sustained_above(
+    view: View, signal: str, limit: float, share: float = 0.5, at_least: int = 1, since: float = 0
+) -> Points | None:
+    """The points of `signal` (from step `since` on) above `limit`, when they are at least
+    `share` of those points and `at_least` in number: an excess that lasts, not a spike.
+    None when it does not last (or `signal` has no point from `since` on)."""
+    points = [(step, value) for step, value in view.points(signal) if step >= since]
+    high = [(step, value) for step, value in points if value > limit]
+    if not high or len(high) < at_least or len(high) < share * len(points):
+        return None
+    return high
+
+
 def first_step_where(points: Points, holds: object) -> int | None:
     """The step of the first point whose value satisfies `holds` (a predicate)."""
     for step, value in points:
