@@ -7,24 +7,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from series_factory import STEP, UPDATES, Series, curve, flat_return, healthy, wiggle
+from series_factory import CARTPOLE, STEP, UPDATES, Series, curve, flat_return, healthy, wiggle
 
 from ppo_platform.doctor import RunFacts, diagnose
 
-PENDULUM = RunFacts(
-    algorithm="ppo",
-    learning_rate=1e-3,
-    epochs=10,
-    gamma=0.95,
-    n_steps=64,
-    n_envs=4,
-    value_coef=0.5,
-    entropy_coef=0.0,
-    normalize_obs=False,
-    normalize_reward=False,
-    total_timesteps=UPDATES * STEP,
-    continuous=True,
-)
+PENDULUM = replace(CARTPOLE, epochs=10, gamma=0.95, n_steps=64, n_envs=4, continuous=True)
 
 
 def untrained_pendulum(value_loss_share_at_end: float) -> Series:
