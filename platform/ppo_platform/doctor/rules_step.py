@@ -14,6 +14,7 @@ from ppo_platform.doctor.series import (
     first_step_where,
     improving,
     median,
+    sustained,
     sustained_above,
     thirds,
 )
@@ -90,14 +91,14 @@ def step_too_small(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     if len(judged) < limits.min_updates:
         return None
     clip = dict(view.points("clip_fraction"))
-    tiny = [
-        (s, x)
-        for s, x in judged
-        if x < limits.kl_tiny and clip.get(s, 0.0) < limits.clip_fraction_low
-    ]
-    share = len(tiny) / len(judged)
-    if share < limits.small_share or improving(view.values("episode_return")):
+    tiny = sustained(
+        judged,
+        lambda s, x: x < limits.kl_tiny and clip.get(s, 0.0) < limits.clip_fraction_low,
+        limits.small_share,
+    )
+    if tiny is None or improving(view.values("episode_return")):
         return None
+    share = len(tiny) / len(judged)
     kl = max(median([x for _, x in judged]), 1e-12)
     factor = min(limits.max_lr_factor, max(2.0, math.sqrt(limits.kl_aim / kl)))
     patch: dict[str, Scalar] = {}
