@@ -150,6 +150,7 @@ def test_plans_rlhf_writes_an_lm_spec_the_service_takes(lm_server):
         spec = yaml.safe_load(planned.json()["spec_yaml"])
         assert spec["algorithm"] == "ppo_lm" and spec["lm"]["model"]["policy"] == "arithmetic/sft"
         assert spec["lm"]["prompts"]["path"] == "arithmetic/train.jsonl"
+        assert spec["lm"]["kl"]["beta"] == 0.05 and spec["lm"]["kl"]["target"] is None
         assert spec["lm"]["prompts_per_update"] * spec["budget"]["updates"] >= 1280
         checked = alice.post(
             "/v1/specs/validate",

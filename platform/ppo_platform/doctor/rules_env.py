@@ -5,7 +5,7 @@ what in the env to look at."""
 from __future__ import annotations
 
 from ppo_platform.doctor.rules_step import Verdict, significant
-from ppo_platform.doctor.series import View, median
+from ppo_platform.doctor.series import View, median, sustained_above
 from ppo_platform.doctor.thresholds import Limits
 from ppo_platform.doctor.vocabulary import CauseId, Finding, NotJudged, RunFacts, evidence
 
@@ -57,9 +57,8 @@ def observation_scale(view: View, facts: RunFacts, limits: Limits) -> Verdict:
         return NotJudged(
             "observation_scale", ROLLOUT_STATS.format(what="observations", metric="obs_abs_max")
         )
-    points = view.points("obs_abs_max")
-    large = [(s, x) for s, x in points if x > limits.observation_abs_max]
-    if len(large) < max(1, len(points) // 2):
+    large = sustained_above(view, "obs_abs_max", limits.observation_abs_max)
+    if large is None:
         return None
     return Finding(
         "observation_scale",
@@ -137,8 +136,14 @@ def action_saturation(view: View, facts: RunFacts, limits: Limits) -> Verdict:
         reason = ROLLOUT_STATS.format(what="actions", metric="action_clip_fraction")
         return NotJudged("action_saturation", reason) if facts.continuous else None
     points = view.points("action_clip_fraction")
-    high = [(s, x) for s, x in points if x > limits.action_clip_max]
-    if len(high) < max(1, len(points) // 2):
+    since = limits.late_fraction * (facts.total_timesteps or points[-1][0])
+    high = sustained_above(view, "action_clip_fraction", limits.action_clip_max, since=since)
+    if high is None:  # judged late: an untrained Gaussian's std spills over a narrow range
+        return None
+    k = max(1, len(points) // 10)
+    untrained = sum(x for _, x in points[:k]) / k  # what the untrained policy clipped
+    late = median([x for s, x in points if s >= since])
+    if late < untrained + limits.action_clip_rise and late < limits.action_clip_total:
         return None
     return Finding(
         "action_saturation",
@@ -147,10 +152,11 @@ def action_saturation(view: View, facts: RunFacts, limits: Limits) -> Verdict:
         [
             evidence(
                 view.label("action_clip_fraction"),
-                significant(median([x for _, x in high])),
+                significant(late),
                 threshold=limits.action_clip_max,
                 updates=len(high),
                 from_step=high[0][0],
+                note=f"median over the late half; the first rollouts clipped {untrained:.2g}",
             )
         ],
         "most sampled actions fall outside the action bounds and are clipped: the policy's "

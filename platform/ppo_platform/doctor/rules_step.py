@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import math
 
-from ppo_platform.doctor.series import Points, View, first_step_where, improving, median
+from ppo_platform.doctor.series import (
+    Points,
+    View,
+    first_step_where,
+    improving,
+    median,
+    sustained,
+    sustained_above,
+    thirds,
+)
 from ppo_platform.doctor.thresholds import Limits
 from ppo_platform.doctor.vocabulary import Finding, NotJudged, RunFacts, Scalar, evidence
 
@@ -36,10 +45,10 @@ def step_too_large(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     if not view.has("kl"):
         return NotJudged("step_too_large", "the run logged no approx KL")
     points = view.points("kl")
-    high = [(s, x) for s, x in points if x > limits.kl_alert]
-    share = len(high) / len(points)
-    if len(high) < 3 or share < limits.large_share:
+    high = sustained_above(view, "kl", limits.kl_alert, limits.large_share, at_least=3)
+    if high is None:
         return None
+    share = len(high) / len(points)
     ordered = sorted(x for _, x in points)
     upper = ordered[(3 * len(ordered)) // 4]
     factor = min(limits.max_lr_factor, max(2.0, math.sqrt(upper / limits.kl_aim)))
@@ -82,14 +91,14 @@ def step_too_small(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     if len(judged) < limits.min_updates:
         return None
     clip = dict(view.points("clip_fraction"))
-    tiny = [
-        (s, x)
-        for s, x in judged
-        if x < limits.kl_tiny and clip.get(s, 0.0) < limits.clip_fraction_low
-    ]
-    share = len(tiny) / len(judged)
-    if share < limits.small_share or improving(view.values("episode_return")):
+    tiny = sustained(
+        judged,
+        lambda s, x: x < limits.kl_tiny and clip.get(s, 0.0) < limits.clip_fraction_low,
+        limits.small_share,
+    )
+    if tiny is None or improving(view.values("episode_return")):
         return None
+    share = len(tiny) / len(judged)
     kl = max(median([x for _, x in judged]), 1e-12)
     factor = min(limits.max_lr_factor, max(2.0, math.sqrt(limits.kl_aim / kl)))
     patch: dict[str, Scalar] = {}
@@ -124,6 +133,28 @@ def step_too_small(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     )
 
 
+def critic_still_fitting(view: View, limits: Limits, late: Points) -> bool:
+    """Whether the critic is still fitting the level of its targets: its value loss (over the
+    returns' second moment RMS^2, where logged) fell to `critic_progress` of its first third by
+    the last, and late it is still above the returns' variance. Explained variance ignores the
+    level, so it stays near 0 until the level is fitted: slow, not broken (an untrained
+    Pendulum critic chasing returns of ~-100)."""
+    loss, rms = dict(view.points("value_loss")), dict(view.points("returns_rms"))
+    relative = (
+        [x / rms[s] ** 2 for s, x in loss.items() if rms.get(s, 0.0) > 0]
+        if rms
+        else list(loss.values())
+    )
+    if len(relative) < 3:
+        return False
+    first, last = thirds(relative)
+    if not (first > 0 and last <= limits.critic_progress * first):
+        return False
+    std = dict(view.points("returns_std"))
+    excess = [loss[s] / std[s] ** 2 for s, _ in late if s in loss and std.get(s, 0.0) > 0]
+    return not excess or median(excess) > 1.0
+
+
 def critic_not_learning(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     if not view.has("explained_variance"):
         return NotJudged("critic_not_learning", "the run logged no explained variance")
@@ -137,16 +168,21 @@ def critic_not_learning(view: View, facts: RunFacts, limits: Limits) -> Verdict:
         return std[step] > 0 and std[step] ** 2 >= limits.return_variance_floor * rms[step] ** 2
 
     late = [(s, x) for s, x in ev if s >= limits.late_fraction * end and informative(s)]
+    if len(late) < limits.critic_min_updates:
+        return NotJudged(
+            "critic_not_learning",
+            f"{len(late)} updates in the run's late half; explained variance is judged on "
+            f"{limits.critic_min_updates} at least (the critic had no chance yet)",
+        )
     bad = [(s, x) for s, x in late if x <= limits.explained_variance_min]
-    if len(late) < limits.min_updates or len(bad) / len(late) < limits.critic_share:
-        return None
     share = len(bad) / len(late)
+    if share < limits.critic_share or critic_still_fitting(view, limits, late):
+        return None
     patch: dict[str, Scalar] = {}
     if facts.value_coef is not None:
         patch["surrogate.value_coef"] = (
             0.5 if facts.value_coef == 0 else min(1.0, 2 * facts.value_coef)
         )
-    value = significant(median([x for _, x in bad]))
     return Finding(
         "critic_not_learning",
         min(0.85, 0.4 + 0.4 * share),
@@ -154,15 +190,16 @@ def critic_not_learning(view: View, facts: RunFacts, limits: Limits) -> Verdict:
         [
             evidence(
                 view.label("explained_variance"),
-                value,
+                significant(median([x for _, x in bad])),
                 threshold=limits.explained_variance_min,
                 updates=len(bad),
                 from_step=bad[0][0],
-                note=f"median late in training; at or below the threshold on {share:.0%}",
+                note=f"median late in training; at or below the threshold on {share:.0%}; "
+                "the value loss is not falling",
             )
         ],
-        "the value function explains none of the returns late in training: weigh the value "
-        "loss more (surrogate.value_coef) and check the reward scale",
+        "the value function explains none of the returns late in training and its loss does "
+        "not fall: weigh the value loss more (surrogate.value_coef) and check the reward scale",
         patch,
     )
 

@@ -7,7 +7,7 @@ logs minus the entropy); `View` maps each signal to the first name a run has.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 Points = list[tuple[int, float]]
 Series = Mapping[str, Sequence[tuple[int, float]]]
@@ -103,6 +103,26 @@ def improving(values: Sequence[float], share: float = 0.1) -> bool:
     first, last = thirds(values)
     scale = max(abs(first), max(values) - min(values), 1e-8)
     return last - first > share * scale
+
+
+def sustained(
+    points: Points, holds: Callable[[int, float], bool], share: float = 0.5, at_least: int = 1
+) -> Points | None:
+    """The points where `holds(step, value)`, when they are at least `share` of `points` and
+    `at_least` in number: a condition that lasts, not a spike. None when it does not last."""
+    kept = [(step, value) for step, value in points if holds(step, value)]
+    if not kept or len(kept) < at_least or len(kept) < share * len(points):
+        return None
+    return kept
+
+
+def sustained_above(
+    view: View, signal: str, limit: float, share: float = 0.5, at_least: int = 1, since: float = 0
+) -> Points | None:
+    """The points of `signal` (from step `since` on) above `limit`, when they last (`sustained`);
+    None when they do not (or `signal` has no point from `since` on)."""
+    points = [(step, value) for step, value in view.points(signal) if step >= since]
+    return sustained(points, lambda _, value: value > limit, share, at_least)
 
 
 def first_step_where(points: Points, holds: object) -> int | None:

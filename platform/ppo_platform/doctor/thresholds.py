@@ -19,6 +19,10 @@ class Limits:
     large_share: float = 0.25  # KL above the alert on this share of updates (3 at least)
     small_share: float = 0.8  # KL and clip fraction tiny on this share of judged updates
     critic_share: float = 0.8  # explained variance low on this share of late judged updates
+    critic_min_updates: int = 10  # late judged updates the critic needs (it had a chance)
+    # The value loss over the returns' second moment (RMS^2) fell to this share of its first
+    # third by the last: the critic is moving towards its targets (still fitting their level).
+    critic_progress: float = 0.5
     lr_max: float = 0.003  # a raised learning rate stops here (unless it started above)
     min_updates: int = 5  # judged updates a sustained cause needs at least
     annealed_fraction: float = 0.1  # LR below this share of its peak: not judged as too small
@@ -32,6 +36,10 @@ class Limits:
     entropy_collapse_by: float = 0.5  # ... before this share of the run, then no progress
     std_min: float = 0.05  # Gaussian std below this before half the run, then no progress
     action_clip_max: float = 0.5  # more than this share of sampled actions outside the bounds
+    # ... on half the late rollouts (the std had a chance to adapt), and either this many more
+    # than the untrained policy clipped (its first rollouts: the mean left the range) ...
+    action_clip_rise: float = 0.15
+    action_clip_total: float = 0.8  # ... or this share at least (the range is far too narrow)
     # Episodes longer than this many effective horizons 1/(1-gamma). Tuned configs learn at 5
     # (the zoo's Acrobot, gamma 0.99) and 20 (its Pendulum, gamma 0.9): the fault corpus
     # (benchmarks/learning/doctor_corpus.py) raised false alarms below 25.

@@ -62,7 +62,8 @@ class LMPlan:
             f"responses: {s.lm.prompts_per_update} per update ({self.updates} updates), "
             f"K={s.update.epochs}, minibatch {s.update.minibatch_size}, LR "
             f"{num(s.update.learning_rate.start)}, eps {num(s.surrogate.clip_epsilon.start)}, "
-            f"KL beta {num(s.lm.kl.beta)} toward {num(s.lm.kl.target or 0)} nats"
+            f"KL beta {num(s.lm.kl.beta)}"
+            + (f" toward {num(s.lm.kl.target)} nats" if s.lm.kl.target else " (fixed)")
         )
 
 
@@ -112,9 +113,7 @@ def _learning_rate(weight_bytes: int) -> tuple[float, str]:
     )
 
 
-def _reasons(
-    longest: int, target: float, per_update: int, lr_reason: str, budget: int
-) -> dict[str, str]:
+def _reasons(longest: int, per_update: int, lr_reason: str, budget: int) -> dict[str, str]:
     """Why each planned value (the markdown's table)."""
     return {
         "lm.model.policy": "the model folder given with --model-dir (local files only)",
@@ -125,9 +124,11 @@ def _reasons(
         "behavior and old-training log-probs agree (docs/guides/language-models.md)",
         "lm.reduction": "every response token is one PPO sample (token_mean, the default)",
         "lm.kl": "a per-token KL penalty to the frozen reference (docs/guides/planning.md), "
-        f"beta 0.05 "
-        f"adapted toward {num(target)} nats per response (half a nat per response token, at "
-        "most 6)",
+        "beta fixed at 0.05, as the demo's: the policy starts at its reference (KL 0), so an "
+        "adaptive target would halve beta every update until the KL reached half the target, "
+        "which it may never do, down to beta's floor and the penalty off "
+        "(docs/guides/language-models.md, KL control). Set lm.kl.target to adapt beta once a "
+        "run has shown the KL it reaches",
         "lm.prompts_per_update": f"{per_update} responses per rollout (a tenth of the budget, "
         "at least 8 and at most 64, at most the prompts there are)",
         "update.epochs": "the RLHF column: K 1 to 4 (docs/guides/planning.md)",
@@ -170,14 +171,13 @@ def _choices(model_dir: Path, prompts: Path, budget: int) -> tuple[dict[str, Any
     new_tokens = min(room - 1, max(len(a) for a in answers) + 2, 256)
     per_update = max(1, min(64, len(rows), max(min(8, budget), budget // 10)))
     lr, lr_reason = _learning_rate(facts.weight_bytes)
-    target = min(6.0, 0.5 * new_tokens)
     data = {
         "lm.model.policy": str(model_dir),
         "lm.prompts": {"path": str(prompts)},
         "lm.rewards": [{"name": "exact_answer"}],
         "lm.generation": {"max_new_tokens": new_tokens, "temperature": 1.0, "top_p": 1.0},
         "lm.reduction": "token_mean",
-        "lm.kl": {"estimator": "k1", "beta": 0.05, "target": target, "rule": "lesson"},
+        "lm.kl": {"estimator": "k1", "beta": 0.05, "target": None},
         "lm.prompts_per_update": per_update,
         "update.epochs": 4,
         "update.minibatch_size": max(1, per_update // 4),
@@ -190,7 +190,7 @@ def _choices(model_dir: Path, prompts: Path, budget: int) -> tuple[dict[str, Any
         "budget.updates": max(1, math.ceil(budget / per_update)),
     }
     longest = max(len(a) for a in answers)
-    return data, _reasons(longest, target, per_update, lr_reason, budget)
+    return data, _reasons(longest, per_update, lr_reason, budget)
 
 
 def _markdown(spec: LMExperimentSpec, reasons: dict[str, str], updates: int) -> str:
@@ -212,8 +212,9 @@ def _markdown(spec: LMExperimentSpec, reasons: dict[str, str], updates: int) -> 
         lines.append(f"| `{path}` | `{json.dumps(value)}` | {reason} |")
     lines += [
         "",
-        "Watch `lm/reward_mean` (it should rise), `lm/kl_ref` (finite, near or under "
-        f"{num(spec.lm.kl.target or 0)}), `train/approx_kl` and `train/clip_fraction`; the "
+        "Watch `lm/reward_mean` (it should rise), `lm/kl_ref` (finite"
+        + (f", near or under {num(spec.lm.kl.target)}" if spec.lm.kl.target else "")
+        + "), `train/approx_kl` and `train/clip_fraction`; the "
         "guide docs/guides/language-models.md explains each.",
     ]
     return "\n".join(lines) + "\n"

@@ -237,7 +237,9 @@ def _rlhf_section() -> list[str]:
         "- **Reward.** r_total = r_RM(response) - beta * KL(pi || pi_ref), the KL taken per "
         "token against the frozen SFT (reference) model and summed over the response.",
         "- **beta.** Start around 0.02-0.1 and adapt it toward a target KL (for example 6 nats "
-        "per response): double beta when the KL runs above twice the target, halve it below half.",
+        "per response): double beta when the KL runs above twice the target, halve it below half. "
+        "The policy starts at its reference (KL 0), so a target the KL never reaches halves beta "
+        "to nothing: the `rlhf` plan holds beta fixed until a run has shown the KL it reaches.",
         "- **Why.** Optimizing the reward model alone finds its loopholes (reward hacking); the KL "
         "term keeps the policy near the SFT model. It is a second constraint, not a replacement "
         "for the clip: the clip limits one update's step, the KL penalty limits the total drift "

@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 from mlflow.tracking import MlflowClient
 from typer.testing import CliRunner
 
@@ -110,8 +111,10 @@ def test_plan_rlhf_writes_an_lm_spec_that_validates_and_trains(demo_home, tmp_pa
     planned = CliRunner().invoke(app, plan_rlhf(demo_home, tmp_path))
     assert planned.exit_code == 0, planned.output
     assert "8 per update (2 updates)" in planned.output
+    assert "KL beta 0.05 (fixed)" in planned.output
     spec = tmp_path / "spec.yaml"
     assert "algorithm: ppo_lm" in spec.read_text()
+    assert yaml.safe_load(spec.read_text())["lm"]["kl"]["target"] is None
     assert "`update.learning_rate`" in (tmp_path / "skill-ppo-trainer.md").read_text()
     assert CliRunner().invoke(app, ["validate", str(spec)]).exit_code == 0
     result = CliRunner().invoke(app, ["run", str(spec), "--quiet"])
@@ -122,7 +125,12 @@ def test_plan_rlhf_writes_an_lm_spec_that_validates_and_trains(demo_home, tmp_pa
     assert run.info.status == "FINISHED"
     rewards = client.get_metric_history(run.info.run_id, "lm/reward_mean")
     assert [m.step for m in rewards] == [1, 2]
-    assert 0.0 <= run.data.metrics["lm/kl_ref"] < run.data.metrics["lm/kl_target"]
+    assert run.data.metrics["lm/kl_ref"] >= 0.0
+    # beta fixed at the demo's 0.05 (no adaptive target it could halve to its floor chasing)
+    assert [m.value for m in client.get_metric_history(run.info.run_id, "lm/kl_beta")] == [
+        0.05,
+        0.05,
+    ]
 
 
 def test_plan_rlhf_refuses_prompts_without_answers(demo_home, tmp_path):

@@ -5,9 +5,29 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ppo_platform.doctor import RunFacts
+
 Series = dict[str, list[tuple[int, float]]]
 UPDATES = 40
 STEP = 2048
+
+# The facts (the spec) of the CartPole-like run `healthy` stands for.
+CARTPOLE = RunFacts(
+    algorithm="ppo",
+    env_id="CartPole-v1",
+    learning_rate=1e-3,
+    epochs=20,
+    gamma=0.98,
+    n_steps=32,
+    n_envs=8,
+    clip_epsilon=0.2,
+    value_coef=0.5,
+    entropy_coef=0.0,
+    normalize_obs=False,
+    normalize_reward=False,
+    total_timesteps=40 * STEP,
+    continuous=False,
+)
 
 
 def curve(fn: Callable[[int], float], name: str, series: Series) -> None:

@@ -7,26 +7,10 @@ import math
 from dataclasses import replace
 
 import pytest
-from series_factory import STEP, curve, flat_return, healthy, healthy_lm, wiggle
+from series_factory import CARTPOLE, STEP, curve, flat_return, healthy, healthy_lm, wiggle
 
 from ppo_platform.doctor import CAUSES, Failure, RunFacts, diagnose
 
-CARTPOLE = RunFacts(
-    algorithm="ppo",
-    env_id="CartPole-v1",
-    learning_rate=1e-3,
-    epochs=20,
-    gamma=0.98,
-    n_steps=32,
-    n_envs=8,
-    clip_epsilon=0.2,
-    value_coef=0.5,
-    entropy_coef=0.0,
-    normalize_obs=False,
-    normalize_reward=False,
-    total_timesteps=40 * STEP,
-    continuous=False,
-)
 PENDULUM = replace(CARTPOLE, env_id="Pendulum-v1", continuous=True, gamma=0.9)
 LM = RunFacts(algorithm="ppo_lm", learning_rate=1e-5, kl_target=2.0, kl_beta=0.05)
 

@@ -1,6 +1,7 @@
 """`ppo-platform doctor PATH` on TensorBoard logs of other PPO code: stable-baselines3's, written
-in-process by SB3 itself, and CleanRL's tag vocabulary written with torch's SummaryWriter (not
-a CleanRL checkout: its scripts are not a dependency)."""
+in-process by SB3 itself; CleanRL's, written by real CleanRL runs in a throwaway venv
+(tests/fixtures/cleanrl_tb: CleanRL is never a dependency), and its tag vocabulary written with
+torch's SummaryWriter for planted faults."""
 
 from __future__ import annotations
 
@@ -99,3 +100,23 @@ def test_without_the_extra_the_error_names_it(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert 'pip install "ppo-platform[tensorboard]"' in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+# Real CleanRL runs (tests/fixtures/cleanrl_tb/README.md: the command and CleanRL's commit).
+CLEANRL_RUNS = Path(__file__).parents[2] / "fixtures" / "cleanrl_tb"
+
+
+def test_a_real_cleanrl_log_of_its_defaults_has_no_cause() -> None:
+    diagnosis = doctor(CLEANRL_RUNS / "CartPole-v1__ppo__1__1796430315")
+    assert diagnosis["causes"] == []
+    not_judged = {item["cause"]: item["reason"] for item in diagnosis["not_judged"]}
+    # 8 updates, 5 from half the run on: too few to judge the critic
+    assert not_judged["critic_not_learning"].startswith("5 updates in the run's late half")
+
+
+def test_a_real_cleanrl_log_with_a_step_far_too_large() -> None:
+    diagnosis = doctor(CLEANRL_RUNS / "CartPole-v1__ppo_lr200x_k30_t32__1__1796430506")
+    top = diagnosis["causes"][0]
+    assert top["cause"] == "step_too_large" and top["evidence"][0]["metric"] == "losses/approx_kl"
+    assert top["first_step"] == 512  # the second update (4 envs x 32 steps each)
+    assert "divide the learning rate" in top["advice"] and top["patch"] == {}

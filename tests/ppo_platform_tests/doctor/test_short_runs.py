@@ -1,0 +1,76 @@
+"""A known-good config on a short budget is no fault: a critic still fitting the level of its
+targets, a critic judged on too few updates and an untrained Gaussian's spill over a narrow
+action range name nothing, while the faults they resemble are still named
+(docs/guides/diagnostics.md, "The doctor")."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from series_factory import CARTPOLE, STEP, UPDATES, Series, curve, flat_return, healthy, wiggle
+
+from ppo_platform.doctor import RunFacts, diagnose
+
+PENDULUM = replace(CARTPOLE, epochs=10, gamma=0.95, n_steps=64, n_envs=4, continuous=True)
+
+
+def untrained_pendulum(value_loss_share_at_end: float) -> Series:
+    """A Pendulum run that has not learned yet (as the planner's spec at 15k steps): the return
+    flat at a random policy's, explained variance ~0 late, returns of ~-60 to -100 with a std of
+    ~18, the value loss falling from RMS^2 to `value_loss_share_at_end` of it, and half the
+    sampled actions clipped from the first rollout on."""
+    s = healthy(continuous=True)
+    flat_return(s, -1250.0, 30.0)
+    curve(lambda i: 200.0, "rollout/ep_len_mean", s)
+    curve(lambda i: 0.2 if i < 8 else 0.005 + wiggle(i, 0.003), "train/explained_variance", s)
+    curve(lambda i: 60.0 + i, "train/returns_rms", s)
+    curve(lambda i: 18.0 + wiggle(i, 3.0), "train/returns_std", s)
+    share = lambda i: 0.95 + (value_loss_share_at_end - 0.95) * i / (UPDATES - 1)  # noqa: E731
+    curve(lambda i: share(i) * (60.0 + i) ** 2, "train/value_loss", s)
+    curve(lambda i: 1.0 + wiggle(i, 0.01), "train/std", s)
+    curve(lambda i: 0.55 + wiggle(i, 0.08), "rollout/action_clip_fraction", s)
+    return s
+
+
+def names(series: Series, facts: RunFacts = PENDULUM) -> list[str]:
+    return [cause.cause for cause in diagnose(series, facts).causes]
+
+
+def test_a_critic_still_fitting_its_targets_level_is_no_fault() -> None:
+    # the value loss fell from RMS^2 to 5% of it, still ~10x Var(returns): the level first
+    assert names(untrained_pendulum(0.05)) == []
+
+
+def test_a_critic_whose_loss_does_not_fall_is_named() -> None:
+    diagnosis = diagnose(untrained_pendulum(0.95), PENDULUM)
+    assert [c.cause for c in diagnosis.causes] == ["critic_not_learning"]
+    assert diagnosis.causes[0].patch == {"surrogate.value_coef": 1.0}
+
+
+def test_a_critic_that_fitted_the_level_but_explains_nothing_is_named() -> None:
+    s = untrained_pendulum(0.05)  # the loss fell, but to the returns' variance: EV ~0 is real
+    curve(lambda i: (0.95 if i < 8 else 1.0) * (18.0 + wiggle(i, 3.0)) ** 2, "train/value_loss", s)
+    curve(lambda i: 60.0 * (1.0 if i < 8 else 0.3), "train/returns_rms", s)
+    assert names(s) == ["critic_not_learning"]
+
+
+def test_a_critic_of_ten_updates_is_not_judged() -> None:
+    s = {name: points[:10] for name, points in untrained_pendulum(0.95).items()}
+    short = replace(PENDULUM, total_timesteps=10 * STEP)
+    diagnosis = diagnose(s, short)
+    assert diagnosis.causes == []
+    (item,) = [n for n in diagnosis.not_judged if n.cause == "critic_not_learning"]
+    assert "6 updates in the run's late half" in item.reason
+
+
+def test_an_untrained_gaussian_clipping_half_its_actions_is_no_fault() -> None:
+    # the same share from the first rollout on: the initial std spills over the range
+    assert "action_saturation" not in names(untrained_pendulum(0.95))
+
+
+def test_a_policy_that_leaves_the_action_range_is_named() -> None:
+    s = untrained_pendulum(0.05)
+    curve(lambda i: min(0.9, 0.1 + 0.03 * i), "rollout/action_clip_fraction", s)
+    diagnosis = diagnose(s, PENDULUM)
+    assert [c.cause for c in diagnosis.causes] == ["action_saturation"]
+    assert "the first rollouts clipped 0.15" in diagnosis.causes[0].evidence[0]["note"]
