@@ -5,13 +5,18 @@ Why not `concurrent.futures.ProcessPoolExecutor`: a call through it wakes three 
 API process (its manager thread, its call queue's feeder thread, then the manager again for the
 result), each of which must take the GIL from the event loop that serves status reads; at 50
 clients that hand-off cost the API process about half a millisecond of CPU per submission and
-queued status reads behind it. Here the caller pickles and writes the call to an idle worker's
-pipe itself (a call waits in `_waiting` only while every worker is busy), and a single reader
-thread, woken once per answer, sets the caller's future.
+queued status reads behind it. Here the caller pickles and writes the call to a worker's pipe
+itself, and a single reader thread, woken once per answer, sets the caller's future. A worker
+holds up to two small calls (the second waits in its pipe, so it starts the next one the moment
+it has answered, without waiting for this process to hand it over: that gap, a GIL hand-off,
+left one worker idle half the time at 10 clients); a large one goes only to an idle worker, so
+writing it never waits behind another call. Past that, calls wait in `_waiting`.
 
-A worker that dies (killed, out of memory, `os._exit`) closes its pipe: its call is answered
-with UnavailableError(`restarted`) and a fresh worker takes its place. Calls are plain
-functions named by reference (pickled by name, never code), answers cross back pickled.
+A worker that dies (killed, out of memory, `os._exit`) closes its pipe: the call it died in is
+answered with UnavailableError(`restarted`), a call held behind it (never read: calls run in
+order) goes to the next worker, and a fresh worker takes its place.
+Calls are plain functions named by reference (pickled by name, never code), answers cross back
+pickled.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from ppo_platform.errors import UnavailableError
 
 Call = tuple[Callable[..., Any], tuple[Any, ...]]
 _CONTEXT = multiprocessing.get_context("spawn")
+DEPTH = 2  # calls a worker holds at once
+PIPELINED_BYTES = 64 * 1024  # past this a call waits for an idle worker (a pipe holds ~200 KiB)
 
 
 def _serve(connection: Connection, runner: Callable[..., Any], start: Call | None) -> None:
@@ -55,11 +62,22 @@ class _Worker:
         )
         self.process.start()
         child.close()
-        self.future: Future[Any] | None = None  # the call it is running
+        self.futures: deque[Future[Any]] = deque()  # the calls it holds, oldest first
+        self.payloads: deque[bytes] = deque()  # theirs, to send again if it dies
+
+    def takes(self, payload: bytes) -> bool:
+        held = len(self.futures)
+        return held == 0 or (held < DEPTH and len(payload) <= PIPELINED_BYTES)
 
     def send(self, future: Future[Any], payload: bytes) -> None:
-        self.future = future
+        self.futures.append(future)
+        self.payloads.append(payload)
         self.connection.send_bytes(payload)
+
+    def answered(self) -> Future[Any]:
+        """The future of the call it has just answered (the oldest)."""
+        self.payloads.popleft()
+        return self.futures.popleft()
 
     def stop(self) -> None:
         self.connection.close()
@@ -80,7 +98,6 @@ class WorkerProcesses:
         self._start = setup
         self._lock = threading.Lock()
         self._workers: dict[Connection, _Worker] = {}  # the reader watches every pipe
-        self._idle: deque[_Worker] = deque()
         self._waiting: deque[tuple[Future[Any], bytes]] = deque()
         self._started = self._closed = False
         self._wake_read, self._wake_write = _CONTEXT.Pipe(duplex=False)  # close() wakes it
@@ -98,24 +115,22 @@ class WorkerProcesses:
                 return
             self._started = True
             for _ in range(self.count):
-                self._add_worker()
+                worker = _Worker(self.runner, self._start)
+                self._workers[worker.connection] = worker
         self._reader.start()
 
-    def _add_worker(self) -> None:
-        worker = _Worker(self.runner, self._start)
-        self._workers[worker.connection] = worker
-        self._idle.append(worker)
-
     def call(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        """`runner(fn, *args)` in an idle worker (or the next one free)."""
+        """`runner(fn, *args)` in the least busy worker that takes it, else the next free."""
         self._ensure_started()
         future: Future[Any] = Future()
         payload = pickle.dumps((fn, args))
         with self._lock:
             if self._closed:
                 raise UnavailableError(self.restarted)
-            if self._idle:
-                self._idle.popleft().send(future, payload)
+            workers = sorted(self._workers.values(), key=lambda w: len(w.futures))
+            worker = next((w for w in workers if w.takes(payload)), None)
+            if worker is not None and not self._waiting:
+                worker.send(future, payload)
             else:
                 self._waiting.append((future, payload))
         return future
@@ -136,59 +151,60 @@ class WorkerProcesses:
         """The answer on `connection` (or its worker's death, even idle) to its caller."""
         with self._lock:
             worker = self._workers.get(connection)
-        if worker is None:  # closed meanwhile: close() answered its caller
+        if worker is None:  # closed meanwhile: close() answered its callers
             return
-        future, answer = worker.future, None
         try:
             answer = pickle.loads(connection.recv_bytes())
         except (EOFError, OSError):  # it died: a fresh one takes its place
-            worker = self._replace(worker)
-        if future is not None:
-            if answer is None:
-                future.set_exception(UnavailableError(self.restarted))
-            elif answer[0]:
+            self._requeue_unread(worker)
+            future, worker = worker.answered(), self._replace(worker)
+            future.set_exception(UnavailableError(self.restarted))
+        else:
+            future = worker.answered()
+            if answer[0]:
                 future.set_result(answer[1])
             else:
                 future.set_exception(answer[1])
         if worker is not None:
-            worker.future = None
-            self._next_call(worker)
+            self._next_calls(worker)
+
+    def _requeue_unread(self, dead: _Worker) -> None:
+        """A worker runs its calls in order and answers each before it reads the next, so the
+        calls behind the one it died in were never read: they go first to the next worker."""
+        with self._lock:
+            while len(dead.futures) > 1:
+                self._waiting.appendleft((dead.futures.pop(), dead.payloads.pop()))
 
     def _replace(self, dead: _Worker) -> _Worker | None:
         """A fresh worker in place of `dead` (None once the pool is closed)."""
         dead.stop()
         with self._lock:
             self._workers.pop(dead.connection, None)
-            if dead in self._idle:
-                self._idle.remove(dead)
             if self._closed:
                 return None
             fresh = _Worker(self.runner, self._start)
             self._workers[fresh.connection] = fresh
             return fresh
 
-    def _next_call(self, worker: _Worker) -> None:
-        """`worker` is free: the oldest waiting call, else the idle queue."""
+    def _next_calls(self, worker: _Worker) -> None:
+        """`worker` has room: the oldest waiting calls it takes."""
         with self._lock:
             if self._closed or worker.connection not in self._workers:
                 return
-            if self._waiting:
+            while self._waiting and worker.takes(self._waiting[0][1]):
                 worker.send(*self._waiting.popleft())
-            else:
-                self._idle.append(worker)
 
     def close(self) -> None:
         """Stop every worker; calls not answered yet get UnavailableError."""
         with self._lock:
             self._closed = True
             workers = list(self._workers.values())
-            unanswered = [w.future for w in workers] + [f for f, _ in self._waiting]
+            unanswered = [f for w in workers for f in w.futures] + [f for f, _ in self._waiting]
             self._workers.clear()
-            self._idle.clear()
             self._waiting.clear()
             self._wake_write.send_bytes(b"")
         for future in unanswered:
-            if future is not None and not future.done():
+            if not future.done():
                 future.set_exception(UnavailableError(self.restarted))
         for worker in workers:
             worker.stop()

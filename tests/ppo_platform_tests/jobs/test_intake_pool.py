@@ -49,6 +49,26 @@ def test_a_worker_that_dies_is_replaced_and_the_request_is_unavailable() -> None
         pool.close()
 
 
+def test_a_worker_holds_a_second_call_which_outlives_a_death_in_the_first() -> None:
+    pool = IntakePool(1)
+    try:
+        pool.submit(os.getpid).result(timeout=60)  # started and warm
+        slow, then = pool.submit(time.sleep, 0.5), pool.submit(os.getpid)
+        started = time.monotonic()
+        assert slow.result(60) is None and then.result(60) > 0  # in order, one worker
+        assert time.monotonic() - started < 30
+        # Killed with a call held in its pipe: that one never started, so a fresh worker runs
+        # it; only the call it died in is answered 503.
+        first = then.result(60)
+        dying, held = pool.submit(os._exit, 3), pool.submit(os.getpid)
+        with pytest.raises(UnavailableError, match="send the request again"):
+            dying.result(timeout=60)
+        assert held.result(timeout=60) not in (first, None)  # another process
+        assert pool.submit(prepare_submission, GRID, 10**6).result(timeout=60).name == "g"
+    finally:
+        pool.close()
+
+
 def test_a_worker_queues_the_submission_in_the_store(store: JobStore) -> None:
     pool = IntakePool(1)
     try:
