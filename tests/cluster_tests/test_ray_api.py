@@ -43,9 +43,10 @@ def api(cluster: Cluster, tmp_path: Path) -> Iterator[httpx.Client]:
         "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "platform"), str(REPO_ROOT)]),
         "PPO_PLATFORM_API_KEYS": json.dumps({"ray": KEY}),
         "PPO_PLATFORM_JOBS_CONCURRENCY": "2",
-        # A cancelled job is killed only after a minute: cancels below must stop it by
-        # themselves (a forced kill would leave its sweep members' runs RUNNING).
-        "PPO_PLATFORM_CANCEL_GRACE_SECONDS": "60",
+        # A cancelled job is killed only after five minutes: cancels below must stop it by
+        # themselves (a forced kill would leave its sweep members' runs RUNNING), however
+        # slowly a loaded machine lets them close their runs.
+        "PPO_PLATFORM_CANCEL_GRACE_SECONDS": "300",
     }
     port = free_port()
     log = (tmp_path / "server.log").open("wb")
@@ -189,10 +190,9 @@ def test_cancel_stops_the_running_members_of_a_sweep_job_on_ray(
     client = MlflowClient(cluster.mlflow_uri)
     running = wait_for_member(client, cluster, "ray-sweep-cancel")
     assert api.post(f"/v1/experiments/{job_id}/cancel").status_code == 202
-    cancelled_at = time.monotonic()
-    job = wait_for(api, job_id, finished, timeout=120)
+    job = wait_for(api, job_id, finished, timeout=240)  # before the kill at 300 s
     assert job["status"] == "cancelled", job
-    assert time.monotonic() - cancelled_at < 30  # by itself, long before the 60 s kill
+    # Closed by the member itself (a killed one stays RUNNING), mid-training, with a checkpoint.
     run = client.get_run(running)
     assert run.info.status == "KILLED"
     assert run.data.tags["ppo_platform.outcome"] == "cancelled"
