@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 
@@ -118,5 +119,7 @@ async def _all_clients(
 
 
 def run_clients(host: str, port: int, key: str, specs: list[list[bytes]], job_id: str) -> Timings:
-    """One client per list in `specs`, all at once, each submitting its specs in turn."""
-    return asyncio.run(_all_clients(host, port, key, specs, job_id))
+    """One client per list in `specs`, all at once, each submitting its specs in turn (on a
+    loop of their own in a thread of their own: the caller's thread may run a loop already)."""
+    with ThreadPoolExecutor(1, thread_name_prefix="load-client") as pool:
+        return pool.submit(asyncio.run, _all_clients(host, port, key, specs, job_id)).result()

@@ -84,6 +84,19 @@ def test_each_client_submits_its_specs_then_reads_status_on_one_connection() -> 
     assert all(ms > 0 for ms in timings.submit + timings.status)
 
 
+def test_the_clients_run_even_where_a_loop_runs_already() -> None:
+    """Called from a thread whose event loop is running (as in a suite where another test's
+    loop is still running), the clients still run: on a loop of their own."""
+    seen: list[str] = []
+    port, _ = serve_in_thread(seen)
+
+    async def inside_a_loop() -> Timings:
+        return run_clients("127.0.0.1", port, "key", [[b"name: a\n"]], "job-1")
+
+    timings = asyncio.run(inside_a_loop())
+    assert len(timings.submit) == 1 and not timings.errors
+
+
 def test_the_breakdown_takes_the_median_and_the_slowest_percent() -> None:
     timings = Timings()
     for n in range(100):  # client ms 10..109; the server's total is 8 ms less
