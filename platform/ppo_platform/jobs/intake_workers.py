@@ -155,10 +155,12 @@ class WorkerProcesses:
             return
         try:
             answer = pickle.loads(connection.recv_bytes())
-        except (EOFError, OSError):  # it died: a fresh one takes its place
-            self._requeue_unread(worker)
-            future, worker = worker.answered(), self._replace(worker)
-            future.set_exception(UnavailableError(self.restarted))
+        except (EOFError, OSError):  # it died (idle, or in its oldest call): a fresh one
+            self._requeue_unread(worker)  # takes its place
+            died_in = worker.answered() if worker.futures else None
+            worker = self._replace(worker)
+            if died_in is not None:
+                died_in.set_exception(UnavailableError(self.restarted))
         else:
             future = worker.answered()
             if answer[0]:

@@ -4,6 +4,7 @@ dies is replaced."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -64,6 +65,21 @@ def test_a_worker_holds_a_second_call_which_outlives_a_death_in_the_first() -> N
         with pytest.raises(UnavailableError, match="send the request again"):
             dying.result(timeout=60)
         assert held.result(timeout=60) not in (first, None)  # another process
+        assert pool.submit(prepare_submission, GRID, 10**6).result(timeout=60).name == "g"
+    finally:
+        pool.close()
+
+
+def test_an_idle_worker_that_dies_is_replaced_and_the_pool_answers_on() -> None:
+    pool = IntakePool(1)
+    try:
+        idle = pool.submit(os.getpid).result(timeout=60)
+        os.kill(idle, signal.SIGKILL)  # killed between two calls (the OOM killer, an admin)
+        deadline = time.monotonic() + 60
+        while Path(f"/proc/{idle}").exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        again = pool.submit(os.getpid).result(timeout=60)
+        assert again != idle
         assert pool.submit(prepare_submission, GRID, 10**6).result(timeout=60).name == "g"
     finally:
         pool.close()
