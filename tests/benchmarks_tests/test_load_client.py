@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -93,7 +94,9 @@ def test_the_clients_run_even_where_a_loop_runs_already() -> None:
     async def inside_a_loop() -> Timings:
         return run_clients("127.0.0.1", port, "key", [[b"name: a\n"]], "job-1")
 
-    timings = asyncio.run(inside_a_loop())
+    # A thread of the test's own with a running loop (this thread may run one already).
+    with ThreadPoolExecutor(1) as pool:
+        timings = pool.submit(asyncio.run, inside_a_loop()).result(timeout=60)
     assert len(timings.submit) == 1 and not timings.errors
 
 
