@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -61,6 +62,46 @@ def test_cancel_interrupts_a_running_task(ray_address: str, tmp_path: Path) -> N
         [result] = list(executor.as_completed(timeout=60))  # the task alone sleeps 120 s
     assert result.error is not None and result.error.startswith("KeyboardInterrupt")
     assert not result.lost and result.pid is not None
+
+
+@pytest.mark.parametrize("repeats", [1, 3])
+def test_a_cancelled_parent_comes_back_only_after_its_member_closed(
+    ray_address: str, tmp_path: Path, repeats: int
+) -> None:
+    """A sweep job on Ray (a parent task whose member is another Ray task), cancelled: the
+    parent waits for the member to close its run, even when the cancel reaches the parent
+    twice (the flag's SIGINT and Ray's own `ray.cancel`). Before, the second interrupt cut the
+    wait short: the job came back `cancelled` with the member's run still RUNNING. Further
+    repeats (a user pressing Ctrl-C again) are held too."""
+    import ray_nested_tasks
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(ray_nested_tasks)  # the nodes cannot import tests/
+    try:
+        with RayExecutor(ray_address, fresh_process=True) as executor:
+            args = (ray_address, str(tmp_path))
+            executor.submit(Task("parent", ray_nested_tasks.parent_of_one_member, args))
+            wait_for_file(tmp_path / "member-started")
+            assert executor.cancel("parent")
+            wait_for_file(tmp_path / "member-interrupted")  # the parent now waits for it
+            parent = int((tmp_path / "parent-pid").read_text())
+            for _ in range(repeats):
+                os.kill(parent, signal.SIGINT)
+                time.sleep(0.5)
+            [result] = list(executor.as_completed(timeout=120))
+    finally:
+        cloudpickle.unregister_pickle_by_value(ray_nested_tasks)
+    assert result.error is not None and result.error.startswith("KeyboardInterrupt")
+    parent_ended, interrupts = (tmp_path / "parent-ended").read_text().split()
+    assert int(interrupts) >= 1 + repeats  # every repeat arrived, and was held
+    assert float((tmp_path / "member-closed").read_text()) <= float(parent_ended)
+
+
+def wait_for_file(path: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert path.exists(), f"{path.name} did not appear in {timeout:.0f} s"
 
 
 def test_a_dead_worker_process_is_lost_not_failed(ray_address: str) -> None:

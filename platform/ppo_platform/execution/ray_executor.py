@@ -38,6 +38,7 @@ SECRET_MARKERS = ("PASSWORD", "TOKEN", "SECRET", "KEY")
 CANCELLED_RUNNING = "Cancelled: the Ray task was cancelled"
 POLL_SECONDS = 0.2
 MAX_BACKOFF_SECONDS = 10.0
+CLOSE_GRACE = 120.0  # seconds cancelled tasks still get to close their runs after a repeat
 
 log = logging.getLogger(__name__)
 
@@ -342,21 +343,40 @@ class RayExecutor(QueuedExecutor):
     def shutdown(
         self, wait: bool = True, *, cancel_pending: bool = False, grace: float | None = None
     ) -> None:
+        from ppo_platform.execution.signals import HeldCtrlC
+
         with self._lock:
             self._closed = True
             keys = list(self._refs)
-        if cancel_pending:
-            for key in keys:
-                self.cancel(key)
-        self._wake.set()
-        if not wait:
-            return
-        deadline = None if grace is None else time.monotonic() + grace
-        while self._collector.is_alive():
-            if deadline is not None and time.monotonic() > deadline:
+        with HeldCtrlC(active=cancel_pending) as held:  # cancelled tasks close their runs
+            if cancel_pending:
                 for key in keys:
-                    self.kill(key)
-                deadline = None
-            self._collector.join(POLL_SECONDS)
+                    self.cancel(key)
+            self._wake.set()
+            if not wait:
+                return
+            self._wait_for_collector(keys, grace, held)
         with contextlib.suppress(Exception):  # the cluster may be gone: the flags go with it
             drop_flags(self.executor_id)
+
+    def _wait_for_collector(self, keys: list[str], grace: float | None, held: Any) -> None:
+        """Until every task came back; past `grace` the running ones are stopped forcibly. A
+        Ctrl-C held meanwhile (a repeat of the cancel: Ray delivers one of its own, a user may
+        press it again) does not cut the wait short: it bounds it to CLOSE_GRACE seconds."""
+        deadline = None if grace is None else time.monotonic() + grace
+        told = killed = False
+        while self._collector.is_alive():
+            if held.count and not told:
+                told = True
+                log.warning(
+                    "waiting up to %.0f s for %d cancelled task(s) to close their runs",
+                    CLOSE_GRACE,
+                    len(keys),
+                )
+                close_by = time.monotonic() + CLOSE_GRACE
+                deadline = close_by if deadline is None else min(deadline, close_by)
+            if not killed and deadline is not None and time.monotonic() > deadline:
+                killed = True
+                for key in keys:
+                    self.kill(key)
+            self._collector.join(POLL_SECONDS)

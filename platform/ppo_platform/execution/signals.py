@@ -129,3 +129,31 @@ def terminate_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, raise_interrupt)
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
         signal.signal(signal.SIGINT, raise_interrupt)
+
+
+class HeldCtrlC:
+    """Ctrl-C held while cancelled tasks close their runs (an executor's shutdown after a
+    cancel): each further SIGINT is counted in `count`, not raised, so the wait for the tasks
+    is not abandoned and their runs do not stay RUNNING. A Ray task gets its cancel twice (the
+    executor's flag and Ray's own `ray.cancel`), and the second must not cut the first short.
+    The caller decides what a held one means (e.g. stop the tasks after a grace).
+
+    Active only in the main thread and while SIGINT is handled here (not ignored)."""
+
+    def __init__(self, active: bool = True) -> None:
+        self.count = 0
+        self._previous: Any = None
+        self._active = active and threading.current_thread() is threading.main_thread()
+
+    def __enter__(self) -> HeldCtrlC:
+        if self._active and callable(signal.getsignal(signal.SIGINT)):
+            self._previous = signal.signal(signal.SIGINT, self._hold)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _hold(self, signum: int, frame: FrameType | None) -> None:
+        _received.append(signum)
+        self.count += 1
