@@ -28,6 +28,7 @@ from ppo_platform.training.resume import RecordedFolder, check_own_files, owned_
 from ppo_platform.training.video import VideoWriter, fps_of
 
 MAX_EPISODES = 100
+PLAY_ANYWHERE = ("policy.device=auto",)  # a run trained on `cuda` plays where there is none
 MAX_STEPS = 1_000_000  # an env without a time limit must not play forever
 MAX_VIDEO_STEPS = 20_000  # frames of one video (11 minutes at 30 fps): bounded disk
 FrameSink = Callable[[np.ndarray], None]
@@ -54,8 +55,10 @@ class Episode:
 def trained_run(
     settings: Settings, run_id: str, recorded: RecordedFolder | None = None
 ) -> TrainedRun:
-    """The run's final model, or its last checkpoint; RunNotFoundError if it has neither."""
-    run_dir, spec = owned_run(settings, run_id, recorded)
+    """The run's final model, or its last checkpoint; RunNotFoundError if it has neither.
+    Playing or exporting needs no GPU, whatever the run trained on: its spec's `policy.device`
+    is read as `auto` (a CNN on a GPU when there is one, else the CPU)."""
+    run_dir, spec = owned_run(settings, run_id, recorded, PLAY_ANYWHERE)
     final = run_dir / "final" / "model.zip"
     if final.is_file():
         stats: Path | None = final.with_name("vecnormalize.pkl")

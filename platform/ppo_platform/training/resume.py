@@ -47,11 +47,14 @@ def recorded_folder(process: TrackingProcess, settings: Settings) -> RecordedFol
 
 
 def owned_run(
-    settings: Settings, run_id: str, recorded: RecordedFolder | None = None
+    settings: Settings,
+    run_id: str,
+    recorded: RecordedFolder | None = None,
+    overrides: tuple[str, ...] = (),
 ) -> tuple[Path, ExperimentSpec]:
-    """The run's folder and stored spec; RunNotFoundError if either is missing or the folder
-    is not the platform's own (`recorded` reads the folder the MLflow run records; default:
-    asked of this process's tracking process)."""
+    """The run's folder and stored spec (with `overrides`, `--set` style); RunNotFoundError if
+    either is missing or the folder is not the platform's own (`recorded` reads the folder the
+    MLflow run records; default: asked of this process's tracking process)."""
     recorded = recorded or recorded_folder(shared_tracking_process(), settings)
     run_dir = run_folder(settings, run_id)
     if not (run_dir / "spec.yaml").is_file():
@@ -65,7 +68,7 @@ def owned_run(
             f"record the folder {run_dir}); nothing is loaded from it."
         )
     try:
-        spec = load_spec(run_dir / "spec.yaml")
+        spec = load_spec(run_dir / "spec.yaml", overrides)
     except SpecError as error:
         raise RunNotFoundError(
             f"the stored spec of run {run_id} no longer validates:\n{error}"

@@ -72,6 +72,26 @@ def test_enjoy_plays_the_episodes_and_prints_their_returns(run_id: str) -> None:
     )
 
 
+def test_a_run_trained_on_cuda_plays_where_torch_sees_no_gpu(run_id: str) -> None:
+    """A run's stored spec as a GPU machine writes it (`policy.device: cuda`), played where
+    torch sees none: before, `enjoy` and `export` (both through `trained_run`) refused the
+    stored spec. Read as `auto`, this MLP plays on the CPU."""
+    stored = get_settings().runs_dir / run_id / "spec.yaml"
+    text = stored.read_text()
+    assert "device: auto" in text
+    stored.write_text(text.replace("device: auto", "device: cuda"))
+    try:
+        run = trained_run(get_settings(), run_id)
+        model, env = load_policy(run)
+        result = runner.invoke(app, ["enjoy", run_id, "--episodes", "1"])
+    finally:
+        stored.write_text(text)
+    env.close()
+    assert run.spec.policy.device == "auto"
+    assert model.device.type == "cpu"
+    assert result.exit_code == 0, result.output
+
+
 def test_enjoy_video_records_every_step_of_the_episodes(run_id: str, tmp_path: Path) -> None:
     out = tmp_path / "agent.mp4"
     result = runner.invoke(app, ["enjoy", run_id, "--episodes", "1", "--video", str(out)])
