@@ -7,14 +7,17 @@ result), each of which must take the GIL from the event loop that serves status 
 clients that hand-off cost the API process about half a millisecond of CPU per submission and
 queued status reads behind it. Here the caller pickles and writes the call to a worker's pipe
 itself, and a single reader thread, woken once per answer, sets the caller's future. A worker
-holds up to two small calls (the second waits in its pipe, so it starts the next one the moment
-it has answered, without waiting for this process to hand it over: that gap, a GIL hand-off,
-left one worker idle half the time at 10 clients); a large one goes only to an idle worker, so
-writing it never waits behind another call. Past that, calls wait in `_waiting`.
+holds up to four calls: the one it runs and three waiting in its pipe, so it starts the next
+one the moment it has answered, without waiting for this process to hand it over (that gap, the
+reader thread's wait for the GIL and a core, left one worker idle half the time at 10 clients
+with one call held; with three held, 10 clients got 13% more submissions through, measured in
+benchmarks/results/api_latency.md). The calls waiting in a pipe total at most 64 KiB, so
+writing one never blocks on a full pipe; a larger one goes only to an idle worker. Past that,
+calls wait in `_waiting`.
 
 A worker that dies (killed, out of memory, `os._exit`) closes its pipe: the call it died in is
-answered with UnavailableError(`restarted`), a call held behind it (never read: calls run in
-order) goes to the next worker, and a fresh worker takes its place.
+answered with UnavailableError(`restarted`), the calls held behind it (never read: calls run in
+order) go to the next worker, and a fresh worker takes its place.
 Calls are plain functions named by reference (pickled by name, never code), answers cross back
 pickled.
 """
@@ -34,8 +37,8 @@ from ppo_platform.errors import UnavailableError
 
 Call = tuple[Callable[..., Any], tuple[Any, ...]]
 _CONTEXT = multiprocessing.get_context("spawn")
-DEPTH = 2  # calls a worker holds at once
-PIPELINED_BYTES = 64 * 1024  # past this a call waits for an idle worker (a pipe holds ~200 KiB)
+DEPTH = 4  # calls a worker holds at once: the one it runs and three in its pipe
+PIPELINED_BYTES = 64 * 1024  # held calls' bytes at most (a socket pair's buffer is ~200 KiB)
 
 
 def _serve(connection: Connection, runner: Callable[..., Any], start: Call | None) -> None:
@@ -64,19 +67,29 @@ class _Worker:
         child.close()
         self.futures: deque[Future[Any]] = deque()  # the calls it holds, oldest first
         self.payloads: deque[bytes] = deque()  # theirs, to send again if it dies
+        self.held_bytes = 0
 
     def takes(self, payload: bytes) -> bool:
+        """Idle: any call. Else a call that keeps it within DEPTH calls and PIPELINED_BYTES."""
         held = len(self.futures)
-        return held == 0 or (held < DEPTH and len(payload) <= PIPELINED_BYTES)
+        within = self.held_bytes + len(payload) <= PIPELINED_BYTES
+        return held == 0 or (held < DEPTH and within)
 
     def send(self, future: Future[Any], payload: bytes) -> None:
         self.futures.append(future)
         self.payloads.append(payload)
+        self.held_bytes += len(payload)
         self.connection.send_bytes(payload)
+
+    def unsend(self) -> tuple[Future[Any], bytes]:
+        """The newest call it holds, taken back (it died: that call was never read)."""
+        payload = self.payloads.pop()
+        self.held_bytes -= len(payload)
+        return self.futures.pop(), payload
 
     def answered(self) -> Future[Any]:
         """The future of the call it has just answered (the oldest)."""
-        self.payloads.popleft()
+        self.held_bytes -= len(self.payloads.popleft())
         return self.futures.popleft()
 
     def stop(self) -> None:
@@ -175,7 +188,7 @@ class WorkerProcesses:
         calls behind the one it died in were never read: they go first to the next worker."""
         with self._lock:
             while len(dead.futures) > 1:
-                self._waiting.appendleft((dead.futures.pop(), dead.payloads.pop()))
+                self._waiting.appendleft(dead.unsend())
 
     def _replace(self, dead: _Worker) -> _Worker | None:
         """A fresh worker in place of `dead` (None once the pool is closed)."""

@@ -15,7 +15,7 @@ import pytest
 from ppo_platform.errors import LimitError, SpecError, UnavailableError
 from ppo_platform.jobs import JobStore
 from ppo_platform.jobs.intake import prepare_submission
-from ppo_platform.jobs.intake_pool import IntakePool, submit_spec, validation_summary
+from ppo_platform.jobs.intake_pool import IntakePool, guarded, submit_spec, validation_summary
 
 GRID = (
     "name: g\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\n"
@@ -50,7 +50,7 @@ def test_a_worker_that_dies_is_replaced_and_the_request_is_unavailable() -> None
         pool.close()
 
 
-def test_a_worker_holds_a_second_call_which_outlives_a_death_in_the_first() -> None:
+def test_a_worker_holds_calls_which_outlive_a_death_in_the_first() -> None:
     pool = IntakePool(1)
     try:
         pool.submit(os.getpid).result(timeout=60)  # started and warm
@@ -61,11 +61,36 @@ def test_a_worker_holds_a_second_call_which_outlives_a_death_in_the_first() -> N
         # Killed with a call held in its pipe: that one never started, so a fresh worker runs
         # it; only the call it died in is answered 503.
         first = then.result(60)
-        dying, held = pool.submit(os._exit, 3), pool.submit(os.getpid)
+        dying = pool.submit(os._exit, 3)
+        held = [pool.submit(os.getpid) for _ in range(3)]  # all three in its pipe
         with pytest.raises(UnavailableError, match="send the request again"):
             dying.result(timeout=60)
-        assert held.result(timeout=60) not in (first, None)  # another process
+        pids = {call.result(timeout=60) for call in held}
+        assert len(pids) == 1 and first not in pids  # run in order by the fresh worker
         assert pool.submit(prepare_submission, GRID, 10**6).result(timeout=60).name == "g"
+    finally:
+        pool.close()
+
+
+def test_the_calls_held_in_a_pipe_stay_within_its_byte_budget() -> None:
+    """Up to three calls wait in a busy worker's pipe, 64 KiB of them at most: a call past
+    that waits in the pool, so writing it never blocks on a full pipe (in the event loop)."""
+    from ppo_platform.jobs.intake_workers import PIPELINED_BYTES, WorkerProcesses
+
+    pool = WorkerProcesses(1, guarded, "restarted")
+    try:
+        pool.call(os.getpid).result(timeout=60)  # started and warm
+        busy = pool.call(time.sleep, 1.0)
+        small = [pool.call(len, b"x") for _ in range(3)]
+        assert len(pool._waiting) == 0  # three held in its pipe
+        fourth = pool.call(len, b"x")
+        assert len(pool._waiting) == 1  # four held: the next waits
+        assert busy.result(60) is None and [f.result(60) for f in small] == [1, 1, 1]
+        assert fourth.result(60) == 1
+        busy = pool.call(time.sleep, 1.0)
+        big = [pool.call(len, b"x" * (PIPELINED_BYTES // 2)) for _ in range(2)]
+        assert len(pool._waiting) == 1  # the second would pass the byte budget
+        assert [f.result(60) for f in big] == [PIPELINED_BYTES // 2] * 2
     finally:
         pool.close()
 
