@@ -6,6 +6,12 @@ that reads and then writes waits for the lock instead of failing with "database 
 `synchronous=NORMAL` by default: a commit is in the WAL file before the 202 is sent, so a
 crashed or killed process loses nothing; only a power loss or OS crash can take back the last
 commits (before a checkpoint). `PPO_PLATFORM_JOBS_SQLITE_SYNCHRONOUS=full` fsyncs every commit.
+
+WAL checkpoints: SQLite copies the WAL back into the database file in the commit that takes it
+past 1,000 pages, about one submission in 90, which then took 6 ms instead of 0.5 and held up
+every submission queued behind it. The intake workers' engines (`deferred_checkpoints`) leave
+that to `checkpoint()`, which a worker runs when it has no call waiting; past 10,000 pages
+(40 MB, a worker that is never idle) their own commits checkpoint again.
 """
 
 from __future__ import annotations
@@ -32,6 +38,9 @@ START_ATTEMPTS = 4  # a store that does not answer at start: retried with backof
 START_BACKOFF_SECONDS = 0.5
 
 
+DEFERRED_CHECKPOINT_PAGES = 10_000  # an intake worker's WAL, at most, before it checkpoints
+
+
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     dbapi_connection.isolation_level = None  # SQLAlchemy's "begin" event issues BEGIN
     cursor = dbapi_connection.cursor()
@@ -47,8 +56,20 @@ def _sqlite_begin(connection: Any) -> None:
     connection.exec_driver_sql(f"BEGIN {mode}")
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for `url`; SQLite files get their folder, WAL and a busy timeout."""
+def _deferred_checkpoints(dbapi_connection: Any, _record: Any) -> None:
+    dbapi_connection.execute(f"PRAGMA wal_autocheckpoint={DEFERRED_CHECKPOINT_PAGES}")
+
+
+def checkpoint(engine: Engine) -> None:
+    """Copy the WAL back into an SQLite database (PASSIVE: it waits for no reader or writer)."""
+    if engine.dialect.name == "sqlite":
+        with engine.connect() as connection:
+            connection.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)")
+
+
+def make_engine(url: str, deferred_checkpoints: bool = False) -> Engine:
+    """An engine for `url`; SQLite files get their folder, WAL and a busy timeout (and, with
+    `deferred_checkpoints`, WAL checkpoints left to `checkpoint()` up to 10,000 pages)."""
     try:
         parsed = make_url(url)
     except ArgumentError as error:
@@ -68,6 +89,8 @@ def make_engine(url: str) -> Engine:
         Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
     engine = create_engine(url, connect_args={"timeout": BUSY_TIMEOUT_SECONDS})
     event.listen(engine, "connect", _sqlite_pragmas)
+    if deferred_checkpoints:
+        event.listen(engine, "connect", _deferred_checkpoints)
     event.listen(engine, "begin", _sqlite_begin)
     return engine
 

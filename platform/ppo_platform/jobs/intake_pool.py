@@ -77,6 +77,7 @@ def guarded(fn: Callable[..., Result], *args: Any) -> Result:
 
 
 _stores: dict[str, JobStore] = {}
+_written: set[str] = set()  # the stores written since the last checkpoint
 _stores_lock = threading.Lock()
 
 
@@ -104,8 +105,21 @@ def queue_submission(
     with _stores_lock:  # one engine per worker process (and per store URL)
         store = _stores.get(database_url)
         if store is None:
-            store = _stores[database_url] = JobStore(database_url, Path("."), migrate_schema=False)
+            store = JobStore(
+                database_url, Path("."), migrate_schema=False, deferred_checkpoints=True
+            )
+            _stores[database_url] = store
+        _written.add(database_url)
     return store.submit(owner, job, idempotency_key, max_queued)
+
+
+def checkpoint_when_idle() -> None:
+    """A worker with no call waiting: the WAL checkpoints its submissions left (database.py)."""
+    with _stores_lock:
+        urls = list(_written)
+        _written.clear()
+    for url in urls:
+        _stores[url].checkpoint()
 
 
 def validation_summary(text: str) -> dict[str, Any]:
@@ -134,7 +148,13 @@ class IntakePool:
         self._lock = threading.Lock()
         self._threads = ThreadPoolExecutor(4, thread_name_prefix="intake") if not workers else None
         self._processes = (
-            WorkerProcesses(workers, guarded, RESTARTED, (_exit_with_parent, (os.getpid(),)))
+            WorkerProcesses(
+                workers,
+                guarded,
+                RESTARTED,
+                (_exit_with_parent, (os.getpid(),)),
+                (checkpoint_when_idle, ()),
+            )
             if workers
             else None
         )

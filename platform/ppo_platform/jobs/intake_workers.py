@@ -24,6 +24,7 @@ pickled.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import pickle
 import threading
@@ -37,15 +38,21 @@ from ppo_platform.errors import UnavailableError
 
 Call = tuple[Callable[..., Any], tuple[Any, ...]]
 _CONTEXT = multiprocessing.get_context("spawn")
+log = logging.getLogger(__name__)
 DEPTH = 4  # calls a worker holds at once: the one it runs and three in its pipe
 PIPELINED_BYTES = 64 * 1024  # held calls' bytes at most (a socket pair's buffer is ~200 KiB)
 
 
-def _serve(connection: Connection, runner: Callable[..., Any], start: Call | None) -> None:
-    """A worker's life: run `start`, then each call that arrives, answering (ok, value)."""
+def _serve(
+    connection: Connection, runner: Callable[..., Any], start: Call | None, idle: Call | None
+) -> None:
+    """A worker's life: run `start`, then each call that arrives, answering (ok, value); with
+    no call waiting, `idle` first (housekeeping that no call should wait behind)."""
     if start is not None:
         start[0](*start[1])
     while True:
+        if idle is not None and not connection.poll():
+            _run_idle(idle)
         try:
             fn, args = pickle.loads(connection.recv_bytes())
         except (EOFError, OSError):  # the API process closed the pool, or is gone
@@ -57,11 +64,18 @@ def _serve(connection: Connection, runner: Callable[..., Any], start: Call | Non
         connection.send_bytes(answer)
 
 
+def _run_idle(idle: Call) -> None:
+    try:
+        idle[0](*idle[1])
+    except Exception:  # housekeeping: the worker serves on, and tries again when next idle
+        log.exception("an intake worker's idle work failed")
+
+
 class _Worker:
-    def __init__(self, runner: Callable[..., Any], start: Call | None) -> None:
+    def __init__(self, runner: Callable[..., Any], start: Call | None, idle: Call | None) -> None:
         self.connection, child = _CONTEXT.Pipe()
         self.process = _CONTEXT.Process(
-            target=_serve, args=(child, runner, start), name="intake", daemon=True
+            target=_serve, args=(child, runner, start, idle), name="intake", daemon=True
         )
         self.process.start()
         child.close()
@@ -104,11 +118,17 @@ class WorkerProcesses:
     """`count` spawned workers running `runner(fn, *args)` for each `call(fn, *args)`."""
 
     def __init__(
-        self, count: int, runner: Callable[..., Any], restarted: str, setup: Call | None = None
+        self,
+        count: int,
+        runner: Callable[..., Any],
+        restarted: str,
+        setup: Call | None = None,
+        idle: Call | None = None,
     ) -> None:
-        """`setup` runs first in every worker (e.g. to exit with this process)."""
+        """`setup` runs first in every worker (e.g. to exit with this process); `idle` in a
+        worker whenever it has no call waiting."""
         self.count, self.runner, self.restarted = count, runner, restarted
-        self._start = setup
+        self._start, self._idle = setup, idle
         self._lock = threading.Lock()
         self._workers: dict[Connection, _Worker] = {}  # the reader watches every pipe
         self._waiting: deque[tuple[Future[Any], bytes]] = deque()
@@ -128,7 +148,7 @@ class WorkerProcesses:
                 return
             self._started = True
             for _ in range(self.count):
-                worker = _Worker(self.runner, self._start)
+                worker = _Worker(self.runner, self._start, self._idle)
                 self._workers[worker.connection] = worker
         self._reader.start()
 
@@ -197,7 +217,7 @@ class WorkerProcesses:
             self._workers.pop(dead.connection, None)
             if self._closed:
                 return None
-            fresh = _Worker(self.runner, self._start)
+            fresh = _Worker(self.runner, self._start, self._idle)
             self._workers[fresh.connection] = fresh
             return fresh
 

@@ -28,7 +28,7 @@ from ppo_platform.errors import (
     SpecIssue,
     UnavailableError,
 )
-from ppo_platform.jobs.database import make_engine, migrate, sessions, writer
+from ppo_platform.jobs.database import checkpoint, make_engine, migrate, sessions, writer
 from ppo_platform.jobs.models import TERMINAL, Event, Experiment, utcnow
 
 MAX_PAGE = 100
@@ -52,9 +52,18 @@ def new_id() -> str:
 class JobStore:
     """Experiments and events in one SQLAlchemy database (migrated when opened)."""
 
-    def __init__(self, url: str, lock_dir: Path, *, migrate_schema: bool = True) -> None:
+    def __init__(
+        self,
+        url: str,
+        lock_dir: Path,
+        *,
+        migrate_schema: bool = True,
+        deferred_checkpoints: bool = False,
+    ) -> None:
+        """`deferred_checkpoints`: an intake worker's store, whose commits leave SQLite's WAL
+        checkpoints to `checkpoint()` (database.py)."""
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, deferred_checkpoints)
         if migrate_schema:
             migrate(self.engine, lock_dir / "jobs-migrate.lock")
         self._read, self._write = sessions(self.engine)
@@ -79,6 +88,9 @@ class JobStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def checkpoint(self) -> None:
+        checkpoint(self.engine)
 
     def ping(self) -> None:
         """Raise UnavailableError unless the store answers a query."""
