@@ -10,8 +10,9 @@ commits (before a checkpoint). `PPO_PLATFORM_JOBS_SQLITE_SYNCHRONOUS=full` fsync
 WAL checkpoints: SQLite copies the WAL back into the database file in the commit that takes it
 past 1,000 pages, about one submission in 90, which then took 6 ms instead of 0.5 and held up
 every submission queued behind it. The intake workers' engines (`deferred_checkpoints`) leave
-that to `checkpoint()`, which a worker runs when it has no call waiting; past 10,000 pages
-(40 MB, a worker that is never idle) their own commits checkpoint again.
+that to `checkpoint()`, which a worker runs when it has no call waiting, every 100 submissions
+(about the same 1,000 pages); past 10,000 pages (40 MB, a worker that is never idle) their own
+commits checkpoint again.
 """
 
 from __future__ import annotations

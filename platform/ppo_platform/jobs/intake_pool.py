@@ -77,7 +77,10 @@ def guarded(fn: Callable[..., Result], *args: Any) -> Result:
 
 
 _stores: dict[str, JobStore] = {}
-_written: set[str] = set()  # the stores written since the last checkpoint
+_written: dict[str, int] = {}  # store URL -> submissions since its last checkpoint
+# About 1,000 WAL pages (10 a submission), where SQLite's commits checkpoint by themselves: a
+# worker idle between two submissions (one client) must not checkpoint after every one.
+IDLE_CHECKPOINT_SUBMISSIONS = 100
 _stores_lock = threading.Lock()
 
 
@@ -109,16 +112,18 @@ def queue_submission(
                 database_url, Path("."), migrate_schema=False, deferred_checkpoints=True
             )
             _stores[database_url] = store
-        _written.add(database_url)
+        _written[database_url] = _written.get(database_url, 0) + 1
     return store.submit(owner, job, idempotency_key, max_queued)
 
 
 def checkpoint_when_idle() -> None:
-    """A worker with no call waiting: the WAL checkpoints its submissions left (database.py)."""
+    """A worker with no call waiting: the WAL checkpoint its submissions left (database.py),
+    once they are IDLE_CHECKPOINT_SUBMISSIONS."""
     with _stores_lock:
-        urls = list(_written)
-        _written.clear()
-    for url in urls:
+        due = [url for url, count in _written.items() if count >= IDLE_CHECKPOINT_SUBMISSIONS]
+        for url in due:
+            del _written[url]
+    for url in due:
         _stores[url].checkpoint()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ppo_platform.jobs import JobStore
 from ppo_platform.jobs.intake import prepare_submission
-from ppo_platform.jobs.intake_pool import IntakePool, submit_spec
+from ppo_platform.jobs.intake_pool import IDLE_CHECKPOINT_SUBMISSIONS, IntakePool, submit_spec
 
 GRID = (
     "name: g\nenv: {id: ppo_platform/GridWorld-v0, n_envs: 1}\n"
@@ -60,16 +60,19 @@ def test_a_plain_store_checkpoints_in_its_commits(tmp_path: Path) -> None:
 
 
 def test_an_intake_worker_checkpoints_once_it_has_no_call_waiting(tmp_path: Path) -> None:
+    """After IDLE_CHECKPOINT_SUBMISSIONS (about SQLite's own 1,000 pages), not after each one."""
     database = tmp_path / "jobs.db"
     url = f"sqlite:///{database}"
     JobStore(url, tmp_path).close()
     pool = IntakePool(1)
     try:
-        calls = [
-            pool.submit(submit_spec, url, f"key{i % 3}", GRID, None, 10**9, 10**6)
-            for i in range(60)
-        ]
-        assert all(call.result(timeout=60)[1] for call in calls)
+        few = IDLE_CHECKPOINT_SUBMISSIONS - 1
+        for i in range(few):  # one at a time: idle after each
+            pool.submit(submit_spec, url, f"key{i % 3}", GRID, None, 10**9, 10**6).result(60)
+        time.sleep(0.5)
+        written, copied = wal_frames(database)
+        assert written > 500 and copied == 0  # not checkpointed yet
+        pool.submit(submit_spec, url, "key", GRID, None, 10**9, 10**6).result(60)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             written, copied = wal_frames(database)
