@@ -129,6 +129,7 @@ class RemoteRun:
             settings.metrics_flush_seconds,
         )
         self._run_id: str | None = None
+        self._open_failed: TrackingError | None = None
         self._run_dir = run_dir
         self._pending: list[MetricRow] = []
         self._last_flush = time.monotonic()
@@ -235,9 +236,18 @@ class RemoteRun:
                 self.finish("FAILED", {tag.OUTCOME: "failed", tag.FAILURE: reason})
 
     def _answer_open(self) -> None:
+        """The answer to the open request, once: a failed open fails every later ask at once
+        (its answer was taken; waiting for it again would wait out REPLY_TIMEOUT)."""
+        if self._open_failed is not None:
+            raise self._open_failed
         started = time.perf_counter()
-        reply = self.process.wait(self._opened)
-        self.write_seconds += time.perf_counter() - started
+        try:
+            reply = self.process.wait(self._opened)
+        except TrackingError as error:
+            self._open_failed = error
+            raise
+        finally:
+            self.write_seconds += time.perf_counter() - started
         self._run_id = reply["run_id"]
         if self._run_dir is None and reply.get("run_dir"):  # training runs have a folder
             self._run_dir = Path(reply["run_dir"])

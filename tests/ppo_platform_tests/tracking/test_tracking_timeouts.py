@@ -89,3 +89,28 @@ def test_a_run_whose_tracking_process_died_is_closed_failed_by_a_fresh_one(
     assert (stored.info.status, lost.info.status) == ("FAILED", "FAILED")
     assert stored.data.tags[tags.FAILURE] == "its tracking process was killed"
     assert lost.data.tags[tags.FAILURE] == "killed before the answer"
+
+
+def test_a_run_whose_open_failed_says_so_at_once_every_time_it_is_asked(
+    platform_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MLflow refuses the tracking URI (a file store, which MLflow 3 no longer writes): the
+    open's error answers every later ask at once. Before, the second ask (closing the run
+    FAILED after the first error) waited for an answer already taken, REPLY_TIMEOUT (60 s),
+    then killed the tracking process: `run` took 68 s to print its error."""
+    from ppo_platform.tracking import process as tracking_process
+
+    monkeypatch.delenv("MLFLOW_ALLOW_FILE_STORE", raising=False)
+    monkeypatch.setattr(tracking_process, "REPLY_TIMEOUT", 5.0)
+    settings = get_settings().model_copy(
+        update={"mlflow_tracking_uri": (platform_home / "mlruns").as_uri()}
+    )
+    process = TrackingProcess()
+    try:
+        run = RemoteRun.open(process, settings, tiny_spec())
+        for _ in range(2):
+            with pytest.raises(TrackingError, match="could not open: MlflowException"):
+                run.run_id
+        assert process.alive  # not killed for an answer it had given
+    finally:
+        process.close()
