@@ -110,7 +110,7 @@ def test_a_run_whose_open_failed_says_so_at_once_every_time_it_is_asked(
         run = RemoteRun.open(process, settings, tiny_spec())
         for _ in range(2):
             with pytest.raises(TrackingError, match="could not open: MlflowException"):
-                run.run_id
+                _ = run.run_id
         assert process.alive  # not killed for an answer it had given
     finally:
         process.close()
