@@ -28,6 +28,7 @@ from ppo_platform.errors import BadInputError, SpecIssue, UnavailableError
 from ppo_platform.execution.base import QueuedExecutor, Task, TaskResult, describe_error
 from ppo_platform.execution.body import forget_interrupt, run_body
 from ppo_platform.execution.ray_cancel import drop_flags, flag_name
+from ppo_platform.execution.signals import HeldCtrlC
 from ppo_platform.execution.threads import pin_threads
 
 FORWARDED_PREFIXES = ("PPO_PLATFORM_", "MLFLOW_")
@@ -343,8 +344,6 @@ class RayExecutor(QueuedExecutor):
     def shutdown(
         self, wait: bool = True, *, cancel_pending: bool = False, grace: float | None = None
     ) -> None:
-        from ppo_platform.execution.signals import HeldCtrlC
-
         with self._lock:
             self._closed = True
             keys = list(self._refs)
@@ -359,7 +358,7 @@ class RayExecutor(QueuedExecutor):
         with contextlib.suppress(Exception):  # the cluster may be gone: the flags go with it
             drop_flags(self.executor_id)
 
-    def _wait_for_collector(self, keys: list[str], grace: float | None, held: Any) -> None:
+    def _wait_for_collector(self, keys: list[str], grace: float | None, held: HeldCtrlC) -> None:
         """Until every task came back; past `grace` the running ones are stopped forcibly. A
         Ctrl-C held meanwhile (a repeat of the cancel: Ray delivers one of its own, a user may
         press it again) does not cut the wait short: it bounds it to CLOSE_GRACE seconds."""

@@ -11,9 +11,9 @@ holds up to four calls: the one it runs and three waiting in its pipe, so it sta
 one the moment it has answered, without waiting for this process to hand it over (that gap, the
 reader thread's wait for the GIL and a core, left one worker idle half the time at 10 clients
 with one call held; with three held, 10 clients got 13% more submissions through, measured in
-benchmarks/results/api_latency.md). The calls waiting in a pipe total at most 64 KiB, so
-writing one never blocks on a full pipe; a larger one goes only to an idle worker. Past that,
-calls wait in `_waiting`.
+benchmarks/results/api_latency.md). The calls a worker holds total at most 64 KiB, so writing
+one never blocks on a full pipe; a larger one goes only to an idle worker. Past that, calls
+wait in `_waiting`.
 
 A worker that dies (killed, out of memory, `os._exit`) closes its pipe: the call it died in is
 answered with UnavailableError(`restarted`), the calls held behind it (never read: calls run in
