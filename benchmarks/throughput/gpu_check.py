@@ -180,12 +180,23 @@ def render(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def env_steps(text: str) -> int:
+    """A budget in env steps: a whole number of at least 1 (checked before anything trains)."""
+    try:
+        steps = int(text)
+    except ValueError:
+        steps = 0
+    if steps < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of env steps >= 1")
+    return steps
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--devices", default="cuda,cpu", help="comma-separated (cuda,cpu)")
     parser.add_argument("--specs", default=",".join(SPECS), help="comma-separated: atari,cartpole")
-    parser.add_argument("--atari-steps", type=int, default=40_960)
-    parser.add_argument("--cartpole-steps", type=int, default=40_960)
+    parser.add_argument("--atari-steps", type=env_steps, default=40_960)
+    parser.add_argument("--cartpole-steps", type=env_steps, default=40_960)
     parser.add_argument("--limit-s", type=float, default=LIMIT_S, help="for the whole check")
     parser.add_argument("--out", default="gpu_check", help="results stem (benchmarks/results/)")
     args = parser.parse_args(argv)
@@ -194,7 +205,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     wrong = [d for d in args.devices if d not in ("cuda", "cpu")]
     wrong += [s for s in args.specs if s not in SPECS]
     if wrong:
-        parser.error(f"unknown device or spec {wrong}: devices are cuda, cpu; specs {SPECS}")
+        parser.error(
+            f"unknown device or spec {', '.join(wrong)}: devices are cuda and cpu, specs "
+            f"{' and '.join(SPECS)}"
+        )
     return args
 
 

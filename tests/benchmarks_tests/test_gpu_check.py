@@ -46,7 +46,12 @@ def test_a_cpu_run_is_measured_and_its_model_loads_where_no_gpu_is_visible(
     assert "| cartpole | cpu | cpu | cpu | 0 |" in page
 
 
-def test_unknown_devices_and_specs_are_refused() -> None:
+@pytest.mark.parametrize(
+    "argv", [["--devices", "tpu"], ["--specs", "pong"], ["--cartpole-steps", "0"]]
+)
+def test_bad_devices_specs_and_budgets_are_refused_before_anything_trains(
+    argv: list[str],
+) -> None:
     with pytest.raises(SystemExit) as exit_:
-        gpu_check.parse_args(["--devices", "tpu"])
+        gpu_check.parse_args(argv)
     assert exit_.value.code == 2
