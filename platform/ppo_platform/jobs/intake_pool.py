@@ -39,9 +39,17 @@ Result = TypeVar("Result")
 RESTARTED = "the process reading specs stopped and was restarted; send the request again."
 
 
+def _worker_setup(parent: int) -> None:
+    """Worker initializer: exit with the API process, and leave WAL checkpoints to the idle
+    moments (`checkpoint_when_idle`, which only a worker process runs)."""
+    global _checkpoints_when_idle
+    _checkpoints_when_idle = True
+    _exit_with_parent(parent)
+
+
 def _exit_with_parent(parent: int) -> None:
-    """Worker initializer: a worker whose API process is gone (even SIGKILLed) exits too, so
-    no orphan waits for work forever."""
+    """A worker whose API process is gone (even SIGKILLed) exits too, so no orphan waits for
+    work forever."""
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -78,6 +86,7 @@ def guarded(fn: Callable[..., Result], *args: Any) -> Result:
 
 _stores: dict[str, JobStore] = {}
 _written: dict[str, int] = {}  # store URL -> submissions since its last checkpoint
+_checkpoints_when_idle = False  # a worker process (threads of the API process never idle)
 # About 1,000 WAL pages (10 a submission), where SQLite's commits checkpoint by themselves: a
 # worker idle between two submissions (one client) must not checkpoint after every one.
 IDLE_CHECKPOINT_SUBMISSIONS = 100
@@ -109,7 +118,10 @@ def queue_submission(
         store = _stores.get(database_url)
         if store is None:
             store = JobStore(
-                database_url, Path("."), migrate_schema=False, deferred_checkpoints=True
+                database_url,
+                Path("."),
+                migrate_schema=False,
+                deferred_checkpoints=_checkpoints_when_idle,
             )
             _stores[database_url] = store
         _written[database_url] = _written.get(database_url, 0) + 1
@@ -157,7 +169,7 @@ class IntakePool:
                 workers,
                 guarded,
                 RESTARTED,
-                (_exit_with_parent, (os.getpid(),)),
+                (_worker_setup, (os.getpid(),)),
                 (checkpoint_when_idle, ()),
             )
             if workers

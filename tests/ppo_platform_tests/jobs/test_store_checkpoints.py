@@ -82,3 +82,20 @@ def test_an_intake_worker_checkpoints_once_it_has_no_call_waiting(tmp_path: Path
         assert written > 0 and copied == written  # idle: its submissions checkpointed
     finally:
         pool.close()
+
+
+def test_intake_threads_keep_sqlites_own_checkpoints(tmp_path: Path) -> None:
+    """With `PPO_PLATFORM_INTAKE_WORKERS=0` submissions are queued by threads of the API
+    process, which never run the idle checkpoint: their store checkpoints in its commits."""
+    from ppo_platform.jobs import intake_pool
+
+    url = f"sqlite:///{tmp_path / 'jobs.db'}"
+    JobStore(url, tmp_path).close()
+    pool = IntakePool(0)
+    try:
+        pool.submit(submit_spec, url, "key", GRID, None, 10**9, 10**6).result(timeout=60)
+        with intake_pool._stores[url].engine.connect() as connection:
+            pages = connection.exec_driver_sql("PRAGMA wal_autocheckpoint").scalar()
+        assert pages == 1000  # SQLite's own
+    finally:
+        pool.close()
