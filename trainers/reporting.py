@@ -6,13 +6,13 @@ here see them right after the update that produced them.
 
 from __future__ import annotations
 
+import math
 import numbers
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from .diagnostics import non_finite_metrics
 from .errors import NonFiniteError
 
 UpdateListener = Callable[[Any, dict[str, float]], None]
@@ -27,6 +27,11 @@ _FINITE_REQUIRED = (
     "train/entropy_loss",
     "train/approx_kl",
 )
+
+
+def non_finite_metrics(metrics: dict[str, float]) -> list[str]:
+    """Names of the metrics that are NaN or infinite."""
+    return [name for name, value in metrics.items() if not math.isfinite(value)]
 
 
 def parameters_finite(module: torch.nn.Module) -> bool:

@@ -28,7 +28,7 @@ HOOKS = {
     "collect_rollouts": ("on_policy_algorithm.py", "collect_rollouts"),
     "update (train)": ("ppo.py", "train"),
     "update listener (on_update)": ("runner.py", "on_update"),
-    "diagnostics monitor (check)": ("diagnostics.py", "check"),
+    "diagnostics monitor (check)": ("monitor.py", "check"),
     "metric rows (log_metrics)": ("remote.py", "log_metrics"),
     "progress events (_event)": ("runner.py", "_event"),
     "callbacks (_on_step, eval + checkpoint)": ("callbacks.py", "_on_step"),

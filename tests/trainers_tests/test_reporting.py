@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 from stable_baselines3.common.env_util import make_vec_env
 
 from trainers.ppo import MonitoredPPO
+from trainers.reporting import non_finite_metrics
 
 SEED = 3
 
@@ -46,3 +49,7 @@ def test_hooks_are_not_saved_with_the_model(tmp_path) -> None:
     loaded = MonitoredPPO.load(tmp_path / "model.zip", device="cpu")
     assert not loaded.stop_requested()
     loaded.add_update_listener(lambda m, metrics: None)  # a fresh, empty listener list
+
+
+def test_non_finite_metrics_names_nan_and_inf() -> None:
+    assert non_finite_metrics({"a": 1.0, "b": math.nan, "c": math.inf}) == ["b", "c"]

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from ppo_platform.doctor import rules_env, rules_explore, rules_lm, rules_step
 from ppo_platform.doctor.series import Series, View
-from ppo_platform.doctor.thresholds import LIMITS, Limits
 from ppo_platform.doctor.vocabulary import CauseId, Diagnosis, Finding, NotJudged, RunFacts
+from ppo_platform.health.thresholds import LIMITS, Limits
 
 Rule = Callable[[View, RunFacts, Limits], Finding | NotJudged | None]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from ppo_platform.doctor.rules_step import Verdict, significant
 from ppo_platform.doctor.series import View, median, sustained_above
-from ppo_platform.doctor.thresholds import Limits
 from ppo_platform.doctor.vocabulary import CauseId, Finding, NotJudged, RunFacts, evidence
+from ppo_platform.health.thresholds import Limits
 
 ROLLOUT_STATS = "the run logged no per-rollout statistics of {what} (rollout/{metric})"
 

@@ -7,8 +7,8 @@ import math
 
 from ppo_platform.doctor.rules_step import Verdict, collapse_step, entropy_patch, significant
 from ppo_platform.doctor.series import View, improving
-from ppo_platform.doctor.thresholds import Limits
 from ppo_platform.doctor.vocabulary import Finding, NotJudged, RunFacts, Scalar, evidence
+from ppo_platform.health.thresholds import Limits
 
 
 def entropy_collapse(view: View, facts: RunFacts, limits: Limits) -> Verdict:

@@ -8,8 +8,8 @@ import math
 
 from ppo_platform.doctor.rules_step import Verdict, significant
 from ppo_platform.doctor.series import View, improving, median, thirds
-from ppo_platform.doctor.thresholds import Limits
 from ppo_platform.doctor.vocabulary import Finding, RunFacts, Scalar, evidence
+from ppo_platform.health.thresholds import Limits
 
 
 def lm_kl_penalty_inert(view: View, facts: RunFacts, limits: Limits) -> Verdict:

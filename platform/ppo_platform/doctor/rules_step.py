@@ -18,8 +18,8 @@ from ppo_platform.doctor.series import (
     sustained_above,
     thirds,
 )
-from ppo_platform.doctor.thresholds import Limits
 from ppo_platform.doctor.vocabulary import Finding, NotJudged, RunFacts, Scalar, evidence
+from ppo_platform.health.thresholds import Limits
 
 Verdict = Finding | NotJudged | None
 

@@ -20,7 +20,7 @@ EVAL_KEY, KL_KEY, KL_POST_KEY, CLIP_KEY, ALERTS_KEY = (
     "diagnostics/alerts_total",
 )
 ALERT_SIGNAL_PREFIX = "diagnostics/alerts/"
-LATE_FRACTION = 0.25  # "stability": the last quarter of training
+STABILITY_TAIL = 0.25  # "stability": the last quarter of training (not the monitor's late_fraction)
 
 
 # ---- per-run numbers (pure functions) ---------------------------------------------------------
@@ -37,7 +37,7 @@ def steps_to_threshold(evals: Series, threshold: float | None) -> int | None:
     return next((step for step, value in evals if value >= threshold), None)
 
 
-def late_std(evals: Series, fraction: float = LATE_FRACTION) -> float | None:
+def late_std(evals: Series, fraction: float = STABILITY_TAIL) -> float | None:
     """Population std of the eval returns in the last `fraction` of training (None: < 2 evals)."""
     if not evals:
         return None

@@ -10,13 +10,13 @@ from pathlib import Path
 from stable_baselines3.common.base_class import BaseAlgorithm
 
 from ppo_platform.doctor import Diagnosis
+from ppo_platform.health import DiagnosticsMonitor
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking.remote import RemoteRun
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.diagnosis import write_diagnosis
 from ppo_platform.training.monitoring import alerts_document
 from ppo_platform.training.play import evaluation_videos
-from trainers.diagnostics import DiagnosticsMonitor
 
 
 def log_final_artifacts(

@@ -16,6 +16,7 @@ from typing import Any
 
 from ppo_platform import tracing
 from ppo_platform.errors import SpecError, SpecIssue, TrackingError, TrainingError
+from ppo_platform.health import Alert, DiagnosticsMonitor
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.tracking import tags as tag
@@ -37,7 +38,6 @@ from ppo_platform.training.progress import EventKind, ProgressEvent
 from ppo_platform.training.resolved import lm_resolved_setup, record_resolved
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome, RunResult, closing_tags
 from ppo_platform.training.runner import ProgressCallback, _prepare
-from trainers.diagnostics import Alert, DiagnosticsMonitor
 from trainers.errors import NonFiniteError, TrainerError
 
 

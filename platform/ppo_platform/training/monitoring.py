@@ -6,13 +6,13 @@ from collections.abc import Callable
 from dataclasses import fields
 from typing import Any
 
-from ppo_platform.spec.experiment import ExperimentSpec
-from trainers.diagnostics import (
+from ppo_platform.health import (
     Alert,
     DiagnosticsMonitor,
     Thresholds,
     explained_variance_informative,
 )
+from ppo_platform.spec.experiment import ExperimentSpec
 
 
 def thresholds_for(spec: ExperimentSpec) -> Thresholds:

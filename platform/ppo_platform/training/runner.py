@@ -25,6 +25,7 @@ from ppo_platform import tracing
 from ppo_platform.errors import EnvCrashError, TrackingError, TrainingError
 from ppo_platform.execution import signals
 from ppo_platform.execution.threads import pin_threads
+from ppo_platform.health import Alert, DiagnosticsMonitor
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
@@ -52,7 +53,6 @@ from trainers.callbacks import (
     PeriodicEvalCallback,
     RolloutStatsCallback,
 )
-from trainers.diagnostics import Alert, DiagnosticsMonitor
 from trainers.errors import NonFiniteError, NonFiniteInputError
 from trainers.reporting import UpdateReportingMixin
 

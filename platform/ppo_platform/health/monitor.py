@@ -1,7 +1,8 @@
 """PPO health checks run after every update: thresholds in, structured alerts out.
 
 The signals and their advice are the lessons' working heuristics (docs/guides/diagnostics.md).
-Pure Python: the monitor is fed the update's metrics by whatever trainer produced them.
+Pure Python: the monitor is fed the update's metrics by whatever trainer produced them (the
+platform's update listener); its thresholds are `ppo_platform.health.thresholds`.
 """
 
 from __future__ import annotations
@@ -10,49 +11,21 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
-from .alerts import Alert, Severity, SignalState, SignalSummary
+from ppo_platform.health.alerts import Alert, Severity, SignalState, SignalSummary
+from ppo_platform.health.signals import (
+    CLIP_FRACTION,
+    CLIP_RANGE,
+    EXPLAINED_VARIANCE,
+    KL,
+    KL_POST,
+    LEARNING_RATE,
+    RETURNS_RMS,
+    RETURNS_STD,
+)
+from ppo_platform.health.thresholds import ANNEALED_FRACTION, MIN_CLIP_RANGE_CHECKED, Thresholds
 
 __all__ = ["RULES", "Alert", "DiagnosticsMonitor", "Reading", "Signal", "Thresholds"]
-
-KL = "train/approx_kl"
-KL_POST = "train/approx_kl_post"
-RETURNS_STD = "train/returns_std"
-RETURNS_RMS = "train/returns_rms"
-CLIP_FRACTION = "train/clip_fraction"
-EXPLAINED_VARIANCE = "train/explained_variance"
-CLIP_RANGE = "train/clip_range"
-LEARNING_RATE = "train/learning_rate"
-MIN_CLIP_RANGE_CHECKED = 0.01
-# A linear schedule ends near 0: once the LR or the clip range is below this fraction of its
-# largest value in the run, tiny updates are the schedule's doing, not a too-low LR or K.
-ANNEALED_FRACTION = 0.1
-
-
-@dataclass(frozen=True)
-class Thresholds:
-    """When a signal leaves its healthy range. Defaults are the lessons' values."""
-
-    kl_healthy_max: float = 0.02
-    kl_alert: float = 0.1
-    clip_fraction_low: float = 0.01
-    clip_fraction_high: float = 0.5
-    drift_clip_fraction: float = 0.4
-    window: int = 5
-    explained_variance_min: float = 0.05
-    late_fraction: float = 0.5
-    monitor_kl: bool = True
-    monitor_clip_fraction: bool = True
-    # Which KL the alert reads: the rollout-to-updated-policy KL, or SB3's per-minibatch one.
-    kl_source: Literal["post_update", "minibatch"] = "post_update"
-    # Explained variance is judged only when Var(returns) >= floor x value_scale^2.
-    return_variance_floor: float = 1e-3
-    value_scale: float | None = None  # None: the RMS of the rollout's returns
-    # A high clip fraction is judged only when the KL confirms a large step: with a small clip
-    # range (0.1, as tuned MuJoCo and Atari configs use) and many epochs, most ratios leave
-    # [1 - eps, 1 + eps] while the policy barely moves (benchmarks: sample_efficiency).
-    clip_fraction_needs_kl: bool = True
 
 
 @dataclass(frozen=True)
@@ -354,8 +327,3 @@ class DiagnosticsMonitor:
     @property
     def critical_count(self) -> int:
         return sum(1 for alert in self.alerts if alert.severity == "critical")
-
-
-def non_finite_metrics(metrics: Mapping[str, float]) -> list[str]:
-    """Names of the metrics that are NaN or infinite."""
-    return [name for name, value in metrics.items() if not math.isfinite(value)]

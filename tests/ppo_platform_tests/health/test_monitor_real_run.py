@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 from stable_baselines3.common.env_util import make_vec_env
 
-from trainers.diagnostics import ANNEALED_FRACTION, Alert, DiagnosticsMonitor, Thresholds
+from ppo_platform.health import Alert, DiagnosticsMonitor, Thresholds
+from ppo_platform.health.thresholds import ANNEALED_FRACTION
 from trainers.ppo import MonitoredPPO
 
 PEAK_LR, TINY_LR, STEPS_PER_UPDATE = 3e-3, 1e-6, 64

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
-from trainers.diagnostics import (
+from ppo_platform.health import (
     Alert,
     DiagnosticsMonitor,
     Thresholds,
     explained_variance_informative,
-    non_finite_metrics,
 )
 
 
@@ -248,10 +245,6 @@ def test_alert_serializes_every_field() -> None:
         "advice",
     }
     assert alert.format().startswith("[critical] update 7 (step 70): approx KL 0.2000")
-
-
-def test_non_finite_metrics_names_nan_and_inf() -> None:
-    assert non_finite_metrics({"a": 1.0, "b": math.nan, "c": math.inf}) == ["b", "c"]
 
 
 # Logged by the planner's HalfCheetah-v5 spec (1 x 512, K 10, LR 5e-5, clip 0.2), updates 1-30
