@@ -1,6 +1,6 @@
 """Policy evaluation: all episodes stepped together, one batched forward pass per env step.
 
-The evaluation env holds up to `episodes` envs (see ppo_platform.training.environments); SB3's
+The evaluation env holds up to `episodes` envs (see ppo_platform.envs.build); SB3's
 `evaluate_policy` gives env i exactly (episodes + i) // n_envs episodes, so short episodes are
 not over-counted. Each evaluation reseeds env i with `seed + i` first, so its returns depend on
 the policy weights, the seed and the number of episodes only: the same snapshot evaluated at

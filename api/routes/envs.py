@@ -9,8 +9,8 @@ from fastapi import APIRouter, Query
 from api.deps import OwnerDep
 from api.errors import ERROR_RESPONSES, error_responses
 from api.schemas import EnvList
+from ppo_platform.envs.ids import matching_env_ids
 from ppo_platform.envs.packages import imported_env_packages
-from ppo_platform.spec.env_ids import matching_env_ids
 
 router = APIRouter(prefix="/v1", tags=["envs"], responses=ERROR_RESPONSES)
 

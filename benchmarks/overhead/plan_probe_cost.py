@@ -20,8 +20,8 @@ ENVS = ["CartPole-v1", "Acrobot-v1", "MountainCar-v0", "Pendulum-v1", "LunarLand
 
 
 def probe_times(env_id: str, rounds: int) -> tuple[list[float], list[float], int]:
+    from ppo_platform.envs.ids import usable_env
     from ppo_platform.planner.reward_probe import probe_rewards
-    from ppo_platform.spec.env_ids import usable_env
 
     times, loads, steps = [], [], [0]
     for _ in range(rounds):

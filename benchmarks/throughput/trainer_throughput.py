@@ -29,10 +29,10 @@ from benchmarks.harness import (
     versions,
     write_results,
 )
+from ppo_platform.envs.build import build_train_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec
 from ppo_platform.training.algorithms import policy_name, ppo_kl_kwargs, ppo_kwargs
-from ppo_platform.training.environments import build_train_env
 from trainers.ppo import MonitoredPPO
 from trainers.ppo_kl import MonitoredKLPPO
 

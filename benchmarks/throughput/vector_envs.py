@@ -51,8 +51,8 @@ def _collector(variant: str) -> tuple[Any, Any]:
     from stable_baselines3 import PPO
     from stable_baselines3.common.env_util import make_vec_env
 
+    from ppo_platform.envs.vector import NativeVecEnv
     from trainers.ppo import MonitoredPPO
-    from trainers.vector import NativeVecEnv
 
     if variant == "native_lean":
         env = NativeVecEnv(gym.make_vec("CartPole-v1", 8, vectorization_mode="vector_entry_point"))

@@ -64,8 +64,8 @@ def envs(
 ) -> None:
     """List the environment ids this machine can train (gymnasium's registry after the env
     packages are imported); `ppo-platform validate` checks that one can be created."""
+    from ppo_platform.envs.ids import matching_env_ids
     from ppo_platform.envs.packages import imported_env_packages
-    from ppo_platform.spec.env_ids import matching_env_ids
 
     try:
         ids = matching_env_ids(contains)

@@ -54,7 +54,7 @@ def init_demo(
 
 def load_checked_spec(spec: Path, overrides: list[str]) -> Any:
     """A spec of either kind; a gymnasium one's env is checked as `validate` always did."""
-    from ppo_platform.spec.env_ids import check_spec_env
+    from ppo_platform.envs.ids import check_spec_env
     from ppo_platform.spec.lm_loader import load_any_spec
 
     experiment = load_any_spec(spec, overrides)

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ppo_platform.envs import vocabulary as v
 from ppo_platform.envs.registry import registered_wrappers
 from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.spec import wrappers as v
 
 
 def _issue(index: int, wrapper: Any, message: str, fix: str) -> SpecError:

@@ -5,7 +5,7 @@ your-own-environment.md, "When the env raises").
 it runs (this one, or a subprocess vector env's child). When the env's `step` or `reset` raises,
 it does not let the exception kill that process: the step ends the episode and its info carries
 the fault (type, message, traceback) under `FAULT_KEY`; the env is not touched again.
-`training.env_faults.RaiseEnvFaults`, around the vector env in the training process, turns that
+`RaiseEnvFaults`, around the vector env in the training process, turns that
 info (or an exception a native vector env such as EnvPool raises itself) into `EnvCrashError`.
 """
 
@@ -15,6 +15,9 @@ import traceback
 from typing import Any
 
 import gymnasium
+from stable_baselines3.common.vec_env import VecEnv, VecEnvWrapper
+
+from ppo_platform.errors import EnvCrashError
 
 FAULT_KEY = "ppo_platform.env_fault"
 
@@ -77,3 +80,52 @@ class KeepFrames(gymnasium.Wrapper):  # type: ignore[type-arg]
     def step(self, action: Any) -> Any:
         observation, reward, terminated, truncated, info = self.env.step(action)
         return observation, reward, terminated, truncated, {**info, FRAME_KEY: self.env.render()}
+
+
+class RaiseEnvFaults(VecEnvWrapper):
+    """Raises `EnvCrashError` for the first env whose fault a step or reset reports.
+
+    `raises_own`: the vector env runs the env's code in this process and raises its exceptions
+    itself (gymnasium's native vector envs, EnvPool); they are the env's own too."""
+
+    def __init__(self, venv: VecEnv, env_id: str, raises_own: bool = False) -> None:
+        super().__init__(venv)
+        self.env_id, self.raises_own = env_id, raises_own
+
+    def _raise_reported(self, infos: Any) -> None:
+        for index, info in enumerate(infos or ()):
+            fault = info.get(FAULT_KEY) if isinstance(info, dict) else None
+            if fault is not None:
+                raise EnvCrashError(
+                    self.env_id,
+                    fault["type"],
+                    fault["message"],
+                    env_index=index,
+                    traceback_text=fault["traceback"],
+                )
+
+    def _own(self, error: Exception) -> EnvCrashError:
+        fault = fault_of(error)
+        return EnvCrashError(
+            self.env_id, fault["type"], fault["message"], traceback_text=fault["traceback"]
+        )
+
+    def reset(self) -> Any:
+        try:
+            observation = self.venv.reset()
+        except Exception as error:
+            if not self.raises_own:
+                raise
+            raise self._own(error) from error
+        self._raise_reported(getattr(self.venv, "reset_infos", ()))
+        return observation
+
+    def step_wait(self) -> Any:
+        try:
+            observation, rewards, dones, infos = self.venv.step_wait()
+        except Exception as error:
+            if not self.raises_own:
+                raise
+            raise self._own(error) from error
+        self._raise_reported(infos)
+        return observation, rewards, dones, infos

@@ -11,8 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-# Package wrapper names are dotted (`package.wrapper`), so they never shadow a built-in one.
-PACKAGE_WRAPPER_PATTERN = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"
+from ppo_platform.spec.wrappers import PACKAGE_WRAPPER_PATTERN
 
 WrapperFactory = Callable[..., Any]  # (env, **params) -> env
 _wrappers: dict[str, WrapperFactory] = {}

@@ -138,7 +138,7 @@ def import_zoo(path: str | Path, env_id: str, check_env: bool = True) -> ZooImpo
     if missing:  # pure data: converted all the same, and said why it cannot train here
         notes += (missing,)
     elif check_env:
-        from ppo_platform.spec.env_ids import check_spec_env
+        from ppo_platform.envs.ids import check_spec_env
 
         check_spec_env(spec, source)
     return ZooImport(spec, path.name, env_id, notes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ppo_platform.envs.vocabulary import BUILTIN_WRAPPERS
+from ppo_platform.spec.wrappers import BUILTIN_WRAPPERS
 
 # The zoo's class path -> (vocabulary name, {zoo argument: vocabulary parameter}).
 KNOWN_WRAPPERS: dict[str, tuple[str, dict[str, str]]] = {

@@ -13,15 +13,15 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter
 
-from ppo_platform.envs.vocabulary import WrapperSpec
-from ppo_platform.errors import SpecError, SpecIssue
-from ppo_platform.jobs.store import Submission
-from ppo_platform.spec.env_ids import (
+from ppo_platform.envs.ids import (
     check_env_id,
     check_env_usable,
     refuse_importing_env,
     refuse_oversized_kwargs,
 )
+from ppo_platform.envs.vectorization import check_vectorization
+from ppo_platform.errors import SpecError, SpecIssue
+from ppo_platform.jobs.store import Submission
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
 from ppo_platform.spec.lm_loader import AnySpec, load_any_spec_text
@@ -32,7 +32,7 @@ from ppo_platform.spec.rules import (
     search_space_refusal,
     trained_steps,
 )
-from ppo_platform.spec.vectorization import check_vectorization
+from ppo_platform.spec.wrappers import WrapperSpec
 from ppo_platform.spec.yaml_source import PathKey, Position, check_spec_size, parse_yaml
 
 # env.wrappers back from the JSON the remembered env check is keyed by.

@@ -11,12 +11,12 @@ import math
 import re
 from typing import Any
 
+from ppo_platform.envs.ids import usable_env
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.planner.env_cache import cached_env_info, remember_env_info
 from ppo_platform.planner.env_model import ActionKind, EnvInfo
 from ppo_platform.planner.reward_probe import probe_rewards
 from ppo_platform.settings import Settings
-from ppo_platform.spec.env_ids import usable_env
 from ppo_platform.spec.experiment import ENV_ID_PATTERN
 
 PLAN_SOURCE = "plan"  # how planner errors name their origin ("plan: env.id = ...: ...")

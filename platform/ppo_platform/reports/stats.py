@@ -58,7 +58,7 @@ def default_threshold(env_id: str) -> float | None:
     """gymnasium's `reward_threshold` for the env (475 for CartPole-v1), if it has one."""
     import gymnasium as gym
 
-    from trainers.envs import register_envs
+    from ppo_platform.envs.own import register_envs
 
     register_envs()
     try:

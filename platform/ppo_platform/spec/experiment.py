@@ -10,7 +10,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ppo_platform.envs.vocabulary import WrapperSpec, check_wrapper_order, wrapper_shorthand
 from ppo_platform.spec.base import StrictModel, WholeSpec
 from ppo_platform.spec.diagnostics import DiagnosticsSpec
 from ppo_platform.spec.names import (
@@ -22,6 +21,7 @@ from ppo_platform.spec.names import (
     tag_problem,
 )
 from ppo_platform.spec.search import SweepSpec, TuneSpec
+from ppo_platform.spec.wrappers import WrapperSpec, check_wrapper_order, wrapper_shorthand
 
 # gymnasium ids such as "CartPole-v1" or "ppo_platform/GridWorld-v0". No ':' on purpose:
 # gymnasium imports the module named before a ':', and nothing in a spec is imported by name.

@@ -20,7 +20,6 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from ppo_platform.envs.vocabulary import BUILTIN_WRAPPERS, PACKAGE, PackageWrapperSpec
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import OWN_ENV_WAY_IN, ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
@@ -29,6 +28,7 @@ from ppo_platform.spec.overrides import apply_overrides, parse_override, set_dot
 from ppo_platform.spec.problems import problems_beside_schema_errors, say_defaults, written
 from ppo_platform.spec.resources import resource_refusals
 from ppo_platform.spec.rules import inconsistencies, refusals, rollout_over_budget_issue
+from ppo_platform.spec.wrappers import BUILTIN_WRAPPERS, PACKAGE, PackageWrapperSpec
 from ppo_platform.spec.yaml_source import (
     MAX_SPEC_BYTES,
     PathKey,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ppo_platform import tracing
+from ppo_platform.envs.ids import check_env_usable
 from ppo_platform.execution.base import Executor, Task, TaskResult
 from ppo_platform.execution.choose import pool_executor
 from ppo_platform.execution.local import run_tasks, worker_count
@@ -23,7 +24,6 @@ from ppo_platform.reports import REPORT_KEYS, SweepReport, build_report
 from ppo_platform.reports.plots import warm_plotting
 from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
-from ppo_platform.spec.env_ids import check_env_usable
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.machine import task_gpus
 from ppo_platform.sweeps.events import (

@@ -17,13 +17,13 @@ from typing import IO, Any
 
 import numpy as np
 
+from ppo_platform.envs.build import build_eval_env, eval_seed
 from ppo_platform.envs.shipping import decode_factory
 from ppo_platform.execution.child import answer_stream
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.spec.loader import validate_data
 from ppo_platform.training.algorithms import load_model
 from ppo_platform.training.async_eval import MAKE_ENV_KEY
-from ppo_platform.training.environments import build_eval_env, eval_seed
 from trainers.evaluation import evaluate_episodes
 
 

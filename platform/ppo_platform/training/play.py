@@ -17,13 +17,13 @@ import numpy as np
 from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.vec_env import VecEnv
 
+from ppo_platform.envs.build import build_play_env, eval_seed
 from ppo_platform.envs.faults import FRAME_KEY
 from ppo_platform.errors import BadInputError, PlatformError, RunNotFoundError, SpecIssue
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import load_model
-from ppo_platform.training.environments import build_play_env, eval_seed
 from ppo_platform.training.resume import RecordedFolder, check_own_files, owned_run
 from ppo_platform.training.video import VideoWriter, fps_of
 

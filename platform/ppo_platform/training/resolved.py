@@ -15,11 +15,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from ppo_platform.envs import envpool_support
 from ppo_platform.envs.packages import imported_env_packages
-from ppo_platform.spec import envpool_support
+from ppo_platform.envs.vectorization import native_obstacle, resolve
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec
-from ppo_platform.spec.vectorization import native_obstacle, resolve
 
 RESOLVED_FILE = "resolved.json"
 TAG_PREFIX = "ppo_platform.resolved."

@@ -22,6 +22,7 @@ from stable_baselines3.common.utils import safe_mean
 from stable_baselines3.common.vec_env import VecEnv
 
 from ppo_platform import tracing
+from ppo_platform.envs.build import EnvMaker, build_eval_env, build_train_env, eval_seed
 from ppo_platform.errors import EnvCrashError, TrackingError, TrainingError
 from ppo_platform.execution import signals
 from ppo_platform.execution.threads import pin_threads
@@ -38,8 +39,7 @@ from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training import diagnosis as doctor
 from ppo_platform.training.algorithms import build_model, fast_paths_tag, load_model
-from ppo_platform.training.env_faults import record_env_crash
-from ppo_platform.training.environments import EnvMaker, build_eval_env, build_train_env, eval_seed
+from ppo_platform.training.crash_record import record_env_crash
 from ppo_platform.training.final_artifacts import log_final_artifacts
 from ppo_platform.training.monitoring import diagnostics_row, raise_alerts, thresholds_for
 from ppo_platform.training.progress import EventKind, ProgressEvent

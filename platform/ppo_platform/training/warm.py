@@ -9,9 +9,9 @@ the spec it will train: one rollout and one update, recorded nowhere.
 from __future__ import annotations
 
 from ppo_platform import tracing
+from ppo_platform.envs.build import build_train_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.training.algorithms import build_model
-from ppo_platform.training.environments import build_train_env
 
 
 def warm_up(spec: ExperimentSpec) -> None:

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ppo_platform.envs.ids import check_spec_env
 from ppo_platform.execution.local import worker_count
 from ppo_platform.settings import Settings, get_settings, store_kind
-from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.spec.names import check_name, path_inside, refuse_overwrite

@@ -8,8 +8,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from ppo_platform.envs.ids import refuse_importing_env
 from ppo_platform.errors import SpecError
-from ppo_platform.spec.env_ids import refuse_importing_env
 
 YAML = {"Content-Type": "application/yaml"}
 

@@ -18,10 +18,10 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 from ppo_platform.cli import app
+from ppo_platform.envs.ids import check_env_id, matching_env_ids
 from ppo_platform.envs.packages import import_env_packages, imported_env_packages
 from ppo_platform.errors import BadInputError, SpecError
 from ppo_platform.settings import Settings, get_settings
-from ppo_platform.spec.env_ids import check_env_id, matching_env_ids
 
 pytestmark = pytest.mark.usefixtures("own_envs_importable")
 

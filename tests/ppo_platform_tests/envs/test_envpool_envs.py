@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ppo_platform.spec import envpool_support
+from ppo_platform.envs import envpool_support
+from ppo_platform.envs.build import build_eval_env, build_train_env
+from ppo_platform.envs.envpool_vec import EnvPoolVecEnv
+from ppo_platform.envs.vectorization import resolve, vectorization_issues
 from ppo_platform.spec.loader import load_spec_text
-from ppo_platform.spec.vectorization import resolve, vectorization_issues
-from ppo_platform.training.environments import build_eval_env, build_train_env
-from trainers.envpool import EnvPoolVecEnv
 
 pytestmark = pytest.mark.skipif(
     not envpool_support.installed(), reason="EnvPool is not installed (the envpool extra)"

@@ -12,13 +12,13 @@ from stable_baselines3.common.vec_env import DummyVecEnv
 from typer.testing import CliRunner
 
 from ppo_platform.cli import app
+from ppo_platform.envs import envpool_support
+from ppo_platform.envs.build import build_eval_env, build_train_env
+from ppo_platform.envs.vector import NativeVecEnv
+from ppo_platform.envs.vectorization import resolve, vectorization_issues
 from ppo_platform.errors import SpecError
-from ppo_platform.spec import envpool_support
 from ppo_platform.spec.loader import load_spec_text
-from ppo_platform.spec.vectorization import resolve, vectorization_issues
 from ppo_platform.training.algorithms import build_model
-from ppo_platform.training.environments import build_eval_env, build_train_env
-from trainers.vector import NativeVecEnv
 
 CARTPOLE = """
 name: vec

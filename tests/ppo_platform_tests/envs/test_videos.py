@@ -16,9 +16,9 @@ from env_package_fixtures import (
 )
 from stable_baselines3 import PPO
 
+from ppo_platform.envs.build import build_play_env
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.loader import validate_data
-from ppo_platform.training.environments import build_play_env
 from ppo_platform.training.play import evaluation_videos, record
 
 

@@ -10,12 +10,12 @@ import pytest
 from env_package_fixtures import LOCAL_ENV, LOCAL_MODULE
 from stable_baselines3.common.vec_env import VecFrameStack, VecTransposeImage
 
+from ppo_platform.envs.build import build_eval_env, build_train_env
+from ppo_platform.envs.ids import check_spec_env
 from ppo_platform.envs.packages import import_env_packages
 from ppo_platform.errors import SpecError
-from ppo_platform.spec.env_ids import check_spec_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.resources import estimate
-from ppo_platform.training.environments import build_eval_env, build_train_env
 
 ATARI = (
     "name: pong\nenv:\n  id: ALE/Pong-v5\n  n_envs: 2\n  kwargs: {frameskip: 1}\n"
@@ -121,7 +121,7 @@ def test_the_memory_estimate_counts_the_wrapped_observation(
     load: Callable[..., ExperimentSpec],
 ) -> None:
     stacked = load(ATARI)
-    from ppo_platform.spec.env_ids import check_env_usable
+    from ppo_platform.envs.ids import check_env_usable
 
     observation, _ = check_env_usable(
         stacked.env.id, stacked.env.kwargs, None, stacked.env.wrappers

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
+from ppo_platform.envs.ids import usable_env
 from ppo_platform.planner import plan_experiment
 from ppo_platform.planner.reward_probe import (
     MIN_STEPS,
@@ -17,7 +18,6 @@ from ppo_platform.planner.reward_probe import (
     probe_rewards,
     time_penalty,
 )
-from ppo_platform.spec.env_ids import usable_env
 
 PENALTY_ENV_ID = "ppo_platform_test/ReachTheLine-v0"  # a time-penalty task under a new name
 BONUS_ENV_ID = "ppo_platform_test/StayAlive-v0"  # the same task paying +1 per step

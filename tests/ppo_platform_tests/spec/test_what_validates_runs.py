@@ -79,7 +79,7 @@ def test_a_budget_of_whole_rollouts_still_validates() -> None:
 def test_an_atari_wrapper_without_opencv_names_the_missing_extra(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from ppo_platform.spec.env_ids import check_spec_env
+    from ppo_platform.envs.ids import check_spec_env
 
     monkeypatch.setitem(sys.modules, "cv2", None)  # `import cv2` raises ImportError
     spec = validate_data(

@@ -15,15 +15,15 @@ from stable_baselines3.common.base_class import BaseAlgorithm
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.evaluation import evaluate_policy
 
-from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.loader import validate_data
-from ppo_platform.training.algorithms import build_model, load_model
-from ppo_platform.training.environments import (
+from ppo_platform.envs.build import (
     EVAL_MAX_ENVS,
     build_eval_env,
     build_train_env,
     eval_seed,
 )
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.loader import validate_data
+from ppo_platform.training.algorithms import build_model, load_model
 from trainers.evaluation import evaluate_episodes
 
 

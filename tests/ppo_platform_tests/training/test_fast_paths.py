@@ -9,13 +9,13 @@ import pytest
 from mlflow.tracking import MlflowClient
 from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
+from ppo_platform.envs.build import build_train_env
+from ppo_platform.envs.faults import RaiseEnvFaults
 from ppo_platform.errors import BadInputError, exit_code
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec
 from ppo_platform.tracking import tags as tag
-from ppo_platform.training.env_faults import RaiseEnvFaults
-from ppo_platform.training.environments import build_train_env
 from ppo_platform.training.runner import run_spec
 from trainers.fast import ENV_VAR
 from trainers.fast.dummy_vec_env import LeanDummyVecEnv

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ppo_platform.envs.vectorization import resolve
 from ppo_platform.spec.loader import validate_data
-from ppo_platform.spec.vectorization import resolve
 from ppo_platform.training.progress import PlainReporter, ProgressEvent
 from ppo_platform.training.runner import run_spec
 

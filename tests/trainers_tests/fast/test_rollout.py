@@ -13,9 +13,9 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
+from ppo_platform.envs.vector import NativeVecEnv
 from trainers.fast.policy import FastActorCriticPolicy
 from trainers.ppo import MonitoredPPO
-from trainers.vector import NativeVecEnv
 
 FIELDS = ("observations", "actions", "rewards", "episode_starts", "values", "log_probs")
 FIELDS += ("advantages", "returns")

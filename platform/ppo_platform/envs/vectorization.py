@@ -2,8 +2,8 @@
 
 - `native`: gymnasium's own vector env for the id (`gymnasium.make_vec(...,
   vectorization_mode="vector_entry_point")`, CartPole's `CartPoleVectorEnv`), made same-step and
-  given SB3's conventions by `trainers.vector.NativeVecEnv`;
-- `envpool`: EnvPool's C++ env pool (`pip install 'ppo-platform[envpool]'`), `trainers.envpool`;
+  given SB3's conventions by `envs.vector.NativeVecEnv`;
+- `envpool`: EnvPool's C++ env pool (`pip install 'ppo-platform[envpool]'`), `envs.envpool_vec`;
 - `dummy` / `subproc`: one gymnasium env per copy, in-process or one process each (SB3's);
 - `auto`: native where the id has a native vector env and nothing in the spec stands in the way,
   EnvPool for ALE games and MuJoCo where it is installed and runs the env as the spec describes
@@ -17,10 +17,10 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from ppo_platform.envs.vocabulary import FrameStackSpec
+from ppo_platform.envs import envpool_support
 from ppo_platform.errors import SpecError, SpecIssue
-from ppo_platform.spec import envpool_support
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.wrappers import FrameStackSpec
 
 FIELD = "env.vectorization"
 PER_ENV = ("dummy", "subproc")
@@ -31,7 +31,7 @@ def native_obstacle(spec: ExperimentSpec) -> str | None:
     import gymnasium
     from gymnasium.envs.registration import load_env_creator
 
-    from trainers.vector_autoreset import convertible
+    from ppo_platform.envs.vector_autoreset import convertible
 
     env_spec = gymnasium.registry.get(spec.env.id)
     if env_spec is None or not isinstance(env_spec.vector_entry_point, str):

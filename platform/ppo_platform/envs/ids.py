@@ -17,11 +17,11 @@ from typing import Any
 from ppo_platform.envs.extras import extra_for, extra_installed, install_hint
 from ppo_platform.envs.factory import EnvFactory
 from ppo_platform.envs.packages import import_env_packages
-from ppo_platform.envs.vocabulary import frame_stack_of
+from ppo_platform.envs.vectorization import check_vectorization
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import OWN_ENV_HINT, ExperimentSpec
 from ppo_platform.spec.resources import budget_refusals, observation_size_of
-from ppo_platform.spec.vectorization import check_vectorization
+from ppo_platform.spec.wrappers import frame_stack_of
 
 MAX_SUGGESTIONS = 3
 # Ids whose env imports and builds another one named in its kwargs (shimmy's compatibility envs
@@ -39,7 +39,7 @@ def registered_env_ids() -> list[str]:
     operator's env packages (and ale_py, when installed) register."""
     import gymnasium
 
-    from trainers.envs import register_envs
+    from ppo_platform.envs.own import register_envs
 
     import_env_packages()
     register_envs()

@@ -12,8 +12,8 @@ from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.monitor import Monitor
 
-from trainers.vector import NativeVecEnv
-from trainers.vector_autoreset import CartPoleSameStep, convertible, same_step
+from ppo_platform.envs.vector import NativeVecEnv
+from ppo_platform.envs.vector_autoreset import CartPoleSameStep, convertible, same_step
 
 START_BOUND = 0.05  # CartPole's start states are uniform in [-0.05, 0.05]
 

@@ -5,7 +5,7 @@ SB3 expects, on the step where an episode ends, the first observation of the nex
 last one in `infos[i]["terminal_observation"]`, `infos[i]["TimeLimit.truncated"]` for a
 time-limit end, and (from its `Monitor`) `infos[i]["episode"] = {"r", "l", "t"}`.
 `NativeVecEnv` gives exactly that from a gymnasium vector env made same-step
-(`trainers.vector_autoreset`).
+(`ppo_platform.envs.vector_autoreset`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from gymnasium.vector import VectorEnv
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvStepReturn
 
-from .vector_autoreset import FINAL_KEYS, same_step
+from ppo_platform.envs.vector_autoreset import FINAL_KEYS, same_step
 
 
 def _step_infos(info: dict[str, Any], n_envs: int) -> list[dict[str, Any]]:

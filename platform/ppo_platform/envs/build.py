@@ -17,20 +17,20 @@ from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv,
 
 from ppo_platform.envs.apply import wrap_vec_env
 from ppo_platform.envs.factory import EnvFactory
-from ppo_platform.envs.shipping import check_shippable
-from ppo_platform.envs.vocabulary import frame_stack_of
-from ppo_platform.errors import BadInputError, SpecError, SpecIssue
-from ppo_platform.settings import get_settings
-from ppo_platform.spec.env_ids import check_spec_env, normalized_keys, refuse_unnormalizable
-from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.resources import budget_refusals, observation_size_of
-from ppo_platform.spec.vectorization import check_vectorization, resolve
-from ppo_platform.training.env_faults import RaiseEnvFaults
-from ppo_platform.training.native_envs import (
+from ppo_platform.envs.faults import RaiseEnvFaults
+from ppo_platform.envs.ids import check_spec_env, normalized_keys, refuse_unnormalizable
+from ppo_platform.envs.native import (
     envpool_vec_env,
     native_vec_env,
     vector_level_wrappers,
 )
+from ppo_platform.envs.shipping import check_shippable
+from ppo_platform.envs.vectorization import check_vectorization, resolve
+from ppo_platform.errors import BadInputError, SpecError, SpecIssue
+from ppo_platform.settings import get_settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.resources import budget_refusals, observation_size_of
+from ppo_platform.spec.wrappers import frame_stack_of
 from trainers.fast import ENV_VAR, fast_paths
 from trainers.fast.dummy_vec_env import LeanDummyVecEnv
 from trainers.fast.switch import FIX, FastPathsValueError

@@ -13,7 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from ppo_platform.envs.registry import PACKAGE_WRAPPER_PATTERN
+# Package wrapper names are dotted (`package.wrapper`), so they never shadow a built-in one
+# (ppo_platform.envs.registry holds what env packages registered under such names).
+PACKAGE_WRAPPER_PATTERN = r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$"
 
 Scalar = str | int | float | bool | None
 

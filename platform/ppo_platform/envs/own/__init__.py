@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gymnasium
 
-from trainers.envs.crash import CrashEnv
-from trainers.envs.gridworld import ACTION_NAMES, GridWorldEnv
+from ppo_platform.envs.own.crash import CrashEnv
+from ppo_platform.envs.own.gridworld import ACTION_NAMES, GridWorldEnv
 
 GRIDWORLD_ID = "ppo_platform/GridWorld-v0"
 # Fails on purpose (env.kwargs mode: raise | kill): tests of how failed jobs are handled.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from ppo_platform.envs import vocabulary as v
+from ppo_platform.spec import wrappers as v
 from ppo_platform.spec.experiment import ExperimentSpec
 
 ALE_PREFIX = "ALE/"

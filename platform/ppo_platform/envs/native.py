@@ -1,13 +1,13 @@
 """The spec's N envs as one native vector env (gymnasium's own, or EnvPool's), adapted to SB3's
-VecEnv conventions by `trainers.vector` / `trainers.envpool` (see ppo_platform.spec.vectorization
-for when each is chosen)."""
+VecEnv conventions by `envs.vector` / `envs.envpool_vec` (see `envs.vectorization` for when
+each is chosen)."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any
 
-from ppo_platform.spec import envpool_support
+from ppo_platform.envs import envpool_support
 from ppo_platform.spec.experiment import ExperimentSpec
 
 
@@ -15,7 +15,7 @@ def native_vec_env(spec: ExperimentSpec, n_envs: int) -> Any:
     """gymnasium's vector env for the id (`make_vec`, vector entry point), SB3-adapted."""
     import gymnasium
 
-    from trainers.vector import NativeVecEnv
+    from ppo_platform.envs.vector import NativeVecEnv
 
     with warnings.catch_warnings():  # "out of date" notices: the checks say what matters
         warnings.simplefilter("ignore")
@@ -29,7 +29,7 @@ def native_vec_env(spec: ExperimentSpec, n_envs: int) -> Any:
 def envpool_vec_env(spec: ExperimentSpec, n_envs: int) -> Any:
     """EnvPool's pool of the spec's env with the spec's preprocessing, SB3-adapted; its seed is
     given at the first reset (`seed()` then `reset()`, as for every VecEnv)."""
-    from trainers.envpool import EnvPoolVecEnv
+    from ppo_platform.envs.envpool_vec import EnvPoolVecEnv
 
     options = envpool_support.options(spec)
     assert not isinstance(options, str), options  # refused at validation

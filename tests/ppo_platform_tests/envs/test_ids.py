@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from ppo_platform.cli import app
+from ppo_platform.envs.ids import check_env_id, close_env_ids, registered_env_ids
 from ppo_platform.errors import SpecError
-from ppo_platform.spec.env_ids import check_env_id, close_env_ids, registered_env_ids
 
 runner = CliRunner()
 EXIT_BAD_INPUT = 2

@@ -10,7 +10,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env as gymnasium_check_env
 from stable_baselines3.common.env_checker import check_env as sb3_check_env
 
-from trainers.envs import ACTION_NAMES, GRIDWORLD_ID, GridWorldEnv, register_envs
+from ppo_platform.envs.own import ACTION_NAMES, GRIDWORLD_ID, GridWorldEnv, register_envs
 
 UP, RIGHT, DOWN, LEFT = (ACTION_NAMES.index(name) for name in ("up", "right", "down", "left"))
 

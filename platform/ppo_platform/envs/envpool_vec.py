@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
-from .vector import OneObjectVecEnv
+from ppo_platform.envs.vector import OneObjectVecEnv
 
 ATARI_OPTION = "episodic_life"  # only ALE pools take it: their episodes are games
 
