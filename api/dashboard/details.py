@@ -13,8 +13,8 @@ from ppo_platform.errors import IssueError, PlatformError
 from ppo_platform.jobs import TERMINAL, Experiment
 from ppo_platform.settings import Settings, store_kind
 from ppo_platform.spec.lm import LMExperimentSpec
-from ppo_platform.spec.lm_loader import stored_spec
 from ppo_platform.spec.loader import dump_spec
+from ppo_platform.spec.workloads import stored_spec
 
 HEALTHY_CLIP_BAND = (0.1, 0.3)  # the lessons' healthy clip fraction, as in the training plot
 UI = "/v1/experiments"  # the REST routes: the session cookie signs the page in

@@ -21,8 +21,8 @@ from ppo_platform.errors import NotFoundError
 from ppo_platform.jobs import Experiment
 from ppo_platform.jobs.worker import job_folder
 from ppo_platform.settings import Settings
-from ppo_platform.spec.lm_loader import stored_spec
 from ppo_platform.spec.loader import dump_spec
+from ppo_platform.spec.workloads import stored_spec
 
 router = APIRouter(prefix="/v1/experiments", tags=["artifacts"], responses=ERROR_RESPONSES)
 RESOLVED_SPEC = "resolved_spec.yaml"

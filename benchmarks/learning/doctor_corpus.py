@@ -142,7 +142,7 @@ def diagnosis_of(run_id: str | None, home: Path, write: Path | None = None) -> d
 
 
 def batch_of(spec: Path, sets: list[str]) -> int:
-    from ppo_platform.spec.lm_loader import load_any_spec
+    from ppo_platform.spec.workloads import load_any_spec
 
     loaded = load_any_spec(spec, sets)
     rollout = getattr(loaded, "rollout", None)

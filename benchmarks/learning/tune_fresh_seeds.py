@@ -32,7 +32,7 @@ STEM = "tune_cartpole_fresh_seeds"
 
 def used_seeds(study_spec: Path) -> set[int]:
     """Every seed the study trains on: the searched ones and the held-out ones."""
-    from ppo_platform.spec.lm_loader import load_any_spec_text
+    from ppo_platform.spec.workloads import load_any_spec_text
 
     spec = load_any_spec_text(study_spec.read_text(), str(study_spec), from_outside=False)
     assert spec.tune is not None

@@ -19,7 +19,6 @@ from ppo_platform.cli.compare_command import register as register_compare_comman
 from ppo_platform.cli.doctor_command import register as register_doctor_command
 from ppo_platform.cli.env_commands import EnvPackages, register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
-from ppo_platform.cli.lm_commands import load_checked_spec, run_any_spec
 from ppo_platform.cli.lm_commands import register as register_lm_commands
 from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import bad_option, fail
@@ -43,9 +42,10 @@ from ppo_platform.process_exit import exit_now
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec, load_spec
 from ppo_platform.spec.names import check_run_id, path_inside
+from ppo_platform.workloads import load_experiment, run_experiment
 
 if TYPE_CHECKING:
-    from ppo_platform.spec.lm_loader import AnySpec
+    from ppo_platform.spec.workloads import AnySpec
     from ppo_platform.sweeps.events import SweepEvent
 
 app = typer.Typer(
@@ -105,7 +105,7 @@ def validate(
 ) -> None:
     """Check a spec against the schema and the refusal rules (exit 0 ok, 2 bad or refused)."""
     try:
-        experiment = load_checked_spec(spec, overrides or [])
+        experiment = load_experiment(spec, overrides or [])
     except PlatformError as error:
         fail(error)
     typer.echo(
@@ -163,7 +163,9 @@ def run(
             result = resume_run(resume, on_progress=reporter)
         else:
             assert spec is not None
-            result = run_any_spec(spec, overrides or [], reporter)
+            result = run_experiment(
+                load_experiment(spec, overrides or [], check_env=False), on_progress=reporter
+            )
     except PlatformError as error:
         reporter.close()  # stop a live progress bar before the message
         note_reaped(reaped())
@@ -284,7 +286,7 @@ TuneOut = Annotated[
 def _spec_to_tune(spec: Path, overrides: list[str], space: str | None) -> AnySpec:
     """The spec (either kind) with its search space: its own tune section, or `--space
     auto`'s (gymnasium specs only)."""
-    from ppo_platform.spec.lm_loader import load_any_spec
+    from ppo_platform.spec.workloads import load_any_spec
     from ppo_platform.tuning import with_auto_space
 
     experiment = load_any_spec(spec, overrides)

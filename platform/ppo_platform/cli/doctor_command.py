@@ -17,7 +17,7 @@ from ppo_platform.errors import PlatformError
 
 if TYPE_CHECKING:
     from ppo_platform.doctor import Diagnosis
-    from ppo_platform.spec.lm_loader import AnySpec
+    from ppo_platform.spec.workloads import AnySpec
 
 Target = Annotated[
     str,

@@ -10,7 +10,6 @@ import typer
 
 from ppo_platform.cli.output import fail
 from ppo_platform.errors import PlatformError
-from ppo_platform.spec.experiment import ExperimentSpec
 
 lm_app = typer.Typer(
     name="lm",
@@ -50,31 +49,6 @@ def init_demo(
         f"SFT held-out accuracy (greedy): {files.sft_accuracy:.3f}; built in {files.seconds:.0f} s"
     )
     typer.echo("next: ppo-platform run specs/lm_arithmetic.yaml")
-
-
-def load_checked_spec(spec: Path, overrides: list[str]) -> Any:
-    """A spec of either kind; a gymnasium one's env is checked as `validate` always did."""
-    from ppo_platform.envs.ids import check_spec_env
-    from ppo_platform.spec.lm_loader import load_any_spec
-
-    experiment = load_any_spec(spec, overrides)
-    if isinstance(experiment, ExperimentSpec):
-        check_spec_env(experiment, str(spec))
-    return experiment
-
-
-def run_any_spec(spec: Path, overrides: list[str], reporter: Any) -> Any:
-    """Train a gymnasium spec or an `algorithm: ppo_lm` one."""
-    from ppo_platform.spec.lm_loader import load_any_spec
-    from ppo_platform.training.runner import run_spec
-
-    experiment = load_any_spec(spec, overrides)
-    if isinstance(experiment, ExperimentSpec):
-        return run_spec(experiment, on_progress=reporter)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded at run time
-    from ppo_platform.training.lm_runner import run_lm_spec
-
-    return run_lm_spec(experiment, on_progress=reporter)
 
 
 def register(app: typer.Typer) -> None:

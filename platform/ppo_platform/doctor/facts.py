@@ -9,8 +9,8 @@ from typing import Any
 from ppo_platform.doctor.vocabulary import Failure, Finding, RunFacts
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec
-from ppo_platform.spec.lm_loader import validate_any
 from ppo_platform.spec.overrides import set_dotted
+from ppo_platform.spec.workloads import validate_any
 
 # Tags of a failed run (tracking/tags.py spells them; repeated here: the doctor sits beside
 # tracking in the layers and reads plain dicts).

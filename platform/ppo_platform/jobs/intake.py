@@ -24,7 +24,6 @@ from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.jobs.store import Submission
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
-from ppo_platform.spec.lm_loader import AnySpec, load_any_spec_text
 from ppo_platform.spec.loader import parse_spec_text, validate_data
 from ppo_platform.spec.resources import budget_refusals
 from ppo_platform.spec.rules import (
@@ -32,6 +31,7 @@ from ppo_platform.spec.rules import (
     search_space_refusal,
     trained_steps,
 )
+from ppo_platform.spec.workloads import AnySpec, load_any_spec_text
 from ppo_platform.spec.wrappers import WrapperSpec
 from ppo_platform.spec.yaml_source import PathKey, Position, check_spec_size, parse_yaml
 

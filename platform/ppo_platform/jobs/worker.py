@@ -24,7 +24,8 @@ from ppo_platform.jobs.store import JobStore
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec
-from ppo_platform.spec.lm_loader import validate_any
+from ppo_platform.spec.workloads import validate_any
+from ppo_platform.workloads import run_experiment, workload_of
 
 ORPHANED = "orphaned"  # run_job's answer when it stopped because its parent died
 
@@ -92,9 +93,7 @@ def _run_kind(
             return "cancelled", None, None
         if job.kind == "tune":  # either kind of spec: the study dispatches on it
             return _tune(store, job.id, spec)
-        if isinstance(spec, LMExperimentSpec):
-            return _run_lm(job, spec, writer, watcher)
-        if job.kind == "sweep":
+        if job.kind == "sweep" and isinstance(spec, ExperimentSpec):
             return _sweep(spec, writer)
         return _run(job, spec, writer, watcher)
     except KeyboardInterrupt:
@@ -103,39 +102,28 @@ def _run_kind(
         return "failed", describe_error(error), None
 
 
-def _run_lm(
-    job: Any, spec: LMExperimentSpec, writer: EventWriter, watcher: Watcher
-) -> tuple[str, str | None, dict[str, Any] | None]:
-    """An LM run; one that was interrupted starts over (LM runs keep no checkpoints)."""
-    from ppo_platform.tracking.tags import JOB_ID, JOB_OWNER
-    from ppo_platform.training.lm_runner import run_lm_spec
-
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    tags = {JOB_ID: job.id, JOB_OWNER: job.owner}
-    result = run_lm_spec(spec, on_progress=writer, cancel=watcher.cancel, tags=tags)
-    return _finished(job, result, writer, spec.budget.updates)
-
-
 def _run(
-    job: Any, spec: ExperimentSpec, writer: EventWriter, watcher: Watcher
+    job: Any, spec: ExperimentSpec | LMExperimentSpec, writer: EventWriter, watcher: Watcher
 ) -> tuple[str, str | None, dict[str, Any] | None]:
+    """A run of the spec's workload; one that was interrupted continues from its checkpoint
+    where the workload keeps them (gymnasium runs), else starts over (LM runs)."""
     from ppo_platform.tracking.tags import JOB_ID, JOB_OWNER
-    from ppo_platform.training.runner import resume_run, run_spec
 
+    workload = workload_of(spec)
     result = None
-    if job.mlflow_run_id:  # interrupted earlier: continue the same MLflow run
+    if job.mlflow_run_id and workload.resume is not None:  # continue the same MLflow run
         try:
-            result = resume_run(job.mlflow_run_id, on_progress=writer, cancel=watcher.cancel)
+            result = workload.resume(job.mlflow_run_id, on_progress=writer, cancel=watcher.cancel)
         except RunNotFoundError as error:
             writer.store.append_event(job.id, "log", {"message": f"starting over: {error}"})
     if result is None:
-        result = run_spec(
+        result = run_experiment(
             spec,
             on_progress=writer,
             cancel=watcher.cancel,
             tags={JOB_ID: job.id, JOB_OWNER: job.owner},
         )
-    return _finished(job, result, writer, spec.budget.total_timesteps)
+    return _finished(job, result, writer, workload.spec.planned(spec))
 
 
 def _finished(

@@ -9,15 +9,16 @@ from pydantic import Discriminator, Tag, TypeAdapter
 
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LM_ALGORITHM, LMExperimentSpec
+from ppo_platform.spec.workloads import spec_workload
 
 GYMNASIUM_TAG = "gymnasium"
 
 
 def spec_kind(value: Any) -> str:
-    """The union's tag: `ppo_lm` for a language-model spec (data or model), else gymnasium."""
-    if isinstance(value, dict):
-        return LM_ALGORITHM if value.get("algorithm") == LM_ALGORITHM else GYMNASIUM_TAG
-    return LM_ALGORITHM if isinstance(value, LMExperimentSpec) else GYMNASIUM_TAG
+    """The union's tag, from the workload table: `ppo_lm` for a language-model spec (data or
+    model), else gymnasium."""
+    lm = spec_workload(value).spec_type is LMExperimentSpec
+    return LM_ALGORITHM if lm else GYMNASIUM_TAG
 
 
 AnyExperimentSpec = Annotated[

@@ -20,6 +20,7 @@ from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.process import use_tracking_process
 from ppo_platform.tracking.remote import RemoteRun, run_tags, shared_tracking_process
 from ppo_platform.tracking.requests import find_runs, terminate_run
+from ppo_platform.workloads import run_experiment
 
 if TYPE_CHECKING:
     from ppo_platform.training.progress import ProgressEvent
@@ -144,12 +145,11 @@ def run_member(
     spec: ExperimentSpec, parent_run_id: str, tags: dict[str, str], settings: Settings
 ) -> RunResult | MemberFailure:
     """Train one member in a worker process; a failure is recorded as a FAILED child run."""
-    from ppo_platform.training.runner import run_spec  # heavy: torch and SB3
 
     tags = {**tags, tag.WORKER_PID: str(os.getpid())}  # which process trained it
     started = _RunId()
     try:
-        return run_spec(
+        return run_experiment(
             spec,
             parent_run_id=parent_run_id,
             tags=tags,

@@ -19,8 +19,8 @@ from ppo_platform.doctor import (
 from ppo_platform.doctor.series import ALIASES
 from ppo_platform.errors import RunNotFoundError, SpecError, TrainingError
 from ppo_platform.settings import Settings, get_settings
-from ppo_platform.spec.lm_loader import AnySpec, stored_spec
 from ppo_platform.spec.names import check_run_id, path_inside
+from ppo_platform.spec.workloads import AnySpec, stored_spec
 from ppo_platform.spec.yaml_source import parse_yaml
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ppo_platform.spec.lm import LMExperimentSpec
-from ppo_platform.spec.lm_loader import AnySpec
+from ppo_platform.spec.workloads import AnySpec
 from ppo_platform.tuning.racing import racing_line
 from ppo_platform.tuning.scoring import miss_score, objective_names
 from ppo_platform.tuning.study import budget_unit, eval_schedule

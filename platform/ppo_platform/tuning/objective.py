@@ -29,12 +29,11 @@ import optuna
 from ppo_platform import tracing
 from ppo_platform.errors import SpecError, TrainingError
 from ppo_platform.settings import Settings, get_settings
-from ppo_platform.spec.lm import LMExperimentSpec
-from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.spec.search import TuneSpec
+from ppo_platform.spec.workloads import AnySpec
 from ppo_platform.tracking.remote import runs_closed_on_interrupt
 from ppo_platform.training.progress import ProgressEvent
-from ppo_platform.training.runner import RunResult, run_spec
+from ppo_platform.training.result import RunResult
 from ppo_platform.tuning.errors import TrialFailed
 from ppo_platform.tuning.racing import RaceDecision, is_rung, race
 from ppo_platform.tuning.runs import TrialRun
@@ -48,6 +47,7 @@ from ppo_platform.tuning.scoring import (
 )
 from ppo_platform.tuning.space import base_data, build_trial_spec, sample
 from ppo_platform.tuning.study import eval_schedule, evaluations_per_seed
+from ppo_platform.workloads import run_experiment
 
 MAX_REASON = 2000
 
@@ -225,7 +225,7 @@ class TrialObjective:
         cancel = threading.Event()
         reporter = PruningReporter(trial, seed_spec, self.tune, index, outcome.curves, cancel)
         try:
-            result = _runner(seed_spec)(
+            result = run_experiment(
                 seed_spec,
                 on_progress=reporter,
                 cancel=cancel,
@@ -304,17 +304,6 @@ class TrialObjective:
         trial.set_user_attr("timesteps", outcome.timesteps)
         run.finish("FAIL", None, outcome.timesteps, outcome.alerts, reason)
         raise TrialFailed(reason)
-
-
-def _runner(spec: AnySpec) -> Callable[..., RunResult]:
-    """The training entry point of the spec's kind: `run_lm_spec` for `ppo_lm` (its final
-    evaluation is the held-out greedy mean reward), `run_spec` for a gymnasium spec."""
-    if isinstance(spec, LMExperimentSpec):
-        from ppo_platform.training.lm_runner import run_lm_spec
-
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # model folders only, never the hub
-        return run_lm_spec
-    return run_spec
 
 
 def _not_completed(result: RunResult, seed: int) -> str:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from ppo_platform.errors import BadInputError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.lm_loader import AnySpec, load_any_spec_text
 from ppo_platform.spec.loader import dump_spec
+from ppo_platform.spec.workloads import AnySpec, load_any_spec_text
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tuning.errors import TuningError
 from ppo_platform.tuning.events import failure_reason

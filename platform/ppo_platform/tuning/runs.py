@@ -16,7 +16,7 @@ from typing import Any
 from ppo_platform.errors import TrackingError
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
-from ppo_platform.spec.lm_loader import AnySpec
+from ppo_platform.spec.workloads import AnySpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun, interrupted_tags, shared_tracking_process
 

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
-from ppo_platform.spec.lm_loader import AnySpec, spec_issues, validate_any
 from ppo_platform.spec.loader import set_dotted
 from ppo_platform.spec.rules import ROLLOUT_BUDGET_RULE, search_space_refusal
 from ppo_platform.spec.search import (
@@ -27,6 +26,7 @@ from ppo_platform.spec.search import (
     IntDistribution,
     TuneSpec,
 )
+from ppo_platform.spec.workloads import AnySpec, spec_issues, validate_any
 
 if TYPE_CHECKING:
     import optuna

@@ -34,8 +34,8 @@ from ppo_platform.errors import (
 )
 from ppo_platform.settings import JOURNAL_SCHEME, Settings, masked_url
 from ppo_platform.spec.lm import LMExperimentSpec
-from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.spec.names import refuse_unknown_host
+from ppo_platform.spec.workloads import AnySpec
 from ppo_platform.tuning.space import encode, grid_search_space, grid_size
 
 if TYPE_CHECKING:

@@ -13,8 +13,8 @@ from ppo_platform.envs.ids import check_spec_env
 from ppo_platform.execution.local import worker_count
 from ppo_platform.settings import Settings, get_settings, store_kind
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.spec.names import check_name, path_inside, refuse_overwrite
+from ppo_platform.spec.workloads import AnySpec
 from ppo_platform.tuning.board import StudyBoard
 from ppo_platform.tuning.events import StudyEvent, StudyListener, StudyStarted
 from ppo_platform.tuning.outputs import OUTPUT_FILES, StudyOutputs, check_writable, write_outputs

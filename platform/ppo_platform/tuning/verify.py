@@ -30,6 +30,7 @@ from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun
+from ppo_platform.workloads import run_experiment
 
 if TYPE_CHECKING:
     import optuna
@@ -94,7 +95,6 @@ def held_out_spec(spec: ExperimentSpec, trial_spec: ExperimentSpec, seed: int) -
 
 def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[str, Any]:
     """Train one trial's spec on every held-out seed; its held-out score and spread."""
-    from ppo_platform.training.runner import run_spec
     from ppo_platform.tuning.outputs import best_spec
     from ppo_platform.tuning.runs import TrialRun
     from ppo_platform.tuning.scoring import SeedCurve, aggregate, seed_scores
@@ -109,7 +109,7 @@ def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[
     with run.tracker:
         for index, seed in enumerate(spec.tune.verify.seeds):
             curve = SeedCurve()
-            result = run_spec(
+            result = run_experiment(
                 held_out_spec(spec, trial_spec, seed),
                 on_progress=_curve_collector(curve),
                 cancel=threading.Event(),

@@ -23,8 +23,8 @@ from ppo_platform.execution.choose import pool_executor
 from ppo_platform.execution.local import run_tasks
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.lm_loader import AnySpec
 from ppo_platform.spec.machine import task_gpus
+from ppo_platform.spec.workloads import AnySpec
 from ppo_platform.tuning.errors import TrialFailed, TuningError
 from ppo_platform.tuning.storage_lock import storage_lock
 from ppo_platform.tuning.study import load_study, may_start_trial, open_storage

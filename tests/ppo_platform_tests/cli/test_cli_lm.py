@@ -160,7 +160,7 @@ def test_an_adaptive_kl_that_halves_beta_to_its_floor_is_named_inert(demo_home, 
     assert diagnosis.exit_code == 0, diagnosis.output
     top = json.loads(diagnosis.stdout[: diagnosis.stdout.rindex("}") + 1])["causes"][0]
     assert top["cause"] == "lm_kl_penalty_inert" and top["patch"] == {"lm.kl.target": None}
-    from ppo_platform.spec.lm_loader import load_any_spec
+    from ppo_platform.spec.workloads import load_any_spec
 
     patched = load_any_spec(fixed)  # validates
     assert patched.lm.kl.target is None and patched.lm.kl.beta == 0.05  # type: ignore[union-attr]

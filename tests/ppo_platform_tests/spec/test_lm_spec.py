@@ -16,7 +16,8 @@ import yaml
 from ppo_platform.errors import SpecError
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.lm import LMExperimentSpec
-from ppo_platform.spec.lm_loader import load_any_spec, validate_lm_data
+from ppo_platform.spec.lm_loader import validate_lm_data
+from ppo_platform.spec.workloads import load_any_spec
 from ppo_platform.spec.rules import refusals
 from trainers.lm.tiny import build_tiny_gpt2, save_model, train_char_tokenizer
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from ppo_platform.cli import app
 from ppo_platform.settings import Settings
 from ppo_platform.spec.lm import LMExperimentSpec
-from ppo_platform.spec.lm_loader import load_any_spec
+from ppo_platform.spec.workloads import load_any_spec
 from ppo_platform.training.lm_demo import init_demo
 from ppo_platform.tuning.study import open_storage
 
