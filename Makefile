@@ -13,8 +13,8 @@ SPEC ?= specs/cartpole.yaml
 # MkDocs site the tests build (`mkdocs build --strict`), `atari` and `mujoco` the ALE games and
 # MuJoCo envs that tests/ppo_platform_tests/envs trains, `video` and `export` the trained agent's
 # video recording and ONNX export (their tests need them), `lm` the language-model trainer
-# (transformers, tokenizers) and its tests.
-EXTRAS ?= dev,ray,docs,atari,mujoco,video,export,lm,envpool,tensorboard
+# (transformers, tokenizers) and its tests, `compiled` the JAX program of trainers/compiled.
+EXTRAS ?= dev,ray,docs,atari,mujoco,video,export,lm,envpool,tensorboard,compiled
 
 .PHONY: run test lint setup docs bench bench-zoo-venv bench-cleanrl-venv bench-cleanrl bench-full \
 	bench-trl-venv bench-trl

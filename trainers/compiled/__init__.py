@@ -1,0 +1,18 @@
+"""The compiled PPO path: a whole PPO run (rollouts, GAE, K epochs of minibatch updates, the
+diagnostics of every update) as one jit-compiled JAX program over JAX ports of the envs it
+supports, vectorised over seeds (`jax.vmap`), so 16 seeds cost little more than one.
+
+JAX is an optional extra (`pip install 'ppo-platform[compiled]'`); nothing here is imported by
+the rest of trainers/. `export.py` copies the trained weights into a stable-baselines3 `PPO`
+whose `predict` gives the same actions, so the saved agent loads and exports like any other.
+"""
+
+import os
+import sys
+
+# One XLA thread per process (as torch gets one: two busy cores only contend), unless the
+# user's XLA_FLAGS say otherwise; it only takes effect before jax is first imported.
+if "jax" not in sys.modules:
+    os.environ.setdefault(
+        "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
+    )
