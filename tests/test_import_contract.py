@@ -6,17 +6,17 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
-# The layers contract's name as pyproject.toml spells it, so renaming a layer cannot break this test.
+# The layers contract's name as pyproject.toml spells it: renaming a layer cannot break this test.
+_CONTRACTS = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
 LAYERS_CONTRACT = next(
     contract["name"]
-    for contract in tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["tool"]["importlinter"][
-        "contracts"
-    ]
+    for contract in _CONTRACTS["contracts"]
     if contract["type"] == "layers" and contract["layers"][0] == "api"
 )
 

@@ -36,7 +36,8 @@ def _layer(tree: Params, where: tuple[str, int | None]) -> dict[str, Any]:
 
 def _as_torch(layer: dict[str, Any]) -> dict[str, torch.Tensor]:
     weight = np.asarray(layer["w"], dtype=np.float32).T.copy()
-    return {"weight": torch.from_numpy(weight), "bias": torch.from_numpy(np.asarray(layer["b"]))}
+    bias = np.array(layer["b"], dtype=np.float32)  # a copy: JAX's arrays are read-only
+    return {"weight": torch.from_numpy(weight), "bias": torch.from_numpy(bias)}
 
 
 def _check_shapes(policy: ActorCriticPolicy, params: Params) -> dict[str, torch.nn.Parameter]:

@@ -289,7 +289,8 @@ def _chunk_program(config: CompiledConfig) -> Callable[[Any, Any], Any]:
     return run
 
 
-ChunkCallback = Callable[[int, dict[str, np.ndarray]], bool | None]
+# on_chunk(first update, metrics (seeds, updates), state {"params", "opt"} batched over seeds)
+ChunkCallback = Callable[[int, dict[str, np.ndarray], dict[str, Any]], bool | None]
 
 
 @dataclass
@@ -321,9 +322,16 @@ class CompiledPPO:
         self._init = jax.jit(jax.vmap(lambda key: _carry(config, key)))
         self._chunk = jax.jit(jax.vmap(_chunk_program(config), in_axes=(0, None)))
 
-    def train(self, seeds: Sequence[int], on_chunk: ChunkCallback | None = None) -> CompiledRun:
-        """Train every seed together. `on_chunk(first_update, metrics)` sees each chunk's
-        metrics, (seeds, updates_in_chunk) arrays, and stops the batch by returning True."""
+    def train(
+        self,
+        seeds: Sequence[int],
+        on_chunk: ChunkCallback | None = None,
+        next_chunk: Callable[[int], int] | None = None,
+    ) -> CompiledRun:
+        """Train every seed together. `on_chunk(first_update, metrics, state)` sees each
+        chunk's metrics, (seeds, updates_in_chunk) arrays, and the weights and Adam state at its
+        end (batched over seeds), and stops the batch by returning True. `next_chunk(done)`
+        caps the next chunk's updates (a caller's next evaluation, say); at most `chunk`."""
         config = self.config
         keys = jnp.stack([jax.random.PRNGKey(seed) for seed in seeds])
         carry = self._init(keys)
@@ -331,12 +339,14 @@ class CompiledPPO:
         collected: dict[str, list[np.ndarray]] = {name: [] for name in names}
         done = 0
         while done < config.n_updates:
-            count = min(config.chunk, config.n_updates - done)
+            wanted = next_chunk(done) if next_chunk is not None else config.chunk
+            count = max(1, min(config.chunk, wanted, config.n_updates - done))
             carry, buffer = self._chunk(carry, jnp.int32(count))
             chunk = {name: np.asarray(buffer[name])[:, :count] for name in names}
             for name in names:
                 collected[name].append(chunk[name])
-            stop = on_chunk(done, chunk) if on_chunk is not None else None
+            state = {"params": carry["params"], "opt": carry["opt"]}
+            stop = on_chunk(done, chunk, state) if on_chunk is not None else None
             done += count
             if stop:
                 break

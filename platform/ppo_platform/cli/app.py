@@ -23,6 +23,7 @@ from ppo_platform.cli.lm_commands import register as register_lm_commands
 from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.cli.plan_command import register as register_plan_command
+from ppo_platform.cli.seeds_command import SeedsOption, run_seeds_command
 from ppo_platform.cli.service_commands import register as register_service_commands
 from ppo_platform.errors import (
     EXIT_BAD_INPUT as EXIT_BAD_INPUT,  # re-exported with EXIT_OK: tests compare exit codes
@@ -135,8 +136,11 @@ def run(
     ] = None,
     quiet: Annotated[bool, typer.Option(help="Only print the final summary.")] = False,
     env_package: EnvPackages = None,
+    seeds: SeedsOption = None,
 ) -> None:
     """Train a spec (or resume a run) and log it to MLflow."""
+    if seeds is not None:
+        return run_seeds_command(spec, overrides or [], seeds, resume)
     if (spec is None) == (resume is None):
         bad_option(
             "SPEC/--resume",

@@ -277,6 +277,13 @@ class ExperimentSpec(WholeSpec):
     evaluation: EvaluationSpec = Field(default_factory=EvaluationSpec)
     checkpoints: CheckpointSpec = Field(default_factory=CheckpointSpec)
     tracking: TrackingSpec = Field(default_factory=TrackingSpec)
+    compiled: Literal["off", "auto", "on"] = Field(
+        "off",
+        description="The compiled training path (the `compiled` extra: PPO as one jit-compiled "
+        "JAX program over JAX ports of CartPole-v1 and Acrobot-v1, many seeds in one process): "
+        "`auto` takes it where the spec can run there and says on the run why not otherwise, "
+        "`on` refuses a spec it cannot run, `off` (the default) keeps the torch path.",
+    )
     sweep: SweepSpec | None = Field(None, description="Optional grid x seeds (ppo-platform sweep).")
     tune: TuneSpec | None = Field(None, description="Optional Optuna study (ppo-platform tune).")
 
@@ -302,6 +309,8 @@ class ExperimentSpec(WholeSpec):
         training["policy"] = {
             k: v for k, v in training["policy"].items() if k != "device" or v != "auto"
         }
+        # Which path trains (torch or compiled) is no hyperparameter: the run's tag says it.
+        training.pop("compiled", None)
         # Specs without wrappers (and with the default clip-fraction rule) keep the hashes
         # they had before those fields existed.
         training["env"] = {k: v for k, v in training["env"].items() if k != "wrappers" or v}

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
 
 # Runs whose own children are the training runs to compare; a study's children are such runs.
-PARENT_KINDS = ("sweep", "trial", "verify")
+PARENT_KINDS = ("sweep", "trial", "verify", "seeds")
 
 
 def _plain(run: Any, source: dict[str, str], parent_name: str) -> dict[str, Any]:

@@ -144,11 +144,15 @@ class RemoteRun:
         *,
         parent_run_id: str | None = None,
         tags: dict[str, str] | None = None,
+        alongside: bool = False,
     ) -> RemoteRun:
-        """Ask for a new run for `spec`; training may start before the answer comes."""
+        """Ask for a new run for `spec`; training may start before the answer comes.
+        `alongside`: the runs this process has open stay open (a batch of seeds trains them
+        together); otherwise an open one is a failed run's leftover and is closed FAILED."""
         seq = process.request(
             "open",
             awaited=True,
+            alongside=alongside,
             uri=settings.tracking_uri,
             experiment=spec.experiment_name,
             artifact_root=str(settings.artifact_root) if settings.artifact_root else None,

@@ -133,9 +133,11 @@ class TrackingService:
 
     def open(self, request: dict[str, Any]) -> dict[str, Any]:
         """Create a run of `kind` (in `experiment`, created if missing, or in its parent's),
-        with tags, params and texts; a training run also gets its folder and spec file."""
+        with tags, params and texts; a training run also gets its folder and spec file. A run
+        opened `alongside` those open (a batch's seeds) supersedes none of them."""
         kind = request.get("kind", "training")
-        self.close_superseded(kind)
+        if not request.get("alongside"):
+            self.close_superseded(kind)
         if kind == "training":
             warm_plotting()
         client = tracking_client(request["uri"])

@@ -28,6 +28,7 @@ STOP_REASON = f"{PREFIX}stop_reason"  # why a run stopped early (cancelled, drif
 RESUMED_FROM_STEP = f"{PREFIX}resumed_from_step"
 # "on", or "off (why)": whether the trainer's fast paths ran (docs/guides/fast-paths.md)
 FAST_PATHS = f"{PREFIX}fast_paths"
+TRAINING_PATH = f"{PREFIX}training_path"  # torch or compiled (training/compiled_path.py)
 
 # A spec's own tags (tracking.tags, not reserved) that the platform writes into specs it makes
 IMPORTED_FROM = "imported_from"  # import-zoo: "rl-baselines3-zoo ppo.yml"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable
 from dataclasses import fields
 from typing import Any
 
@@ -55,3 +56,16 @@ def raise_alerts(
         if on_alert == "stop" and alert.severity == "critical" and stop_alert is None:
             stop_alert = alert
     return stop_alert
+
+
+def update_row(metrics: dict[str, float], episodes: Iterable[dict] | None, fps: float) -> dict:
+    """An update's MLflow row: the trainer's metrics, the mean return and length of the
+    episodes in SB3's `ep_info_buffer` (the last 100), and the env steps per second."""
+    finished = list(episodes or [])
+    count = len(finished) or math.nan  # SB3's safe_mean: nan when no episode has ended
+    return {
+        **metrics,
+        "rollout/ep_rew_mean": float(sum(ep["r"] for ep in finished) / count),
+        "rollout/ep_len_mean": float(sum(ep["l"] for ep in finished) / count),
+        "time/fps": fps,
+    }

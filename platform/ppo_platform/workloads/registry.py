@@ -58,6 +58,12 @@ class Workload:
 
 
 def _run_gym(spec: Any, **options: Any) -> RunResult:
+    from ppo_platform.training.compiled_path import training_path
+
+    if training_path(spec)["training_path"] == "compiled":
+        from ppo_platform.training.compiled_batch import run_one  # jax, torch and SB3
+
+        return run_one(spec, **options)
     from ppo_platform.training.runner import run_spec  # torch and SB3
 
     return run_spec(spec, **options)

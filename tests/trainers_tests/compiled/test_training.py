@@ -57,10 +57,11 @@ def test_every_update_reports_every_metric_and_a_chunk_callback_can_stop_the_bat
     config = _config(256 * 12)
     seen: list[int] = []
 
-    def on_chunk(first: int, metrics: dict[str, np.ndarray]) -> bool:
+    def on_chunk(first: int, metrics: dict[str, np.ndarray], state: dict) -> bool:
         seen.append(first)
         assert set(metrics) == set(metric_names(config))
         assert all(values.shape == (2, 4) for values in metrics.values())
+        assert state["params"]["action"]["w"].shape == (2, 64, 2)  # per seed
         return first >= 4  # stop after the second chunk
 
     run = CompiledPPO(config).train([0, 1], on_chunk)

@@ -1,0 +1,288 @@
+"""Seeds of one spec trained together on the compiled path (trainers/compiled), each an MLflow
+run of its own, as if it had been trained alone on the torch path.
+
+Each seed has a `TrainingSession` and an SB3 model of the spec's policy: the compiled program
+hands over every update's metrics (the session's monitor, doctor and MLflow rows read them as
+they read the torch trainer's) and, at the end of each chunk of updates, the weights and Adam
+state, which go into the seed's SB3 model. Evaluation, checkpoints and the final model are
+the torch path's, on that model: the saved agent is a plain stable-baselines3 PPO, and a
+checkpoint resumes (on the torch path) with its optimiser. What differs, and is said here:
+- evaluations and checkpoints fall on the first update boundary at or past their step (a
+  chunk ends there), not mid-rollout as SB3's callbacks take them;
+- `rollout/ep_rew_mean` averages the last 100 episodes from the mean return of the episodes
+  that ended in each update (the program counts episodes per update, not one by one);
+- a stop (cancel, `on_alert: stop`) takes effect at the end of the chunk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ppo_platform.envs.build import build_eval_env, build_train_env
+from ppo_platform.errors import TrainingError
+from ppo_platform.execution.threads import pin_threads
+from ppo_platform.settings import Settings, get_settings
+from ppo_platform.spec.experiment import ExperimentSpec, Schedule
+from ppo_platform.tracking import tags as tag
+from ppo_platform.tracking.remote import (
+    RemoteRun,
+    runs_closed_on_interrupt,
+    shared_tracking_process,
+)
+from ppo_platform.training.algorithms import build_model
+from ppo_platform.training.compiled_path import MAX_CHUNK
+from ppo_platform.training.progress import ProgressEvent
+from ppo_platform.training.result import RunResult
+from ppo_platform.training.session import TrainingSession
+from trainers.compiled.export import load_into_policy
+from trainers.compiled.ppo import CompiledConfig, CompiledPPO
+
+EPISODE_WINDOW = 100  # SB3's stats_window_size: rollout/ep_rew_mean's episodes
+_MUST_BE_FINITE = ("train/policy_gradient_loss", "train/value_loss", "train/approx_kl")
+
+
+def _schedule(schedule: Schedule) -> tuple[float, float, bool]:
+    return schedule.start, schedule.end, schedule.schedule == "linear"
+
+
+def compiled_config(spec: ExperimentSpec) -> CompiledConfig:
+    """The compiled program's hyperparameters: the spec's, as training/algorithms.py gives
+    them to SB3."""
+    policy = spec.policy
+    return CompiledConfig(
+        env_id=spec.env.id,
+        n_envs=spec.env.n_envs,
+        n_steps=spec.rollout.n_steps,
+        epochs=spec.update.epochs,
+        minibatch_size=spec.update.minibatch_size,
+        total_timesteps=spec.budget.total_timesteps,
+        learning_rate=_schedule(spec.update.learning_rate),
+        clip_range=_schedule(spec.surrogate.clip_epsilon),
+        clip_range_vf=spec.surrogate.clip_value,
+        vf_coef=spec.surrogate.value_coef,
+        ent_coef=spec.surrogate.entropy_coef,
+        max_grad_norm=spec.update.max_grad_norm,
+        normalize_advantage=spec.surrogate.normalize_advantage,
+        gamma=spec.advantage.gamma,
+        gae_lambda=spec.advantage.gae_lambda,
+        pi_arch=tuple(policy.net_arch),
+        vf_arch=tuple(policy.value_net_arch or policy.net_arch),
+        activation=policy.activation,
+        ortho_init=policy.ortho_init,
+        chunk=MAX_CHUNK,
+    )
+
+
+@dataclass
+class _Seed:
+    """One seed of the batch: its spec, session, SB3 model and where it stands."""
+
+    seed: int
+    spec: ExperimentSpec
+    session: TrainingSession
+    model: Any
+    evaluator: Any
+    next_eval: int
+    next_checkpoint: int
+    stopped: bool = False
+    failure: str = ""
+    episodes: deque = field(default_factory=lambda: deque(maxlen=EPISODE_WINDOW))
+
+    def feed(self, names: Sequence[str], metrics: dict[str, np.ndarray], index: int, first: int):
+        """The chunk's updates, one `on_update` each, as the torch trainer reports them."""
+        batch = self.spec.batch_size
+        for u in range(metrics[names[0]].shape[1]):
+            row = {n: float(metrics[n][index, u]) for n in names if n.startswith("train/")}
+            ended = float(metrics["rollout/episodes"][index, u])
+            if ended:
+                mean = {
+                    "r": float(metrics["rollout/return_sum"][index, u]) / ended,
+                    "l": float(metrics["rollout/length_sum"][index, u]) / ended,
+                }
+                self.episodes.extend([mean] * int(ended))
+            self.model.num_timesteps = (first + u + 1) * batch
+            self.model.ep_info_buffer = self.episodes
+            bad = [n for n in _MUST_BE_FINITE if not math.isfinite(row.get(n, 0.0))]
+            if bad:
+                self.fail(f"non-finite {', '.join(bad)} at update {first + u + 1}")
+                return
+            self.model.n_updates_done = first + u + 1
+            self.session.on_update(self.model, row)
+
+    def fail(self, reason: str) -> None:
+        self.failure = f"training diverged at step {self.model.num_timesteps}: {reason}"
+        self.session.tracker.finish("FAILED", {tag.OUTCOME: "diverged", tag.FAILURE: reason})
+
+    def take(self, params: Any, opt: Any) -> None:
+        """The chunk end's weights into the SB3 model; evaluate and checkpoint where due."""
+        load_into_policy(self.model.policy, params, opt)
+        steps = self.model.num_timesteps
+        every_eval = self.spec.evaluation.every_timesteps
+        if every_eval and steps >= self.next_eval:
+            self.next_eval += every_eval * ((steps - self.next_eval) // every_eval + 1)
+            self.evaluator.num_timesteps = steps
+            self.evaluator.evaluate()
+        every_checkpoint = self.spec.checkpoints.every_timesteps
+        if every_checkpoint and steps >= self.next_checkpoint:
+            self.next_checkpoint += every_checkpoint * (
+                (steps - self.next_checkpoint) // every_checkpoint + 1
+            )
+            self.session.save_checkpoint(steps)
+
+
+@dataclass(frozen=True)
+class SeedsResult:
+    """Each seed's run: the results of those that ended, and why the others failed."""
+
+    results: dict[int, RunResult]
+    failures: dict[int, str]
+
+
+def _seed_spec(spec: ExperimentSpec, seed: int) -> ExperimentSpec:
+    return spec.model_copy(update={"budget": spec.budget.model_copy(update={"seed": seed})})
+
+
+def _open(
+    spec: ExperimentSpec,
+    seed: int,
+    stack: contextlib.ExitStack,
+    options: dict[str, Any],
+    alongside: bool,
+) -> _Seed:
+    """Seed `seed`'s model, run and session; `alongside`: the batch's earlier runs are open."""
+    seed_spec = _seed_spec(spec, seed)
+    model = build_model(seed_spec, build_train_env(seed_spec))
+    tags = {**options["tags"], tag.TRAINING_PATH: "compiled"}
+    tracker = RemoteRun.open(
+        options["process"],
+        options["settings"],
+        seed_spec,
+        parent_run_id=options["parent"],
+        tags=tags,
+        alongside=alongside,
+    )
+    stack.enter_context(tracker)
+    session = TrainingSession(
+        seed_spec, tracker, options["on_progress"], options["cancel"], None, options["defer_plot"]
+    )
+    session.path = {
+        "training_path": "compiled",
+        "training_path_reason": f"compiled: {spec.compiled}",
+    }
+    evaluator = session.begin(model, build_eval_env(seed_spec))
+    evaluator.init_callback(model)
+    first_eval = spec.evaluation.every_timesteps
+    return _Seed(
+        seed, seed_spec, session, model, evaluator, first_eval, spec.checkpoints.every_timesteps
+    )
+
+
+def run_seeds(
+    spec: ExperimentSpec,
+    seeds: Sequence[int],
+    *,
+    on_progress: Callable[[ProgressEvent], None] | None = None,
+    cancel: threading.Event | None = None,
+    settings: Settings | None = None,
+    parent_run_id: str | None = None,
+    tags: dict[str, str] | None = None,
+    defer_plot: bool = False,
+) -> SeedsResult:
+    """Train `seeds` of `spec` together on the compiled path, one MLflow run each (under
+    `parent_run_id`). A seed that diverges closes FAILED with why; the others go on. Ctrl-C
+    and SIGTERM checkpoint every seed and close its run KILLED, as for one run."""
+    process = shared_tracking_process()
+    settings = settings or get_settings()
+    pin_threads(settings.torch_threads)
+    cancel = cancel or threading.Event()
+    options = {
+        "process": process,
+        "settings": settings,
+        "parent": parent_run_id,
+        "tags": tags or {},
+        "on_progress": on_progress,
+        "cancel": cancel,
+        "defer_plot": defer_plot,
+    }
+    program = CompiledPPO(compiled_config(spec))
+    with runs_closed_on_interrupt(), contextlib.ExitStack() as stack:
+        members = [_open(spec, seed, stack, options, i > 0) for i, seed in enumerate(seeds)]
+        try:
+            program.train(list(seeds), _on_chunk(members, cancel), _next_chunk(members))
+        except KeyboardInterrupt:
+            for member in members:
+                if not member.failure:
+                    member.session._checkpoint_interrupted(member.model)
+            raise
+        finally:
+            for member in members:
+                member.model.env.close()
+        results = {m.seed: m.session.finish(m.model, m.evaluator) for m in members if not m.failure}
+    return SeedsResult(results, {m.seed: m.failure for m in members if m.failure})
+
+
+def _on_chunk(members: list[_Seed], cancel: threading.Event) -> Callable[..., bool]:
+    def on_chunk(first: int, metrics: dict[str, np.ndarray], state: dict[str, Any]) -> bool:
+        names = list(metrics)
+        params = jax_to_numpy(state["params"])
+        opt = jax_to_numpy(state["opt"])
+        for index, member in enumerate(members):
+            if member.stopped or member.failure:
+                continue
+            member.feed(names, metrics, index, first)
+            if member.failure:
+                continue
+            member.take(_seed_of(params, index), _seed_of(opt, index))
+            member.stopped = member.session._stop_requested()
+        return cancel.is_set() or all(m.stopped or m.failure for m in members)
+
+    return on_chunk
+
+
+def _next_chunk(members: list[_Seed]) -> Callable[[int], int]:
+    """Updates until the first boundary at or past any seed's next evaluation or checkpoint."""
+
+    def next_chunk(done: int) -> int:
+        batch = members[0].spec.batch_size
+        due = [
+            math.ceil(step / batch) - done
+            for m in members
+            if not (m.stopped or m.failure)
+            for step, every in (
+                (m.next_eval, m.spec.evaluation.every_timesteps),
+                (m.next_checkpoint, m.spec.checkpoints.every_timesteps),
+            )
+            if every
+        ]
+        return max(1, min(due, default=MAX_CHUNK))
+
+    return next_chunk
+
+
+def jax_to_numpy(tree: Any) -> Any:
+    import jax
+
+    return jax.tree_util.tree_map(np.asarray, tree)
+
+
+def _seed_of(tree: Any, index: int) -> Any:
+    import jax
+
+    return jax.tree_util.tree_map(lambda x: x[index], tree)
+
+
+def run_one(spec: ExperimentSpec, **options: Any) -> RunResult:
+    """One seed (`budget.seed`) on the compiled path, as `run_spec` trains one on torch's: a
+    diverged run raises TrainingError."""
+    done = run_seeds(spec, [spec.budget.seed], **options)
+    if done.failures:
+        raise TrainingError(f"{done.failures[spec.budget.seed]}. Lower the learning rate or K.")
+    return done.results[spec.budget.seed]

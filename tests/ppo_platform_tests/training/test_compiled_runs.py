@@ -1,0 +1,99 @@
+"""The compiled path from a spec: `compiled: on` trains each seed as an MLflow run of its own
+(under one parent with --seeds), its agent a plain SB3 PPO; `auto` says why it fell back; `on`
+refuses what it cannot run. Real MLflow store, real CLI processes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from mlflow.tracking import MlflowClient
+from stable_baselines3 import PPO
+
+from ppo_platform.errors import TrainingError
+from ppo_platform.settings import get_settings
+from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.tracking import tags as tag
+from ppo_platform.training.compiled_path import compiled_problem, training_path
+from ppo_platform.workloads import run_experiment
+
+
+def _spec(**changes) -> ExperimentSpec:
+    data = {
+        "name": "compiled-cartpole",
+        "env": {"id": "CartPole-v1", "n_envs": 4},
+        "compiled": "on",
+        "rollout": {"n_steps": 32},
+        "update": {"epochs": 4, "minibatch_size": 64, "learning_rate": 1e-3},
+        "budget": {"total_timesteps": 128 * 12, "seed": 3},
+        "evaluation": {"every_timesteps": 512, "episodes": 3},
+        "checkpoints": {"every_timesteps": 1024, "keep_last": 2},
+        **changes,
+    }
+    return ExperimentSpec.model_validate(data)
+
+
+def test_a_compiled_run_logs_every_update_evaluates_checkpoints_and_saves_an_sb3_agent(
+    platform_home,
+):
+    result = run_experiment(_spec())
+    assert result.outcome == "completed" and result.timesteps == 128 * 12
+    client = MlflowClient(get_settings().tracking_uri)
+    run = client.get_run(result.run_id)
+    assert run.data.tags[tag.TRAINING_PATH] == "compiled"
+    assert run.data.params["budget.seed"] == "3"
+    kl = client.get_metric_history(result.run_id, "train/approx_kl")
+    assert [m.step for m in kl] == [128 * (i + 1) for i in range(12)]
+    assert all(m.value > 0 for m in kl)
+    evals = client.get_metric_history(result.run_id, "eval/mean_reward")
+    assert [m.step for m in evals] == [512, 1024, 1536]  # at the update boundaries due
+    assert result.final_eval_mean == pytest.approx(evals[-1].value)
+    run_dir = platform_home / "runs" / result.run_id
+    checkpoints = sorted(p.name for p in (run_dir / "checkpoints").glob("*.zip"))
+    assert checkpoints and all(name.endswith(".zip") for name in checkpoints)
+    agent = PPO.load(sorted((run_dir / "checkpoints").glob("*.zip"))[-1], device="cpu")
+    assert type(agent) is PPO  # a plain stable-baselines3 model, Adam state included
+    assert agent.policy.optimizer.state  # the optimiser's moments came along
+
+
+def test_auto_names_why_the_torch_path_runs_and_on_refuses_with_the_reason():
+    a2c = _spec(algorithm="a2c", compiled="auto")
+    assert "algorithm a2c" in compiled_problem(a2c)
+    path = training_path(a2c)
+    assert path["training_path"] == "torch"
+    assert path["training_path_reason"].startswith("compiled: auto, but algorithm a2c")
+    with pytest.raises(TrainingError, match="env Pendulum-v1 has no JAX port"):
+        training_path(_spec(env={"id": "Pendulum-v1"}))
+    assert training_path(_spec())["training_path"] == "compiled"
+    assert training_path(_spec(compiled="off"))["training_path_reason"] == "compiled: off"
+
+
+def test_the_path_is_not_a_hyperparameter_the_spec_hash_stays():
+    assert _spec(compiled="on").spec_hash() == _spec(compiled="off").spec_hash()
+
+
+def test_run_seeds_trains_each_seed_as_a_run_under_one_parent(platform_home, tmp_path):
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "name: seeds-cartpole\nenv: {id: CartPole-v1, n_envs: 4}\ncompiled: 'on'\n"
+        "rollout: {n_steps: 32}\nupdate: {epochs: 4, minibatch_size: 64}\n"
+        "budget: {total_timesteps: 1024}\nevaluation: {every_timesteps: 0, episodes: 2}\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "ppo_platform.cli", "run", str(spec), "--seeds", "4,1-2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "3 of 3 seeds ended (compiled path)" in done.stdout
+    client = MlflowClient(get_settings().tracking_uri)
+    experiment = client.get_experiment_by_name("seeds-cartpole")
+    runs = client.search_runs([experiment.experiment_id])
+    parents = [r for r in runs if r.data.tags.get(tag.KIND) == "seeds"]
+    assert len(parents) == 1 and parents[0].info.status == "FINISHED"
+    children = [r for r in runs if r.data.tags.get(tag.PARENT_RUN_ID) == parents[0].info.run_id]
+    assert sorted(r.data.params["budget.seed"] for r in children) == ["1", "2", "4"]
+    assert all(r.info.status == "FINISHED" for r in children)
+    assert all("eval/mean_reward" in r.data.metrics for r in children)
