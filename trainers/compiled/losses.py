@@ -1,5 +1,5 @@
 """PPO's loss terms on one minibatch, as pure JAX functions (each tested against the torch
-trainer's on the same batch, tests/trainers_tests/compiled/test_losses.py)."""
+trainer's on the same batch, tests/trainers_tests/compiled/test_compiled_losses.py)."""
 
 from __future__ import annotations
 
