@@ -13,6 +13,7 @@ from typing import Any
 
 from ppo_platform.spec import wrappers as v
 from ppo_platform.spec.experiment import ExperimentSpec
+from trainers.quiet_imports import import_keeping_numpy_rng
 
 ALE_PREFIX = "ALE/"
 # ALE v5's own frame skip and sticky-action probability (gymnasium's defaults for ALE/<Game>-v5).
@@ -30,9 +31,7 @@ def task_id(env_id: str) -> str:
 
 
 def supported_ids() -> frozenset[str]:
-    import envpool
-
-    return frozenset(envpool.list_all_envs())
+    return frozenset(import_keeping_numpy_rng("envpool").list_all_envs())
 
 
 def _atari_options(spec: ExperimentSpec) -> dict[str, Any] | str:
@@ -93,19 +92,29 @@ def episode_length_scale(spec: ExperimentSpec) -> int:
     return atari[0].frame_skip if atari and spec.env.id.startswith(ALE_PREFIX) else 1
 
 
-def auto_picks(spec: ExperimentSpec) -> bool:
-    """Whether `auto` may pick EnvPool: for ALE games and MuJoCo, where it pays (a C++ pool
-    instead of Python wrappers or one Python env per copy), and where it runs as described.
+AUTO_SCOPE = "auto picks it for ALE games and MuJoCo only"
 
-    Not for a single MuJoCo env: gymnasium's env has no Python wrapper to save there, and every
-    EnvPool step hands the action to its worker thread and waits for it (more CPU per step)."""
+
+def outside_auto_scope(spec: ExperimentSpec) -> str | None:
+    """Why `auto` does not consider EnvPool for the spec, or None where it does: ALE games and
+    MuJoCo, where it pays (a C++ pool instead of Python wrappers or one Python env per copy).
+
+    Not a single MuJoCo env: gymnasium's env has no Python wrapper to save there, and every
+    EnvPool step hands the action to its worker thread and waits for it (more CPU per step).
+    Answered without importing EnvPool (it takes seconds, and imports jax)."""
     import gymnasium
 
     if spec.env.id.startswith(ALE_PREFIX):
-        return obstacle(spec) is None
+        return None
     entry = getattr(gymnasium.registry.get(spec.env.id), "entry_point", "")
-    mujoco = isinstance(entry, str) and entry.startswith(MUJOCO_ENTRY)
-    return mujoco and spec.env.n_envs > 1 and obstacle(spec) is None
+    if not (isinstance(entry, str) and entry.startswith(MUJOCO_ENTRY)):
+        return AUTO_SCOPE
+    return None if spec.env.n_envs > 1 else "auto leaves a single MuJoCo env to gymnasium"
+
+
+def auto_picks(spec: ExperimentSpec) -> bool:
+    """Whether `auto` picks EnvPool: in its scope, and where EnvPool runs the spec as written."""
+    return outside_auto_scope(spec) is None and obstacle(spec) is None
 
 
 def obstacle(spec: ExperimentSpec) -> str | None:

@@ -19,6 +19,7 @@ import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
 from ppo_platform.envs.vector import OneObjectVecEnv
+from trainers.quiet_imports import import_keeping_numpy_rng
 
 ATARI_OPTION = "episodic_life"  # only ALE pools take it: their episodes are games
 
@@ -39,8 +40,7 @@ class EnvPoolVecEnv(OneObjectVecEnv):
         super().__init__(n_envs, self.inner.observation_space, self.inner.action_space)
 
     def _make(self, seed: int) -> None:
-        import envpool
-
+        envpool = import_keeping_numpy_rng("envpool")
         if self.inner is not None:
             self.inner.close()
         self.inner = envpool.make(

@@ -66,7 +66,11 @@ def vectorization_reason(spec: ExperimentSpec, own_env: bool) -> str:
     native = native_obstacle(spec)
     if chosen == "envpool":
         return f"auto: EnvPool runs {spec.env.id} ({native})"
-    envpool = envpool_support.obstacle(spec) or "auto picks it for ALE games and MuJoCo only"
+    envpool = (
+        envpool_support.outside_auto_scope(spec)
+        or envpool_support.obstacle(spec)
+        or envpool_support.AUTO_SCOPE
+    )
     return f"auto: no native vector env ({native}); not EnvPool ({envpool})"
 
 
