@@ -292,6 +292,12 @@ class ExperimentSpec(WholeSpec):
     def _env_id_shorthand(cls, value: Any) -> Any:
         return {"id": value} if isinstance(value, str) else value
 
+    @field_validator("compiled", mode="before")
+    @classmethod
+    def _yaml_on_off(cls, value: Any) -> Any:
+        # YAML 1.1 (PyYAML, so `compiled: on` and `--set compiled=on`) reads on/off as booleans.
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+
     @property
     def batch_size(self) -> int:
         """Transitions per rollout: N envs x T steps."""

@@ -10,6 +10,7 @@ REST job (`status`, the dashboard)."""
 
 from __future__ import annotations
 
+import functools
 import json
 from importlib import metadata
 from pathlib import Path
@@ -45,10 +46,18 @@ def version_of(distribution: str) -> str:
         return "not installed"
 
 
+@functools.cache
+def _distributions_by_module() -> dict[str, list[str]]:
+    """Which distributions provide each top-level module, read once per process: it reads
+    every installed distribution's file list (about 1 s here), and a batch of seeds asks for
+    each of its runs."""
+    return dict(metadata.packages_distributions())
+
+
 def package_version(module: str) -> str:
     """`module`'s distribution version, or where it was imported from (a plain module)."""
     top = module.split(".")[0]
-    names = metadata.packages_distributions().get(top, [])
+    names = _distributions_by_module().get(top, [])
     if names:
         return version_of(names[0])
     return "local module (no installed distribution)"

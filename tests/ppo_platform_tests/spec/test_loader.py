@@ -386,3 +386,15 @@ def test_dump_spec_round_trips_strings_that_look_like_exponents(load, minimal_sp
 def test_shipped_spec_round_trips(repo_root):
     spec = load_spec(repo_root / "specs" / "cartpole.yaml")
     assert load_spec_text(dump_spec(spec)) == spec
+
+
+@pytest.mark.parametrize("written, read", [("on", "on"), ("off", "off"), ("auto", "auto")])
+def test_compiled_reads_unquoted_yaml_on_and_off_as_the_words(written: str, read: str) -> None:
+    # YAML 1.1 reads a bare on/off as a boolean; the field means the word.
+    text = f"name: words\nenv: CartPole-v1\ncompiled: {written}\n"
+    assert load_spec_text(text, "words.yaml").compiled == read
+
+
+def test_compiled_refuses_a_number_naming_the_field_and_the_choices() -> None:
+    with pytest.raises(SpecError, match=r"compiled = 1: Input should be 'off', 'auto' or 'on'"):
+        load_spec_text("name: words\nenv: CartPole-v1\ncompiled: 1\n", "words.yaml")
