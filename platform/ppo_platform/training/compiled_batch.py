@@ -42,9 +42,12 @@ from ppo_platform.training.compiled_path import MAX_CHUNK
 from ppo_platform.training.progress import ProgressEvent
 from ppo_platform.training.result import RunResult
 from ppo_platform.training.session import TrainingSession
+from trainers.compiled.cache import use_compilation_cache
 from trainers.compiled.export import load_into_policy
 from trainers.compiled.ppo import CompiledConfig, CompiledPPO
 
+# XLA's compiled programs, kept under the platform home (trainers/compiled/cache.py).
+COMPILE_CACHE_FOLDER = "cache/xla"
 EPISODE_WINDOW = 100  # SB3's stats_window_size: rollout/ep_rew_mean's episodes
 _MUST_BE_FINITE = ("train/policy_gradient_loss", "train/value_loss", "train/approx_kl")
 
@@ -212,6 +215,7 @@ def run_seeds(
         "cancel": cancel,
         "defer_plot": defer_plot,
     }
+    use_compilation_cache(settings.home / COMPILE_CACHE_FOLDER)
     program = CompiledPPO(compiled_config(spec))
     with runs_closed_on_interrupt(), contextlib.ExitStack() as stack:
         members = [_open(spec, seed, stack, options, i > 0) for i, seed in enumerate(seeds)]

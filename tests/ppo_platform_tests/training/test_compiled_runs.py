@@ -97,3 +97,36 @@ def test_run_seeds_trains_each_seed_as_a_run_under_one_parent(platform_home, tmp
     assert sorted(r.data.params["budget.seed"] for r in children) == ["1", "2", "4"]
     assert all(r.info.status == "FINISHED" for r in children)
     assert all("eval/mean_reward" in r.data.metrics for r in children)
+
+
+def test_a_second_process_loads_the_compiled_programs_and_trains_the_same(platform_home, tmp_path):
+    """XLA's persistent cache under the platform home: the first process writes the programs,
+    the second loads them, and the loaded programs compute what the compiled ones did."""
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(
+        "name: cached-cartpole\nenv: {id: CartPole-v1, n_envs: 4}\ncompiled: on\n"
+        "rollout: {n_steps: 32}\nupdate: {epochs: 4, minibatch_size: 64}\n"
+        "budget: {total_timesteps: 512, seed: 5}\n"
+        "evaluation: {every_timesteps: 0, episodes: 2}\ncheckpoints: {every_timesteps: 0}\n"
+    )
+    cache = platform_home / "cache" / "xla"
+    histories, written, read_at = [], [], []
+    for _ in range(2):
+        done = subprocess.run(
+            [sys.executable, "-m", "ppo_platform.cli", "run", str(spec), "--quiet"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        written.append(sorted(p.name for p in cache.glob("*-cache")))
+        # XLA's cache stamps an entry's `-atime` file when a process reads the entry.
+        read_at.append({p.name: p.read_bytes() for p in cache.glob("*-atime")})
+        run_id = done.stdout.split("run ", 1)[1].split(",", 1)[0]
+        client = MlflowClient(get_settings().tracking_uri)
+        kl = client.get_metric_history(run_id, "train/approx_kl")
+        histories.append([(m.step, m.value) for m in sorted(kl, key=lambda m: m.step)])
+    assert written[0] and written[1] == written[0]  # nothing new compiled the second time
+    assert read_at[1].keys() == read_at[0].keys()
+    assert all(read_at[1][name] != read_at[0][name] for name in read_at[0])  # each one read
+    assert len(histories[0]) == 4 and histories[1] == histories[0]
