@@ -13,14 +13,14 @@ import importlib
 import sys
 from types import ModuleType
 
-import numpy as np
-
 
 def import_keeping_numpy_rng(name: str) -> ModuleType:
     """`importlib.import_module(name)`, with numpy's global random state restored afterwards
     when the import ran (a module already imported draws nothing)."""
     if name in sys.modules:
         return sys.modules[name]
+    import numpy as np  # here: `plan` and `validate` import envs/ and must not load numpy
+
     state = np.random.get_state()
     try:
         return importlib.import_module(name)

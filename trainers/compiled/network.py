@@ -17,9 +17,33 @@ ACTIVATIONS = {"tanh": jnp.tanh, "relu": jax.nn.relu}
 ADAM_BETAS, ADAM_EPS = (0.9, 0.999), 1e-5
 
 
+def _orthonormal_columns(a: Any) -> Any:
+    """The Q of `a`'s QR with R's diagonal positive (what `jax.nn.initializers.orthogonal`
+    gets from LAPACK after its sign fix), by Gram-Schmidt done twice per column (orthogonal to
+    float precision). Not LAPACK's QR: jaxlib's CPU QR splits a batch (our seeds) over XLA's
+    thread pool and waits for the pieces from inside it, which deadlocked a process whose pool
+    had two threads (every thread waiting for pieces no thread was free to run)."""
+
+    def column(j: Any, q: Any) -> Any:
+        v = a[:, j]
+        for _ in range(2):
+            v = v - q @ (q.T @ v)  # q's columns from j on are still zero
+        return q.at[:, j].set(v / jnp.linalg.norm(v))
+
+    return jax.lax.fori_loop(0, a.shape[1], column, jnp.zeros_like(a))
+
+
+def orthogonal(key: Any, fan_in: int, fan_out: int, gain: float) -> Any:
+    """`jax.nn.initializers.orthogonal(gain)(key, (fan_in, fan_out))`, without LAPACK."""
+    tall = fan_in >= fan_out
+    a = jax.random.normal(key, (fan_in, fan_out) if tall else (fan_out, fan_in), jnp.float32)
+    q = _orthonormal_columns(a)
+    return gain * (q if tall else q.T)
+
+
 def _layer(key: Any, fan_in: int, fan_out: int, gain: float, ortho: bool) -> dict[str, Any]:
     if ortho:
-        weight = jax.nn.initializers.orthogonal(gain)(key, (fan_in, fan_out), jnp.float32)
+        weight = orthogonal(key, fan_in, fan_out, gain)
         return {"w": weight, "b": jnp.zeros((fan_out,), jnp.float32)}
     bound = 1.0 / math.sqrt(fan_in)  # torch.nn.Linear's default
     k_w, k_b = jax.random.split(key)
