@@ -46,7 +46,7 @@ from benchmarks.harness import (
 )
 from benchmarks.throughput.cleanrl_ab import CARTPOLE_FLAGS, CLEANRL_DIR, CLEANRL_PYTHON
 
-SPEC = "specs/cartpole.yaml"
+SPEC = str(ROOT / "specs" / "cartpole.yaml")
 EVAL_OFF = ["evaluation.every_timesteps=0", "evaluation.episodes=1"]
 Command = Callable[[int], list[str]]
 
