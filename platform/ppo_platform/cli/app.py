@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ppo_platform import tracing
+from ppo_platform.cli import lifecycle
 from ppo_platform.cli.agent_commands import register as register_agent_commands
 from ppo_platform.cli.compare_command import register as register_compare_command
 from ppo_platform.cli.doctor_command import register as register_doctor_command
@@ -30,11 +31,9 @@ from ppo_platform.errors import (
 )
 from ppo_platform.errors import (
     EXIT_FAILED,
-    EXIT_INTERRUPTED,
     PlatformError,
     SpecError,
     SpecIssue,
-    exit_code,
 )
 from ppo_platform.errors import (
     EXIT_OK as EXIT_OK,
@@ -63,36 +62,6 @@ SpecPath = Annotated[
 ]
 
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files in --out.")]
-
-
-def start_guard(reap: bool = True) -> None:
-    """Before training: SIGTERM handled like Ctrl-C, and runs of this home left RUNNING by a
-    process that is gone (SIGKILL, OOM) marked KILLED; they stay resumable. `run` leaves the
-    reaping to its tracking process (`reap=False`), so it never imports MLflow itself."""
-    from ppo_platform.execution.signals import terminate_as_interrupt
-
-    terminate_as_interrupt()
-    if reap:  # by this process's tracking process: MLflow is not imported here
-        from ppo_platform.tracking.remote import start_reaping
-
-        note_reaped(start_reaping()())
-
-
-def note_reaped(run_ids: list[str] | tuple[str, ...]) -> None:
-    for run_id in run_ids:
-        typer.echo(
-            f"note: run {run_id} was left RUNNING by a process that is gone; marked KILLED "
-            f"(continue it with: ppo-platform run --resume {run_id}).",
-            err=True,
-        )
-
-
-def interrupted(error: KeyboardInterrupt, what: str) -> NoReturn:
-    """Ctrl-C (exit 130) or SIGTERM (exit 143): say what happened, exit with its code."""
-    label = "terminated" if exit_code(error) != EXIT_INTERRUPTED else "interrupted"
-    tracing.mark(f"cli: {label}, exiting")
-    typer.echo(f"{label}: {what}", err=True)
-    raise typer.Exit(exit_code(error)) from None
 
 
 @app.command()
@@ -161,7 +130,7 @@ def run(
     tracing.mark("cli: runner imported (torch, SB3)")
 
     reporter = make_reporter(quiet=quiet)
-    start_guard(reap=False)
+    lifecycle.start_guard(reap=False)
     try:
         if resume is not None:
             result = resume_run(resume, on_progress=reporter)
@@ -172,16 +141,16 @@ def run(
             )
     except PlatformError as error:
         reporter.close()  # stop a live progress bar before the message
-        note_reaped(reaped())
+        lifecycle.note_reaped(reaped())
         fail(error)
     except KeyboardInterrupt as error:
         reporter.close()
-        interrupted(error, "checkpoint saved, run marked KILLED.")
+        lifecycle.interrupted(error, "checkpoint saved, run marked KILLED.")
     reporter.close()
-    note_reaped(reaped())
+    lifecycle.note_reaped(reaped())
     typer.echo(result.summary())
     tracing.mark("cli: summary printed")
-    _all_durable()  # the run is closed and acknowledged durable: `main` may exit at once
+    lifecycle.all_durable()  # the run is closed and acknowledged durable: `main` may exit at once
     if result.status != "FINISHED":
         raise typer.Exit(EXIT_FAILED)
 
@@ -200,13 +169,13 @@ def sweep(
     from ppo_platform.sweeps import run_sweep
     from ppo_platform.tracking.remote import start_reaping
 
-    start_guard(reap=False)
+    lifecycle.start_guard(reap=False)
     # Awaited at the first event (the parent run open, so reaping done): workers start meanwhile.
     reaped = [start_reaping()]
 
     def tell(event: SweepEvent) -> None:
         if reaped:
-            note_reaped(reaped.pop()())
+            lifecycle.note_reaped(reaped.pop()())
         typer.echo(event.describe())
 
     try:
@@ -215,14 +184,14 @@ def sweep(
     except PlatformError as error:
         fail(error)
     except KeyboardInterrupt as error:
-        interrupted(
+        lifecycle.interrupted(
             error, "run the same command again to finish the sweep (finished runs are skipped)."
         )
     if result.report is not None:
         typer.echo("\n" + result.report.markdown)
         typer.echo(f"report files: {result.report.files[0].parent}")
     typer.echo(result.summary())
-    _all_durable()  # every member and the parent run closed and acknowledged, the pool shut down
+    lifecycle.all_durable()  # every member and the parent run closed and acknowledged, pool shut
     if result.failed:
         raise typer.Exit(EXIT_FAILED)
 
@@ -335,7 +304,7 @@ def tune(
             "is not a known search space; the only value is `auto`.",
             "pass --space auto, or leave it out to search the spec's own tune.space.",
         )
-    start_guard()
+    lifecycle.start_guard()
     try:
         experiment = _spec_to_tune(spec, overrides or [], space)
         result = run_study(
@@ -349,7 +318,7 @@ def tune(
     except PlatformError as error:
         fail(error)
     except KeyboardInterrupt as error:
-        interrupted(error, "run the same command again to continue the study.")
+        lifecycle.interrupted(error, "run the same command again to continue the study.")
     outputs = result.outputs
     typer.echo(
         f"best trial {outputs.best_trial}: value {outputs.best_value:.4g} "
@@ -359,7 +328,7 @@ def tune(
     for path in (outputs.best_spec, outputs.summary, *outputs.plots):
         typer.echo(f"wrote {path}")
     typer.echo(f"next: ppo-platform run {outputs.best_spec}")
-    _all_durable()  # the study's trials, parent run and output files are written
+    lifecycle.all_durable()  # the study's trials, parent run and output files are written
 
 
 register_service_commands(app)  # serve, keys, submit, status, cancel (cli_service.py)
@@ -370,19 +339,10 @@ register_lm_commands(app)  # lm init-demo (lm_commands.py)
 register_doctor_command(app)  # doctor (doctor_command.py)
 
 
-_durable = False  # set by `run`, `sweep` and `tune` once all they did is closed and durable
-
-
-def _all_durable() -> None:
-    """What the command did is on disk: `main` may end the process without the teardown."""
-    global _durable
-    _durable = True
-
-
 def main() -> None:
     try:
         app(prog_name="ppo-platform")
     except SystemExit as done:
-        if _durable and isinstance(done.code, int | None):
+        if lifecycle.is_durable() and isinstance(done.code, int | None):
             exit_now(done.code or 0)  # skips the interpreter's teardown (process_exit.py)
         raise

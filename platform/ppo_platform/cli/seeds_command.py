@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from ppo_platform.cli import lifecycle
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.errors import EXIT_FAILED, PlatformError
 from ppo_platform.workloads import load_experiment
@@ -27,7 +28,6 @@ def run_seeds_command(
     spec: Path | None, overrides: list[str], text: str, resume: str | None
 ) -> None:
     """`run SPEC --seeds ...`: every seed a run under one parent; exit 1 if one failed."""
-    from ppo_platform.cli.app import _all_durable, interrupted, start_guard
     from ppo_platform.workloads.seeds import parse_seeds, run_many
 
     if spec is None or resume is not None:
@@ -39,13 +39,13 @@ def run_seeds_command(
         )
     try:
         chosen = parse_seeds(text)
-        start_guard(reap=False)
+        lifecycle.start_guard(reap=False)
         outcome = run_many(load_experiment(spec, overrides, check_env=False), chosen)
     except PlatformError as error:
         fail(error)
     except KeyboardInterrupt as error:
-        interrupted(error, "checkpoints saved, the seeds' runs marked KILLED.")
+        lifecycle.interrupted(error, "checkpoints saved, the seeds' runs marked KILLED.")
     typer.echo(outcome.summary())
-    _all_durable()
+    lifecycle.all_durable()
     if outcome.failures or any(r.status != "FINISHED" for r in outcome.results.values()):
         raise typer.Exit(EXIT_FAILED)
