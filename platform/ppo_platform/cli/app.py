@@ -24,7 +24,7 @@ from ppo_platform.cli.lm_commands import register as register_lm_commands
 from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.cli.plan_command import register as register_plan_command
-from ppo_platform.cli.seeds_command import SeedsOption, run_seeds_command
+from ppo_platform.cli.seeds_command import SeedsOption, run_seeds_command, seeds_to_train
 from ppo_platform.cli.service_commands import register as register_service_commands
 from ppo_platform.errors import (
     EXIT_BAD_INPUT as EXIT_BAD_INPUT,  # re-exported with EXIT_OK: tests compare exit codes
@@ -108,8 +108,13 @@ def run(
     seeds: SeedsOption = None,
 ) -> None:
     """Train a spec (or resume a run) and log it to MLflow."""
-    if seeds is not None:
-        return run_seeds_command(spec, overrides or [], seeds, resume)
+    if seeds is not None and (spec is None or resume is not None):
+        bad_option(
+            "--seeds",
+            seeds,
+            "trains a SPEC's seeds; it does not resume a run.",
+            "e.g. `ppo-platform run specs/cartpole.yaml --seeds 0-15`.",
+        )
     if (spec is None) == (resume is None):
         bad_option(
             "SPEC/--resume",
@@ -117,6 +122,15 @@ def run(
             "give a SPEC to train or --resume RUN_ID (exactly one).",
             "e.g. `ppo-platform run specs/cartpole.yaml` or `ppo-platform run --resume <run id>`.",
         )
+    experiment = None
+    if spec is not None:
+        try:
+            experiment = load_experiment(spec, overrides or [], check_env=False)
+            batch = seeds_to_train(experiment, seeds)
+        except PlatformError as error:
+            fail(error)
+        if batch is not None:
+            return run_seeds_command(experiment, batch)
     from ppo_platform.tracking.remote import start_reaping
 
     tracing.mark("cli: run command")
@@ -135,10 +149,8 @@ def run(
         if resume is not None:
             result = resume_run(resume, on_progress=reporter)
         else:
-            assert spec is not None
-            result = run_experiment(
-                load_experiment(spec, overrides or [], check_env=False), on_progress=reporter
-            )
+            assert experiment is not None
+            result = run_experiment(experiment, on_progress=reporter)
     except PlatformError as error:
         reporter.close()  # stop a live progress bar before the message
         lifecycle.note_reaped(reaped())

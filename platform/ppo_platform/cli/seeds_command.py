@@ -1,46 +1,54 @@
-"""`ppo-platform run SPEC --seeds 0-15`: the seeds of one spec, each a run under one parent
-(ppo_platform/workloads/seeds.py)."""
+"""`ppo-platform run SPEC --seeds 0-15` (or a spec with `budget.seeds`): the seeds of one spec,
+each a run under one parent (ppo_platform/workloads/seeds.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ppo_platform.cli import lifecycle
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.errors import EXIT_FAILED, PlatformError
-from ppo_platform.workloads import load_experiment
+from ppo_platform.spec.experiment import ExperimentSpec
 
 SeedsOption = Annotated[
     str | None,
     typer.Option(
         help="Train these seeds instead of budget.seed, each an MLflow run under one parent "
-        "run: a range `0-15`, a list `0,3,9` or both (at most 64). With `compiled: auto` or "
-        "`on` the seeds train together in one process.",
+        "run: a range `0-15`, a list `0,3,9` or both (at most 64); replaces the spec's "
+        "budget.seeds. With `compiled: auto` or `on` the seeds train together in one process.",
         show_default=False,
     ),
 ]
 
 
-def run_seeds_command(
-    spec: Path | None, overrides: list[str], text: str, resume: str | None
-) -> None:
-    """`run SPEC --seeds ...`: every seed a run under one parent; exit 1 if one failed."""
-    from ppo_platform.workloads.seeds import parse_seeds, run_many
+def seeds_to_train(experiment: Any, text: str | None) -> list[int] | None:
+    """The seeds `run` trains as a batch: `--seeds`, else the spec's budget.seeds; None: one
+    run. `--seeds` on a spec that has no seeds to vary (a language model's) exits 2."""
+    from ppo_platform.spec.seeds import parse_seeds
 
-    if spec is None or resume is not None:
+    if text is None:
+        budget = getattr(experiment, "budget", None)
+        return getattr(budget, "seeds", None)
+    chosen = parse_seeds(text)
+    if not isinstance(experiment, ExperimentSpec):
         bad_option(
             "--seeds",
             text,
-            "trains a SPEC's seeds; it does not resume a run.",
-            "e.g. `ppo-platform run specs/cartpole.yaml --seeds 0-15`.",
+            "trains the seeds of a gymnasium spec; this spec is another workload's.",
+            "run it without --seeds (a language-model run takes its seed from the spec).",
         )
+    return chosen
+
+
+def run_seeds_command(experiment: ExperimentSpec, seeds: list[int]) -> None:
+    """Every seed a run under one parent; exit 1 if one failed."""
+    from ppo_platform.workloads.seeds import run_many
+
     try:
-        chosen = parse_seeds(text)
         lifecycle.start_guard(reap=False)
-        outcome = run_many(load_experiment(spec, overrides, check_env=False), chosen)
+        outcome = run_many(experiment, seeds)
     except PlatformError as error:
         fail(error)
     except KeyboardInterrupt as error:

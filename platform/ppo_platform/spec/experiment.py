@@ -21,6 +21,7 @@ from ppo_platform.spec.names import (
     tag_problem,
 )
 from ppo_platform.spec.search import SweepSpec, TuneSpec
+from ppo_platform.spec.seeds import MAX_SEEDS, check_seeds, read_seeds
 from ppo_platform.spec.wrappers import WrapperSpec, check_wrapper_order, wrapper_shorthand
 
 # gymnasium ids such as "CartPole-v1" or "ppo_platform/GridWorld-v0". No ':' on purpose:
@@ -203,6 +204,23 @@ class BudgetSpec(StrictModel):
         100_000, ge=1, le=10_000_000_000, description="Env steps to train for (all envs)."
     )
     seed: int = Field(0, ge=0, le=2**31 - 1, description="Seeds python, numpy, torch and envs.")
+    seeds: list[int] | None = Field(
+        None,
+        description="Train these seeds instead of `seed`, each an MLflow run of its own under "
+        "one parent run (`compare PARENT` scores them): a list [0, 3, 9] or a text of ranges "
+        f"'0-15' or '0-3,7'; distinct, >= 0, at most {MAX_SEEDS}. With compiled: auto or on "
+        "they train together in one process; the service counts every seed's env steps "
+        "against max_env_steps. Not with sweep (sweep.seeds) or tune (its trials' seeds).",
+    )
+
+    @field_validator("seeds", mode="before")
+    @classmethod
+    def _seeds_text_or_list(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return read_seeds(value)
+        if isinstance(value, list) and all(type(v) is int for v in value):
+            return check_seeds(value)
+        return value  # anything else: pydantic's own error names the type
 
 
 class EvaluationSpec(StrictModel):
@@ -303,6 +321,11 @@ class ExperimentSpec(WholeSpec):
         """Transitions per rollout: N envs x T steps."""
         return self.env.n_envs * self.rollout.n_steps
 
+    def with_seed(self, seed: int) -> ExperimentSpec:
+        """This spec as one run of seed `seed` (a batch's member: no `budget.seeds`)."""
+        budget = self.budget.model_copy(update={"seed": seed, "seeds": None})
+        return self.model_copy(update={"budget": budget})
+
     def hashed(self) -> dict[str, Any]:
         """What the hash covers (`WholeSpec.spec_hash`): the resolved spec without its search
         sections, and fields added later left out at their defaults."""
@@ -317,6 +340,8 @@ class ExperimentSpec(WholeSpec):
         }
         # Which path trains (torch or compiled) is no hyperparameter: the run's tag says it.
         training.pop("compiled", None)
+        # The seeds of a batch name other runs (each its own seed), as a sweep's seeds do.
+        training["budget"].pop("seeds", None)
         # Specs without wrappers (and with the default clip-fraction rule) keep the hashes
         # they had before those fields existed.
         training["env"] = {k: v for k, v in training["env"].items() if k != "wrappers" or v}

@@ -157,6 +157,17 @@ def inconsistencies(spec: ExperimentSpec) -> list[SpecIssue]:
                 fix="raise rollout.n_steps or env.n_envs.",
             )
         )
+    if spec.budget.seeds is not None and (spec.sweep is not None or spec.tune is not None):
+        search = "sweep" if spec.sweep is not None else "tune"
+        issues.append(
+            SpecIssue(
+                path="budget.seeds",
+                value=spec.budget.seeds,
+                message=f"a batch of seeds beside {search}: the {search} chooses its runs' seeds.",
+                fix="remove budget.seeds; a sweep takes its seeds from sweep.seeds, a study "
+                "from tune (seeds_min, seeds_max, verify.seeds).",
+            )
+        )
     # A2C has no minibatches (update.minibatch_size is refused for it unless left default).
     if spec.algorithm in PPO_ALGORITHMS and spec.update.minibatch_size > spec.batch_size:
         issues.append(

@@ -149,10 +149,6 @@ class SeedsResult:
     failures: dict[int, str]
 
 
-def _seed_spec(spec: ExperimentSpec, seed: int) -> ExperimentSpec:
-    return spec.model_copy(update={"budget": spec.budget.model_copy(update={"seed": seed})})
-
-
 def _open(
     spec: ExperimentSpec,
     seed: int,
@@ -161,7 +157,7 @@ def _open(
     alongside: bool,
 ) -> _Seed:
     """Seed `seed`'s model, run and session; `alongside`: the batch's earlier runs are open."""
-    seed_spec = _seed_spec(spec, seed)
+    seed_spec = spec.with_seed(seed)
     model = build_model(seed_spec, build_train_env(seed_spec))
     tags = {**options["tags"], tag.TRAINING_PATH: "compiled"}
     tracker = RemoteRun.open(
