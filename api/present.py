@@ -26,6 +26,7 @@ from ppo_platform.public import (
 
 RESULTS: dict[str, type[RunResultPublic | SweepResultPublic | TuneResultPublic]] = {
     "run": RunResultPublic,
+    "seeds": SweepResultPublic,
     "sweep": SweepResultPublic,
     "tune": TuneResultPublic,
 }

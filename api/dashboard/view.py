@@ -8,7 +8,7 @@ from typing import Any
 from ppo_platform.jobs import Experiment
 
 STATUSES = ("queued", "running", "succeeded", "failed", "cancelled")
-KINDS = ("run", "sweep", "tune")
+KINDS = ("run", "seeds", "sweep", "tune")
 # (done, total) counters of a run, a sweep and a study.
 PROGRESS_PAIRS = (
     ("timesteps", "total_timesteps"),
@@ -34,10 +34,14 @@ def headline(job: Any) -> str:
     if job.kind == "tune":
         best = result.get("best_value", progress.get("best_value"))
         return "-" if best is None else f"best {best:.4g}"
-    if job.kind == "sweep":
+    if job.kind in ("sweep", "seeds"):
         runs = result.get("runs") or []
         finals = [r["final_eval_mean"] for r in runs if r.get("final_eval_mean") is not None]
-        return f"best run {max(finals):.4g}" if finals else "-"
+        if not finals:
+            return "-"
+        if job.kind == "seeds":  # one config: the seeds' spread, not a best one
+            return f"mean {sum(finals) / len(finals):.4g} over {len(finals)} seeds"
+        return f"best run {max(finals):.4g}"
     final = result.get("final_eval_mean")
     if final is not None:
         spread = result.get("final_eval_std")

@@ -24,7 +24,12 @@ from ppo_platform.cli.lm_commands import register as register_lm_commands
 from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.cli.plan_command import register as register_plan_command
-from ppo_platform.cli.seeds_command import SeedsOption, run_seeds_command, seeds_to_train
+from ppo_platform.cli.seeds_command import (
+    SeedsOption,
+    resume_seeds_command,
+    run_seeds_command,
+    seeds_to_train,
+)
 from ppo_platform.cli.service_commands import register as register_service_commands
 from ppo_platform.errors import (
     EXIT_BAD_INPUT as EXIT_BAD_INPUT,  # re-exported with EXIT_OK: tests compare exit codes
@@ -101,7 +106,11 @@ def run(
     ] = None,
     overrides: Overrides = None,
     resume: Annotated[
-        str | None, typer.Option(help="MLflow run id to continue from its last checkpoint.")
+        str | None,
+        typer.Option(
+            help="MLflow run id to continue from its last checkpoint (a batch's parent run: "
+            "each of its unfinished seeds)."
+        ),
     ] = None,
     quiet: Annotated[bool, typer.Option(help="Only print the final summary.")] = False,
     env_package: EnvPackages = None,
@@ -140,12 +149,17 @@ def run(
     tracing.mark("cli: tracking process spawned")
     from ppo_platform.training.progress import make_reporter
     from ppo_platform.training.runner import resume_run
+    from ppo_platform.workloads.seeds import is_batch
 
     tracing.mark("cli: runner imported (torch, SB3)")
 
     reporter = make_reporter(quiet=quiet)
     lifecycle.start_guard(reap=False)
     try:
+        if resume is not None and is_batch(resume):
+            reporter.close()
+            lifecycle.note_reaped(reaped())
+            return resume_seeds_command(resume)
         if resume is not None:
             result = resume_run(resume, on_progress=reporter)
         else:

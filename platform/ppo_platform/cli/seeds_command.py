@@ -43,17 +43,29 @@ def seeds_to_train(experiment: Any, text: str | None) -> list[int] | None:
 
 
 def run_seeds_command(experiment: ExperimentSpec, seeds: list[int]) -> None:
-    """Every seed a run under one parent; exit 1 if one failed."""
+    """Every seed a run under one parent; exit 1 if a seed failed or was stopped."""
     from ppo_platform.workloads.seeds import run_many
 
+    batch(lambda: run_many(experiment, seeds))
+
+
+def resume_seeds_command(parent_run_id: str) -> None:
+    """`run --resume PARENT` of a batch: its unfinished seeds, from their checkpoints."""
+    from ppo_platform.workloads.seeds import resume_many
+
+    batch(lambda: resume_many(parent_run_id))
+
+
+def batch(train: Any) -> None:
+    """Train a batch (`train()` gives its SeedsOutcome), print its summary, exit as it ended."""
     try:
         lifecycle.start_guard(reap=False)
-        outcome = run_many(experiment, seeds)
+        outcome = train()
     except PlatformError as error:
         fail(error)
     except KeyboardInterrupt as error:
         lifecycle.interrupted(error, "checkpoints saved, the seeds' runs marked KILLED.")
     typer.echo(outcome.summary())
     lifecycle.all_durable()
-    if outcome.failures or any(r.status != "FINISHED" for r in outcome.results.values()):
+    if outcome.status != "FINISHED":
         raise typer.Exit(EXIT_FAILED)

@@ -1,7 +1,7 @@
 """Machine-wide memory admission: the dispatcher starts a job only if the estimated memory of
 every running job plus its own fits the memory budget, so two jobs that each fit cannot
 together take the machine. The estimate is validation's (`spec/resources.py`), per run, times
-the runs a job trains at once (a sweep's parallel members)."""
+the runs a job trains at once (a sweep's parallel members, a compiled batch's seeds)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
 from ppo_platform.spec.lm_inputs import lm_run_memory
 from ppo_platform.spec.resources import budgets, estimate, known_observation_size
+from ppo_platform.training.compiled_path import training_path
 
 
 def job_memory(spec_data: dict[str, Any], kind: str, settings: Settings | None = None) -> int:
@@ -29,6 +30,8 @@ def job_memory(spec_data: dict[str, Any], kind: str, settings: Settings | None =
         points = math.prod(len(values) for values in sweep.grid.values())
         members = points * max(1, len(sweep.variants)) * len(sweep.seeds)
         return per_run * max(1, min(members, default_workers()))
+    if kind == "seeds" and training_path(spec)["training_path"] == "compiled":
+        return per_run * len(spec.budget.seeds or [None])  # every seed's envs and model at once
     return per_run
 
 

@@ -40,12 +40,12 @@ _WRAPPERS: TypeAdapter[list[Any]] = TypeAdapter(list[WrapperSpec])
 
 
 def kind_of(spec: ExperimentSpec) -> str:
-    """run, sweep or tune: what the spec asks for follows from its sections."""
+    """run, seeds, sweep or tune: what the spec asks for follows from its sections."""
     if spec.tune is not None:
         return "tune"
     if spec.sweep is not None:
         return "sweep"
-    return "run"
+    return "run" if spec.budget.seeds is None else "seeds"
 
 
 @lru_cache(maxsize=256)
@@ -208,7 +208,7 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
         steps = study_env_steps(spec)
         check_sampled_envs(spec, source)
         return steps
-    return trained_steps(spec)
+    return trained_steps(spec) * len(spec.budget.seeds or [None])  # a batch: every seed
 
 
 def prepare_submission(text: str, max_env_steps: int, source: str = "request") -> Submission:

@@ -24,7 +24,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
 Status = Literal["queued", "running", "succeeded", "failed", "cancelled"]
-Kind = Literal["run", "sweep", "tune"]
+Kind = Literal["run", "seeds", "sweep", "tune"]
 TERMINAL: frozenset[str] = frozenset({"succeeded", "failed", "cancelled"})
 # `member`: a sweep member ended (its run id, status, score; the sweep's runs_done/total);
 # `trial`: a study's trial ended (its number, state, value and run id);

@@ -11,6 +11,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ppo_platform.jobs.store import JobStore
@@ -47,7 +48,16 @@ class EventWriter:
             self.store.update(
                 self.job_id, mlflow_run_id=event.run_id, mlflow_run_ids=[event.run_id], **resolved
             )
-        elif event.kind == "update":
+        else:
+            self.training_event(event, progress)
+
+    def training_event(
+        self, event: ProgressEvent, progress: dict[str, int], more: dict[str, Any] | None = None
+    ) -> None:
+        """An update (throttled), evaluation or alert of a run, at `progress`; `more`: fields
+        the event's data carries besides (a batch's seed)."""
+        more = more or {}
+        if event.kind == "update":
             now = time.monotonic()
             if now - self._last_update < UPDATE_EVERY_SECONDS:
                 return
@@ -64,17 +74,22 @@ class EventWriter:
             self.store.append_event(
                 self.job_id,
                 "progress",
-                {**progress, **diagnostics},
+                {**progress, **diagnostics, **more},
                 progress=progress,
                 diagnostics=diagnostics,
             )
         elif event.kind == "eval":
             # At the evaluated step (an asynchronous one's snapshot): the job's progress is
             # moved by the updates, never back by a late evaluation.
-            data = {**progress, "eval_mean": finite(event.eval_mean)}
+            data = {**progress, "eval_mean": finite(event.eval_mean), **more}
             self.store.append_event(self.job_id, "eval", data)
         elif event.kind == "alert":
-            self.store.append_event(self.job_id, "alert", {**progress, "message": event.message})
+            data = {**progress, "message": event.message, **more}
+            self.store.append_event(self.job_id, "alert", data)
+
+    def seeds(self, count: int, per_seed: int) -> SeedsProgress:
+        """The events of a batch of `count` seeds of `per_seed` env steps each."""
+        return SeedsProgress(self, count, per_seed)
 
     def sweep_event(self, event: SweepEvent) -> None:
         """A sweep's event: the parent run id and member outcomes are taken from its fields;
@@ -137,6 +152,37 @@ class EventWriter:
             self.store.append_event(self.job_id, "verify", verify_data(event))
         else:  # any other study event: its text, for people
             self.store.append_event(self.job_id, "log", {"message": event.describe()})
+
+
+class SeedsProgress:
+    """A batch of seeds' events (`run_many`'s `progress_for`): each seed's run joins the job's
+    runs as it starts (the job's own run is the batch's parent, set by `parent`); progress is
+    the env steps of every seed together; events name their seed."""
+
+    def __init__(self, writer: EventWriter, count: int, per_seed: int) -> None:
+        self.writer, self.total = writer, count * per_seed
+        self.steps: dict[int, int] = {}
+        self.runs: list[str] = []
+        self.parent_run_id = ""
+
+    def parent(self, run_id: str) -> None:
+        self.parent_run_id = run_id
+        self.writer.store.update(self.writer.job_id, mlflow_run_id=run_id, mlflow_run_ids=[])
+
+    def progress(self) -> dict[str, int]:
+        return {"timesteps": sum(self.steps.values()), "total_timesteps": self.total}
+
+    def __call__(self, seed: int) -> Callable[[ProgressEvent], None]:
+        def report(event: ProgressEvent) -> None:
+            self.steps[seed] = max(self.steps.get(seed, 0), event.timesteps)
+            progress = self.progress()
+            if event.kind == "started":
+                self.runs.append(event.run_id)
+                self.writer.store.update(self.writer.job_id, mlflow_run_ids=list(self.runs))
+            else:
+                self.writer.training_event(event, progress, {"seed": seed})
+
+        return report
 
 
 def _number(value: float | None) -> float | None:

@@ -95,6 +95,8 @@ def _run_kind(
             return _tune(store, job.id, spec)
         if job.kind == "sweep" and isinstance(spec, ExperimentSpec):
             return _sweep(spec, writer)
+        if job.kind == "seeds" and isinstance(spec, ExperimentSpec):
+            return _seeds(job, spec, writer, watcher)
         return _run(job, spec, writer, watcher)
     except KeyboardInterrupt:
         return "cancelled", None, None
@@ -150,6 +152,66 @@ def _finished(
     if result.outcome == "cancelled":
         return "cancelled", None, summary
     return "failed", result.message, summary
+
+
+def _seeds(
+    job: Any, spec: ExperimentSpec, writer: EventWriter, watcher: Watcher
+) -> tuple[str, str | None, dict[str, Any]]:
+    """A batch of seeds (budget.seeds), each a run under one parent; a job interrupted before
+    it ended continues the same batch (`resume_many`: each unfinished seed from its last
+    checkpoint), one that started no seed's run starts over."""
+    from ppo_platform.spec.rules import trained_steps
+    from ppo_platform.tracking.tags import JOB_ID, JOB_OWNER
+    from ppo_platform.workloads.seeds import resume_many, run_many
+
+    assert spec.budget.seeds is not None
+    progress = writer.seeds(len(spec.budget.seeds), trained_steps(spec))
+    outcome = None
+    if job.mlflow_run_id:
+        try:
+            outcome = resume_many(job.mlflow_run_id, progress_for=progress, cancel=watcher.cancel)
+        except RunNotFoundError as error:
+            writer.store.append_event(job.id, "log", {"message": f"starting over: {error}"})
+    if outcome is None:
+        outcome = run_many(
+            spec,
+            spec.budget.seeds,
+            on_parent=progress.parent,
+            progress_for=progress,
+            cancel=watcher.cancel,
+            tags={JOB_ID: job.id, JOB_OWNER: job.owner},
+        )
+    summary = _batch_summary(spec.name, outcome)
+    writer.store.update(
+        job.id,
+        mlflow_run_id=outcome.parent_run_id,
+        mlflow_run_ids=[r["run_id"] for r in summary["runs"] if r["run_id"]],
+        progress=progress.progress(),
+    )
+    if outcome.failures:
+        why = f"{len(outcome.failures)} of {len(spec.budget.seeds)} seeds failed"
+        return "failed", why, summary
+    return ("cancelled" if outcome.status == "KILLED" else "succeeded"), None, summary
+
+
+def _batch_summary(name: str, outcome: Any) -> dict[str, Any]:
+    """A batch's result as a sweep's: its parent run and each seed's run."""
+    runs = [
+        {
+            "name": f"{name}-s{seed}",
+            "status": result.outcome,
+            "run_id": result.run_id,
+            "final_eval_mean": result.final_eval_mean,
+            "error": None,
+        }
+        for seed, result in outcome.results.items()
+    ]
+    runs += [
+        {"name": f"{name}-s{seed}", "status": "failed", "run_id": None, "final_eval_mean": None}
+        | {"error": why}
+        for seed, why in outcome.failures.items()
+    ]
+    return {"parent_run_id": outcome.parent_run_id, "runs": runs, "failed": len(outcome.failures)}
 
 
 def _sweep(spec: ExperimentSpec, writer: EventWriter) -> tuple[str, str | None, dict[str, Any]]:

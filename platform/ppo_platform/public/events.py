@@ -16,20 +16,25 @@ from ppo_platform.public.experiments import (
     UtcDateTime,
 )
 
+SEED_FIELD = Field(None, description="A batch of seeds: the seed whose run this is about.")
+
 
 class TrainingUpdate(Diagnostics):
     """A run's progress after a PPO update, with the update's health signals."""
 
     timesteps: int = Field(ge=0)
     total_timesteps: int = Field(ge=0)
+    seed: int | None = SEED_FIELD
 
 
 class EvaluationData(RunProgress):
     eval_mean: float | None = Field(description="Mean evaluation return (null if not finite).")
+    seed: int | None = SEED_FIELD
 
 
 class AlertData(RunProgress):
     message: str = Field(description="What the diagnostics monitor saw, and what to do.")
+    seed: int | None = SEED_FIELD
 
 
 class StatusData(BaseModel):

@@ -55,9 +55,11 @@ class ExperimentStatus(str, Enum):
 
 
 class ExperimentKind(str, Enum):
-    """What the spec asks for, from its sections: one run, a sweep or a tuning study."""
+    """What the spec asks for, from its sections: one run, a batch of seeds (budget.seeds), a
+    sweep or a tuning study."""
 
     RUN = "run"
+    SEEDS = "seeds"
     SWEEP = "sweep"
     TUNE = "tune"
 
@@ -68,7 +70,8 @@ TERMINAL_STATUSES = frozenset(
 
 
 class RunProgress(BaseModel):
-    """A run (and a study before its first trial): env steps trained so far."""
+    """A run (and a study before its first trial): env steps trained so far; a batch of seeds:
+    the env steps of all its seeds together."""
 
     timesteps: int = Field(ge=0)
     total_timesteps: int = Field(ge=0)
@@ -136,7 +139,7 @@ class SweepRunResult(BaseModel):
 
 
 class SweepResultPublic(BaseModel):
-    """How a sweep ended: its parent MLflow run and every member."""
+    """How a sweep (or a batch of seeds) ended: its parent MLflow run and every member."""
 
     parent_run_id: str | None
     runs: list[SweepRunResult]

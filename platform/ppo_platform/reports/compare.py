@@ -92,10 +92,12 @@ def group_name(run: dict[str, Any], by: str, several_sources: bool) -> str | Non
 
 
 def _latest_attempts(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One run per sweep member (its FINISHED run if any, else its latest); others as they are."""
-    best: dict[str, dict[str, Any]] = {}
+    """One run per sweep member (its FINISHED run if any, else its latest); others as they are.
+    A member is its key within its source: two sweeps of one grid keep their own members."""
+    best: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
-        key = run["tags"].get(tag.SWEEP_KEY) or run["run_id"]
+        member = run["tags"].get(tag.SWEEP_KEY)
+        key = (run["source"]["run_id"], member) if member else ("", run["run_id"])
         rank = (run["status"] == "FINISHED", run["start_time"] or 0)
         held = best.get(key)
         if held is None or rank > (held["status"] == "FINISHED", held["start_time"] or 0):

@@ -47,9 +47,9 @@ def stored_metric_keys(tracking_uri: str, run_id: str) -> list[str]:
 
 
 def sweep_runs(client: MlflowClient, parent_run_id: str, keys: Iterable[str]) -> dict[str, Any]:
-    """A sweep's parent (tags) and its child runs: id, status, start time, tags, params, latest
-    metrics and the histories of `keys` (last value per step). RunNotFoundError if the id is
-    no sweep's parent run."""
+    """A sweep's (or a batch of seeds') parent (tags) and its child runs: id, status, start
+    time, tags, params, latest metrics and the histories of `keys` (last value per step).
+    RunNotFoundError if the id is no such parent run."""
     from mlflow.exceptions import MlflowException
 
     try:
@@ -59,9 +59,10 @@ def sweep_runs(client: MlflowClient, parent_run_id: str, keys: Iterable[str]) ->
             f"no MLflow run {parent_run_id!r}: give the parent run id that "
             "`ppo-platform sweep` printed."
         ) from error
-    if parent.data.tags.get(tag.KIND) != "sweep":
+    if parent.data.tags.get(tag.KIND) not in ("sweep", "seeds"):
         raise RunNotFoundError(
-            f"run {parent_run_id} is not a sweep's parent run (tag {tag.KIND} is not 'sweep')."
+            f"run {parent_run_id} is not the parent run of a sweep or of a batch of seeds "
+            f"(tag {tag.KIND} is neither 'sweep' nor 'seeds')."
         )
     keys = list(keys)
     children = [

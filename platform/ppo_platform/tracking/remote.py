@@ -91,6 +91,19 @@ def run_tags(
     return run_tags
 
 
+def member_tags(
+    spec: ExperimentSpec, seed: int, tags: dict[str, str] | None = None
+) -> dict[str, str]:
+    """`tags` and those of seed `seed`'s run in a batch of `spec`'s seeds: its name, its seed
+    and its member key (a resumed batch's second attempt at a seed replaces the first)."""
+    return {
+        **(tags or {}),
+        tag.RUN_NAME: f"{spec.name}-s{seed}",
+        tag.SEED: str(seed),
+        tag.SWEEP_KEY: f"seed-{seed}",
+    }
+
+
 def start_reaping() -> Callable[[], list[str]]:
     """Start this process's tracking process and have it mark the runs of this home left
     RUNNING by a gone process KILLED, first; call the result for their ids (waits)."""

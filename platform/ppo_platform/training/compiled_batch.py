@@ -34,6 +34,7 @@ from ppo_platform.spec.experiment import ExperimentSpec, Schedule
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import (
     RemoteRun,
+    member_tags,
     runs_closed_on_interrupt,
     shared_tracking_process,
 )
@@ -159,7 +160,7 @@ def _open(
     """Seed `seed`'s model, run and session; `alongside`: the batch's earlier runs are open."""
     seed_spec = spec.with_seed(seed)
     model = build_model(seed_spec, build_train_env(seed_spec))
-    tags = {**options["tags"], tag.TRAINING_PATH: "compiled"}
+    tags = {**member_tags(spec, seed, options["tags"]), tag.TRAINING_PATH: "compiled"}
     tracker = RemoteRun.open(
         options["process"],
         options["settings"],
@@ -169,8 +170,9 @@ def _open(
         alongside=alongside,
     )
     stack.enter_context(tracker)
+    on_progress = options["progress_for"](seed)
     session = TrainingSession(
-        seed_spec, tracker, options["on_progress"], options["cancel"], None, options["defer_plot"]
+        seed_spec, tracker, on_progress, options["cancel"], None, options["defer_plot"]
     )
     session.path = {
         "training_path": "compiled",
@@ -194,9 +196,11 @@ def run_seeds(
     parent_run_id: str | None = None,
     tags: dict[str, str] | None = None,
     defer_plot: bool = False,
+    progress_for: Callable[[int], Callable[[ProgressEvent], None] | None] | None = None,
 ) -> SeedsResult:
     """Train `seeds` of `spec` together on the compiled path, one MLflow run each (under
-    `parent_run_id`). A seed that diverges closes FAILED with why; the others go on. Ctrl-C
+    `parent_run_id`; `progress_for(seed)`: that seed's `on_progress`, else `on_progress`
+    hears every seed). A seed that diverges closes FAILED with why; the others go on. Ctrl-C
     and SIGTERM checkpoint every seed and close its run KILLED, as for one run."""
     process = shared_tracking_process()
     settings = settings or get_settings()
@@ -207,7 +211,7 @@ def run_seeds(
         "settings": settings,
         "parent": parent_run_id,
         "tags": tags or {},
-        "on_progress": on_progress,
+        "progress_for": progress_for or (lambda seed: on_progress),
         "cancel": cancel,
         "defer_plot": defer_plot,
     }
