@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -99,6 +99,34 @@ def schema() -> None:
     typer.echo(json.dumps(spec_json_schema(), indent=2))
 
 
+def _load_for_run(
+    spec: Path | None, overrides: list[str], seeds: str | None, resume: str | None
+) -> tuple[Any, list[int] | None]:
+    """`run`'s arguments checked (exit 2 naming what is wrong): the spec loaded (None with
+    --resume) and the seeds it trains as a batch (None: one run)."""
+    if seeds is not None and (spec is None or resume is not None):
+        bad_option(
+            "--seeds",
+            seeds,
+            "trains a SPEC's seeds; it does not resume a run.",
+            "e.g. `ppo-platform run specs/cartpole.yaml --seeds 0-15`.",
+        )
+    if (spec is None) == (resume is None):
+        bad_option(
+            "SPEC/--resume",
+            None,
+            "give a SPEC to train or --resume RUN_ID (exactly one).",
+            "e.g. `ppo-platform run specs/cartpole.yaml` or `ppo-platform run --resume <run id>`.",
+        )
+    if spec is None:
+        return None, None
+    try:
+        experiment = load_experiment(spec, overrides, check_env=False)
+        return experiment, seeds_to_train(experiment, seeds)
+    except PlatformError as error:
+        fail(error)
+
+
 @app.command()
 def run(
     spec: Annotated[
@@ -117,29 +145,9 @@ def run(
     seeds: SeedsOption = None,
 ) -> None:
     """Train a spec (or resume a run) and log it to MLflow."""
-    if seeds is not None and (spec is None or resume is not None):
-        bad_option(
-            "--seeds",
-            seeds,
-            "trains a SPEC's seeds; it does not resume a run.",
-            "e.g. `ppo-platform run specs/cartpole.yaml --seeds 0-15`.",
-        )
-    if (spec is None) == (resume is None):
-        bad_option(
-            "SPEC/--resume",
-            None,
-            "give a SPEC to train or --resume RUN_ID (exactly one).",
-            "e.g. `ppo-platform run specs/cartpole.yaml` or `ppo-platform run --resume <run id>`.",
-        )
-    experiment = None
-    if spec is not None:
-        try:
-            experiment = load_experiment(spec, overrides or [], check_env=False)
-            batch = seeds_to_train(experiment, seeds)
-        except PlatformError as error:
-            fail(error)
-        if batch is not None:
-            return run_seeds_command(experiment, batch)
+    experiment, batch = _load_for_run(spec, overrides or [], seeds, resume)
+    if batch is not None:
+        return run_seeds_command(experiment, batch)
     from ppo_platform.tracking.remote import start_reaping
 
     tracing.mark("cli: run command")
