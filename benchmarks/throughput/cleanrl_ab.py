@@ -8,6 +8,7 @@ machine, versions, commit and the final returns go into benchmarks/results/clean
 
     python -m benchmarks.throughput.cleanrl_ab          # CartPole, throughput, HalfCheetah
     python -m benchmarks.throughput.cleanrl_ab --rows cartpole --pairs 2 --steps 20000 --out quick
+    python -m benchmarks.throughput.cleanrl_ab --rows throughput_compiled --out cleanrl_ab_compiled
     python -m benchmarks.throughput.cleanrl_ab --rows atari --pairs 2 --out /tmp/atari  # EnvPool
 
 CleanRL's scripts are copied from a CleanRL git checkout into benchmarks/.cleanrl/ (never
@@ -186,6 +187,27 @@ def rows(steps: int | None) -> dict[str, Row]:
             THROUGHPUT_FLAGS,
             steps or 1_000_000,
             f"{CLIP_SCHEDULE}; {VALUE_LOSS}",
+        ),
+        "throughput_compiled": Row(
+            "throughput_compiled",
+            "CartPole-v1, 64 envs x 32 steps, K 4, 4 minibatches, compiled path",
+            "specs/cartpole.yaml",
+            [*EVAL_OFF, *THROUGHPUT_SETS, "compiled=on"],
+            "ppo.py",
+            THROUGHPUT_FLAGS,
+            steps or 1_000_000,
+            f"{CLIP_SCHEDULE}; {VALUE_LOSS}; the platform trains on its compiled path (JAX "
+            "program over its JAX CartPole port, one XLA thread, compilation included)",
+        ),
+        "cartpole_compiled": Row(
+            "cartpole_compiled",
+            "CartPole-v1, specs/cartpole.yaml's hyperparameters, evaluation off, compiled path",
+            "specs/cartpole.yaml",
+            [*EVAL_OFF, "compiled=on"],
+            "ppo.py",
+            CARTPOLE_FLAGS,
+            steps or 100_000,
+            f"{CLIP_SCHEDULE}; {VALUE_LOSS}; the platform trains on its compiled path",
         ),
         "atari": Row(
             "atari",

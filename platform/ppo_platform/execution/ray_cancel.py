@@ -57,6 +57,12 @@ class CancelWatch:
     """Inside a task: SIGINT raises KeyboardInterrupt (Ray workers ignore it) and SIGTERM
     raises Terminated while the task runs; a thread turns the raised flag into a SIGINT to
     this process's main thread. Handlers are restored when the task ends (workers are reused).
+
+    One cancel arrives twice: the executor raises the flag and calls `ray.cancel`, whose
+    `kill_main_task` interrupts the main thread too (`_thread.interrupt_main`, i.e. this
+    SIGINT handler). Only the first SIGINT raises: a second one raised while the task closes
+    its run (the checkpoint, the tracking process's answer) would cut the close short and
+    leave the run RUNNING in a worker that lives on. Later ones are counted, not raised.
     """
 
     def __init__(self, name: str | None) -> None:
@@ -66,13 +72,16 @@ class CancelWatch:
         self._saved: list[tuple[int, Any]] = []
         self._mask: set[int | signal.Signals] | None = None
         self._main = threading.main_thread().ident
+        self.interrupted = threading.Event()  # the first SIGINT of this task was raised
+        self.held = 0  # SIGINTs after the first, not raised
         self._thread = threading.Thread(target=self._loop, name="ray-cancel", daemon=True)
 
     def __enter__(self) -> CancelWatch:
         if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
+            handlers = {signal.SIGINT: self._interrupt_once, signal.SIGTERM: raise_interrupt}
+            for signum, handler in handlers.items():
                 self._saved.append((signum, signal.getsignal(signum)))
-                signal.signal(signum, raise_interrupt)
+                signal.signal(signum, handler)
             # Ray's worker also blocks SIGINT in its main thread.
             self._mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
         if self.name is not None:
@@ -86,10 +95,19 @@ class CancelWatch:
         for signum, handler in self._saved:
             signal.signal(signum, handler)
 
+    def _interrupt_once(self, signum: int, frame: Any) -> None:
+        if self.interrupted.is_set():
+            self.held += 1
+            log.info("a further interrupt of a task already stopping: held (%d)", self.held)
+            return
+        self.interrupted.set()
+        raise_interrupt(signum, frame)
+
     def _loop(self) -> None:
         while not self._stop.wait(POLL_SECONDS):
             if self.name is not None and flag_raised(self.name):
                 self.fired = True
-                if not self._stop.is_set() and self._main is not None:
+                stopping = self.interrupted.is_set()  # Ray's own cancel came first
+                if not (stopping or self._stop.is_set()) and self._main is not None:
                     signal.pthread_kill(self._main, signal.SIGINT)  # wakes a sleep, too
                 return
