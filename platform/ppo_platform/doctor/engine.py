@@ -60,7 +60,14 @@ EXPLAINS: dict[CauseId, tuple[CauseId, ...]] = {
     "reward_scale": ("critic_not_learning", "step_too_small"),
     "observation_scale": ("critic_not_learning",),
     "step_too_small": ("critic_not_learning", "horizon_too_short", "rollout_too_short"),
-    "step_too_large": ("entropy_collapse", "std_collapse", "critic_not_learning"),
+    # A step too large explains what follows it: the spread collapsed, the critic's targets
+    # moved, the return went flat (the first-update collapse looks like no reward signal).
+    "step_too_large": (
+        "entropy_collapse",
+        "std_collapse",
+        "critic_not_learning",
+        "no_reward_signal",
+    ),
     "no_reward_signal": ("critic_not_learning", "step_too_small", "entropy_collapse"),
     "horizon_too_short": ("rollout_too_short",),
     # Exploration seen to stop explains a stalled return better than a guess from the spec.

@@ -47,7 +47,7 @@ def step_too_large(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     points = view.points("kl")
     high = sustained_above(view, "kl", limits.kl_alert, limits.large_share, at_least=3)
     if high is None:
-        return None
+        return one_step_too_large(view, facts, limits)
     share = len(high) / len(points)
     ordered = sorted(x for _, x in points)
     upper = ordered[(3 * len(ordered)) // 4]
@@ -80,6 +80,62 @@ def step_too_large(view: View, facts: RunFacts, limits: Limits) -> Verdict:
         f"each update moves the policy too far (KL ~{upper:.3g}, healthy 0-"
         f"{limits.kl_healthy_max}): divide the learning rate by ~{factor:.3g}"
         + (" and lower K" if "update.epochs" in patch else ""),
+        patch,
+    )
+
+
+def one_step_too_large(view: View, facts: RunFacts, limits: Limits) -> Verdict:
+    """An event, not a trend: one update whose KL or clip fraction is far past its alarm
+    (`kl_event_factor`, `clip_fraction_event`), after which the policy's spread (entropy, or a
+    Gaussian's std) collapses and stays collapsed. One such update never sustains, so the
+    trend rule above cannot see it."""
+    kl, clip = dict(view.points("kl")), dict(view.points("clip_fraction"))
+    far = limits.kl_event_factor * limits.kl_alert
+    events = [
+        s for s in sorted(kl) if kl[s] >= far or clip.get(s, 0.0) >= limits.clip_fraction_event
+    ]
+    # A Gaussian's entropy has no floor at 0: its std says whether it collapsed.
+    spread = "std" if facts.continuous or view.has("std") else "entropy"
+    points = view.points(spread)
+    if not events or len(points) < 2:
+        return None
+    step = events[0]
+    before = [x for s, x in points if s < step] or [points[0][1]]
+    after = [x for s, x in points if s > step]
+    floor = limits.entropy_collapse_share * before[0] if spread == "entropy" else limits.std_min
+    if not after or median(after) >= floor or before[0] <= floor:
+        return None
+    factor = min(limits.max_lr_factor, max(2.0, math.sqrt(kl[step] / limits.kl_aim)))
+    found = [
+        evidence(
+            view.label("kl"),
+            significant(kl[step]),
+            threshold=far,
+            updates=1,
+            from_step=step,
+            note=f"one update at {kl[step] / limits.kl_alert:.3g}x the KL alert",
+        ),
+        evidence(
+            view.label(spread),
+            significant(median(after)),
+            threshold=significant(floor),
+            from_step=step,
+            note=f"median {spread} after that update (before it: {significant(before[0])})",
+        ),
+    ]
+    if step in clip:
+        found.insert(1, evidence(view.label("clip_fraction"), significant(clip[step])))
+    patch: dict[str, Scalar] = {}
+    if facts.learning_rate is not None:
+        patch["update.learning_rate.start"] = significant(facts.learning_rate / factor)
+    return Finding(
+        "step_too_large",
+        0.9,
+        step,
+        found,
+        f"one update moved the policy so far (KL {kl[step]:.3g}, healthy 0-"
+        f"{limits.kl_healthy_max}) that its {spread} collapsed and it stopped learning: divide "
+        f"the learning rate by ~{factor:.3g}",
         patch,
     )
 

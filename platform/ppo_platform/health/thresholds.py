@@ -93,6 +93,14 @@ class Limits:
     lm_kl_reference: float = 1.0  # ... or, with a fixed beta (no target), this many nats
     lm_length_collapse_share: float = 0.25  # responses shorter than this share of the first
     max_lr_factor: float = 1000.0
+    # One update far past its alarm, then the entropy (or the std) collapses: a step too large
+    # that never sustains. "Far": the KL at 10 x kl_alert (1.0) or the clip fraction at 0.9.
+    # Known-good runs stay well below both: over 120 CartPole-v1 and Acrobot-v1 runs (both
+    # training paths, 20k env steps, docs/guides/diagnostics.md) the largest single-update KL
+    # was 0.072 and the largest clip fraction 0.55; the first-update collapse the issue saw
+    # had KL ~16 and clip fraction 0.96.
+    kl_event_factor: float = 10.0
+    clip_fraction_event: float = 0.9
 
 
 LIMITS = Limits()

@@ -258,3 +258,45 @@ def test_missing_signals_are_listed_as_not_judged() -> None:
     assert diagnosis.causes == []
     not_judged = {n.cause for n in diagnosis.not_judged}
     assert {"observations_not_finite", "observation_scale", "horizon_too_short"} <= not_judged
+
+
+def _first_update_collapse(s, kl: float = 16.0, clip: float = 0.96):  # type: ignore[no-untyped-def]
+    """The issue's class: the first update's KL ~16 (clip fraction 0.96), then entropy 0, KL 0
+    and a flat return for the rest of the run."""
+    curve(lambda i: kl if i == 0 else 0.0, "train/approx_kl_post", s)
+    curve(lambda i: clip if i == 0 else 0.0, "train/clip_fraction", s)
+    curve(lambda i: -0.69 if i == 0 else -1e-6, "train/entropy_loss", s)
+    flat_return(s)
+    return s
+
+
+def test_one_update_far_past_its_alarm_then_collapse_is_a_step_too_large() -> None:
+    diagnosis = diagnose(_first_update_collapse(healthy()), CARTPOLE)
+    found = diagnosis.causes[0]
+    assert found.cause == "step_too_large" and found.first_step == STEP
+    assert found.evidence[0]["metric"] == "train/approx_kl_post"
+    assert found.evidence[0]["value"] == 16.0 and found.evidence[0]["updates"] == 1
+    # sqrt(16 / 0.01) = 40: the learning rate 1e-3 divided by 40
+    assert found.patch == {"update.learning_rate.start": 2.5e-05}
+    # What the collapse explains is not named beside it.
+    assert {c.cause for c in diagnosis.causes}.isdisjoint(
+        {"no_reward_signal", "entropy_collapse", "critic_not_learning"}
+    )
+
+
+def test_the_event_needs_the_collapse_and_a_kl_far_past_the_alarm() -> None:
+    no_collapse = healthy()
+    curve(lambda i: 16.0 if i == 0 else 0.01, "train/approx_kl_post", no_collapse)
+    assert "step_too_large" not in causes(no_collapse)  # one spike the run recovered from
+    # 5x the alert, clip fraction 0.55 (the largest seen in known-good runs): no event
+    assert "step_too_large" not in causes(_first_update_collapse(healthy(), 0.5, 0.55))
+
+
+def test_a_continuous_run_collapses_through_its_std() -> None:
+    s = healthy(continuous=True)
+    curve(lambda i: 3.0 if i == 2 else 0.001, "train/approx_kl_post", s)
+    curve(lambda i: 1.0 if i <= 2 else 0.001, "train/std", s)
+    flat_return(s)
+    found = top(s, PENDULUM)
+    assert found.cause == "step_too_large" and found.first_step == 3 * STEP
+    assert found.evidence[-1]["metric"] == "train/std"
