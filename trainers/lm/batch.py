@@ -33,6 +33,8 @@ class RolloutBatch:
     responses: tuple[str, ...] = ()
     references: tuple[str | None, ...] = ()
     extra: dict[str, float] = field(default_factory=dict)
+    group_size: int = 1  # responses per prompt, in consecutive rows
+    critic: bool = True  # False: critic-free advantages; `values` are 0, nothing fits them
 
     @property
     def size(self) -> int:

@@ -20,7 +20,8 @@ def sequence_kl(batch: RolloutBatch, estimator: KLEstimator) -> Tensor:
 def rollout_metrics(
     batch: RolloutBatch, estimator: KLEstimator, beta: float, has_reference: bool = True
 ) -> dict[str, float]:
-    """lm/reward_mean, lm/kl_ref, lm/response_length (and `/<task>` each), critic fit."""
+    """lm/reward_mean, lm/kl_ref, lm/response_length (and `/<task>` each), critic fit (when
+    there is a critic)."""
     kl = sequence_kl(batch, estimator)
     lengths = batch.response_lengths.double()
     per_sequence = {
@@ -40,10 +41,12 @@ def rollout_metrics(
         rows = index == i
         for metric, values in per_sequence.items():
             metrics[f"{metric}/{name}"] = float(values[rows].mean())
-    mask = batch.action_mask
-    returns = batch.returns[mask]
-    metrics["train/explained_variance"] = float(explained_variance(batch.values[mask], returns))
-    std, rms = return_spread(returns)
-    metrics["train/returns_std"], metrics["train/returns_rms"] = float(std), float(rms)
+    if batch.critic:  # without one nothing predicts the returns: no fit to report
+        mask = batch.action_mask
+        returns = batch.returns[mask]
+        ev = explained_variance(batch.values[mask], returns)
+        metrics["train/explained_variance"] = float(ev)
+        std, rms = return_spread(returns)
+        metrics["train/returns_std"], metrics["train/returns_rms"] = float(std), float(rms)
     metrics.update(batch.extra)
     return metrics

@@ -60,6 +60,8 @@ class UpdateStatistics:
         weight = loss.weight.to(torch.float64)
         terms = {"policy": loss.policy.loss, "value": loss.value, "entropy": loss.entropy}
         for name, value in terms.items():
+            if value is None:  # no critic: no value loss to report (not a loss of 0)
+                continue
             self.weighted.setdefault(name, []).append(value.detach().double() * weight)
         self.weights.append(weight)
         with torch.no_grad():

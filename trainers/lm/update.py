@@ -58,7 +58,7 @@ class MinibatchLoss:
 
     total: Tensor
     policy: PolicyLossOutput
-    value: Tensor
+    value: Tensor | None  # None without a critic
     entropy: Tensor
     weight: Tensor  # valid tokens (token_mean) or sequences with tokens (sequence_mean)
 
@@ -89,6 +89,23 @@ def minibatch_loss(
         clip_epsilon=settings.clip_epsilon,
         reduction=settings.reduction,
     )
+    entropy = _masked_mean(terms.entropy, mask, settings.reduction)
+    value = None
+    if batch.critic:
+        value = _value_loss(terms, batch, index, settings)
+        total = policy.loss + settings.value_coef * value - settings.entropy_coef * entropy
+        value = value.detach()
+    else:  # no critic: nothing to fit
+        total = policy.loss - settings.entropy_coef * entropy
+    weight = mask.sum() if settings.reduction == "token_mean" else (mask.sum(1) > 0).sum()
+    return MinibatchLoss(total, policy, value, entropy.detach(), weight)
+
+
+def _value_loss(
+    terms: TokenTerms, batch: RolloutBatch, index: Tensor, settings: UpdateSettings
+) -> Tensor:
+    """0.5 * (V - R)^2 over the action tokens, pessimistically clipped around the old values."""
+    mask = batch.action_mask[index]
     returns, old_values = batch.returns[index], batch.values[index]
     value_error = (terms.values - returns) ** 2
     if settings.value_clip is not None:
@@ -96,11 +113,7 @@ def minibatch_loss(
             -settings.value_clip, settings.value_clip
         )
         value_error = torch.maximum(value_error, (clipped - returns) ** 2)
-    value = 0.5 * _masked_mean(value_error, mask, settings.reduction)
-    entropy = _masked_mean(terms.entropy, mask, settings.reduction)
-    total = policy.loss + settings.value_coef * value - settings.entropy_coef * entropy
-    weight = mask.sum() if settings.reduction == "token_mean" else (mask.sum(1) > 0).sum()
-    return MinibatchLoss(total, policy, value.detach(), entropy.detach(), weight)
+    return 0.5 * _masked_mean(value_error, mask, settings.reduction)
 
 
 def shuffled_minibatches(

@@ -102,6 +102,30 @@ class LMKLSpec(StrictModel):
     )
 
 
+class LMAdvantageSpec(AdvantageSpec):
+    """How a rollout's scores become advantages: GAE against a value head, or a critic-free
+    baseline from the other responses to the same prompt."""
+
+    estimator: Literal["gae", "grpo", "rloo"] = Field(
+        "gae",
+        description="`gae`: GAE(lambda) against a value head (the critic); `grpo`: the group's "
+        "mean (and std) over `group_size` responses to one prompt; `rloo`: the mean of the "
+        "other responses (leave-one-out). `grpo` and `rloo` build no value head.",
+    )
+    group_size: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="Responses sampled per prompt (`grpo` and `rloo` need at least 2; 1 keeps "
+        "one response per prompt for `gae`).",
+    )
+    scale_by_std: bool = Field(
+        True,
+        description="`grpo` only: divide by the group's std; false gives Dr. GRPO's unscaled "
+        "A = R - mean (no bias toward groups that score nearly alike).",
+    )
+
+
 def _named_only(schema: dict[str, Any]) -> None:
     """The JSON Schema of a field that is optional in Python only to be refused with a clear
     message: null is never accepted, so the schema admits the named values alone."""
@@ -134,7 +158,12 @@ class LMSection(StrictModel):
         json_schema_extra=_named_only,
     )
     kl: LMKLSpec = Field(default_factory=LMKLSpec)
-    prompts_per_update: int = Field(32, ge=1, le=4096, description="Responses per rollout.")
+    prompts_per_update: int = Field(
+        32,
+        ge=1,
+        le=4096,
+        description="Prompts per rollout; each gets advantage.group_size responses.",
+    )
 
 
 class LMBudgetSpec(StrictModel):
@@ -161,10 +190,10 @@ class LMExperimentSpec(WholeSpec):
         description="K epochs over minibatches of `minibatch_size` responses.",
     )
     surrogate: SurrogateSpec = Field(default_factory=lambda: SurrogateSpec(clip_value=0.2))
-    advantage: AdvantageSpec = Field(
-        default_factory=lambda: AdvantageSpec(gamma=1.0, gae_lambda=1.0),
-        description="GAE over response tokens; the RLHF column (docs/guides/planning.md): gamma "
-        "1.0; lambda 1.0 "
+    advantage: LMAdvantageSpec = Field(
+        default_factory=lambda: LMAdvantageSpec(gamma=1.0, gae_lambda=1.0),
+        description="The estimator (GAE over response tokens, or a group baseline); for GAE "
+        "the RLHF column (docs/guides/planning.md): gamma 1.0; lambda 1.0 "
         "(equal scores then give equal advantages, see docs/guides/language-models.md).",
     )
     budget: LMBudgetSpec = Field(default_factory=LMBudgetSpec)
@@ -181,6 +210,15 @@ class LMExperimentSpec(WholeSpec):
                 "ppo_lm keeps the clip range constant; set surrogate.clip_epsilon to a number"
             )
         return surrogate
+
+    @property
+    def critic_free(self) -> bool:
+        """Whether the advantages come from a group baseline (no value head is built)."""
+        return self.advantage.estimator != "gae"
+
+    @property
+    def responses_per_update(self) -> int:
+        return self.lm.prompts_per_update * self.advantage.group_size
 
 
 def is_lm_data(data: Any) -> bool:

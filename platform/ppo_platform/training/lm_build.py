@@ -77,6 +77,9 @@ def build_trainer(spec: LMExperimentSpec, settings: Settings) -> Any:
         gae_lambda=spec.advantage.gae_lambda,
         kl_estimator=lm.kl.estimator,
         normalize_advantage=surrogate.normalize_advantage,
+        estimator=spec.advantage.estimator,
+        group_size=spec.advantage.group_size,
+        scale_by_std=spec.advantage.scale_by_std,
     )
     return LMPPOTrainer(
         lm_path(lm.model.policy, "lm.model.policy", settings),

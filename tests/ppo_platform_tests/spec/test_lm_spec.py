@@ -105,6 +105,12 @@ def test_a_valid_lm_spec_loads(lm_dir):
         ),
         ({"lm__reduction": None}, "lm.reduction", "unnamed_reduction"),
         ({"lm__model__reference": "none"}, "lm.kl.beta", "kl_without_reference"),
+        ({"advantage": {"estimator": "grpo"}}, "advantage.group_size", "group_of_one"),
+        (
+            {"advantage": {"estimator": "rloo", "group_size": 1}},
+            "advantage.group_size",
+            "group_of_one",
+        ),
     ],
 )
 def test_refusal_rules_apply_to_lm_specs(lm_dir, changes, path, rule):
@@ -133,6 +139,7 @@ def test_no_reference_is_fine_without_a_penalty(lm_dir):
         ({"lm__prompts__prompt_field": "question"}, "lm.prompts.prompt_field", "line 1"),
         ({"lm__generation__max_new_tokens": 32}, "lm.generation.max_new_tokens", "positions"),
         ({"lm__rewards": [{"name": "bleu"}]}, "lm.rewards.0.name", "Input should be"),
+        ({"advantage__estimator": "ppo"}, "advantage.estimator", "'gae', 'grpo' or 'rloo'"),
         (
             {"lm__rewards": [{"name": "regex", "params": {"pattern": "("}}]},
             "lm.rewards.0",
@@ -224,3 +231,25 @@ def test_a_clip_schedule_is_refused_for_lm_specs(lm_dir):
     data["surrogate"] = {"clip_epsilon": {"start": 0.2, "schedule": "linear"}}
     (issue,) = issues_of(data)
     assert issue.path == "surrogate" and "constant" in issue.message
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "rloo"])
+def test_a_group_estimator_spec_builds_no_critic_and_counts_its_responses(lm_dir, estimator):
+    data = spec_with(lm__prompts_per_update=6)
+    data["advantage"] = {"estimator": estimator, "group_size": 4}
+    spec = validate_lm_data(data)
+    assert spec.critic_free and spec.responses_per_update == 24
+
+
+def test_a_group_of_one_refusal_names_the_value_and_the_fix(lm_dir):
+    data = spec_with()
+    data["advantage"] = {"estimator": "grpo", "group_size": 1}
+    (issue,) = issues_of(data)
+    assert (issue.path, issue.value) == ("advantage.group_size", 1)
+    assert "group of one response" in issue.message and "2 or more" in (issue.fix or "")
+
+
+def test_gae_keeps_one_response_per_prompt_by_default(lm_dir):
+    spec = validate_lm_data(BASE)
+    assert (spec.advantage.estimator, spec.advantage.group_size) == ("gae", 1)
+    assert not spec.critic_free and spec.responses_per_update == 32
