@@ -44,7 +44,6 @@ class UpdateStatistics:
     """Accumulates minibatch results on the device; `read()` turns them into metrics once."""
 
     slice_names: list[str]
-    clip_epsilon: float
     weighted: dict[str, list[Tensor]] = field(default_factory=dict)
     weights: list[Tensor] = field(default_factory=list)
     epochs: list[_TokenSums] = field(default_factory=list)
@@ -68,7 +67,7 @@ class UpdateStatistics:
             lr = torch.where(mask, log_ratio.detach().double(), 0.0)
             ratio = lr.exp()
             per_token = {
-                "clipped": ((ratio - 1).abs() > self.clip_epsilon) & mask,
+                "clipped": loss.policy.clipped_entries,  # what the objective clipped
                 "k3": torch.where(mask, (ratio - 1) - lr, 0.0),
                 "tokens": mask,
             }

@@ -102,6 +102,39 @@ class LMKLSpec(StrictModel):
     )
 
 
+class ClipBoundsSpec(StrictModel):
+    """The ratio's interval [1 - low, 1 + high]: low = high is PPO's symmetric clip; high >
+    low is Clip-Higher (more room to raise a token's probability than to lower it)."""
+
+    low: float = Field(0.2, gt=0, lt=1, description="1 - low bounds the ratio below.")
+    high: float = Field(
+        0.2, gt=0, lt=1, description="1 + high bounds it above (refused above 0.3)."
+    )
+
+
+class LMSurrogateSpec(SurrogateSpec):
+    """The policy objective and its clip range (beside the shared surrogate fields)."""
+
+    objective: Literal["ppo", "gspo", "cispo"] = Field(
+        "ppo",
+        description="`ppo`: PPO-Clip per token; `gspo`: one length-normalised ratio per "
+        "response, clipped per response; `cispo`: the clipped ratio as a stop-gradient weight "
+        "on every token's log-prob gradient (docs/guides/language-models.md).",
+    )
+    clip: ClipBoundsSpec | None = Field(
+        None,
+        description="Asymmetric clip bounds (null: clip_epsilon on both sides); set this or "
+        "clip_epsilon, not both.",
+    )
+
+    @property
+    def clip_bounds(self) -> tuple[float, float]:
+        """(low, high) of the clip range the run uses."""
+        if self.clip is not None:
+            return self.clip.low, self.clip.high
+        return self.clip_epsilon.start, self.clip_epsilon.start
+
+
 class LMAdvantageSpec(AdvantageSpec):
     """How a rollout's scores become advantages: GAE against a value head, or a critic-free
     baseline from the other responses to the same prompt."""
@@ -189,7 +222,7 @@ class LMExperimentSpec(WholeSpec):
         ),
         description="K epochs over minibatches of `minibatch_size` responses.",
     )
-    surrogate: SurrogateSpec = Field(default_factory=lambda: SurrogateSpec(clip_value=0.2))
+    surrogate: LMSurrogateSpec = Field(default_factory=lambda: LMSurrogateSpec(clip_value=0.2))
     advantage: LMAdvantageSpec = Field(
         default_factory=lambda: LMAdvantageSpec(gamma=1.0, gae_lambda=1.0),
         description="The estimator (GAE over response tokens, or a group baseline); for GAE "
@@ -204,7 +237,7 @@ class LMExperimentSpec(WholeSpec):
 
     @field_validator("surrogate")
     @classmethod
-    def _constant_clip_range(cls, surrogate: SurrogateSpec) -> SurrogateSpec:
+    def _constant_clip_range(cls, surrogate: LMSurrogateSpec) -> LMSurrogateSpec:
         if surrogate.clip_epsilon.schedule != "constant":
             raise ValueError(
                 "ppo_lm keeps the clip range constant; set surrogate.clip_epsilon to a number"

@@ -7,11 +7,13 @@ LM trainer cannot honour (a KL without a reference, a group of one response).
 from __future__ import annotations
 
 from ppo_platform.errors import SpecIssue
-from ppo_platform.spec.lm import LMExperimentSpec
+from ppo_platform.spec.lm import LMExperimentSpec, LMSurrogateSpec
+from ppo_platform.spec.trust_region import clip_epsilon_issue
 
 LM_REDUCTION_RULE = "unnamed_reduction"
 LM_REFERENCE_RULE = "kl_without_reference"
 LM_GROUP_RULE = "group_of_one"
+LM_CLIP_BOUNDS_RULE = "inverted_clip_range"
 
 
 def refuse_unnamed_reduction(spec: object) -> list[SpecIssue]:
@@ -98,4 +100,44 @@ def lm_refusals(spec: object) -> list[SpecIssue]:
         *refuse_kl_without_reference(spec),
         *refuse_rewards_beside_reward_model(spec),
         *refuse_group_of_one(spec),
+        *refuse_unsafe_clip_bounds(spec),
     ]
+
+
+def refuse_unsafe_clip_bounds(spec: object) -> list[SpecIssue]:
+    """Clip-Higher's bounds obey the trust-region limit (each side at most 0.3), high is not
+    below low, and they are not set beside a clip_epsilon they would silently replace."""
+    if not isinstance(spec, LMExperimentSpec) or spec.surrogate.clip is None:
+        return []
+    clip = spec.surrogate.clip
+    issues = [
+        clip_epsilon_issue(clip.low, "surrogate.clip.low"),
+        clip_epsilon_issue(clip.high, "surrogate.clip.high"),
+    ]
+    if clip.high < clip.low:
+        issues.append(
+            SpecIssue(
+                path="surrogate.clip.high",
+                value=clip.high,
+                message=f"refused: clip.high {clip.high} is below clip.low {clip.low}: the "
+                "range would be tighter for raising a token's probability than for lowering "
+                "it, the opposite of Clip-Higher.",
+                fix=f"set surrogate.clip.high to at least {clip.low} (e.g. low 0.2, high "
+                "0.28), or drop surrogate.clip for a symmetric clip_epsilon.",
+                rule=LM_CLIP_BOUNDS_RULE,
+            )
+        )
+    # Set away from its default: a resolved spec (stored with every run) holds the default
+    # beside `clip` and must still load.
+    if spec.surrogate.clip_epsilon != LMSurrogateSpec().clip_epsilon:
+        issues.append(
+            SpecIssue(
+                path="surrogate.clip_epsilon",
+                value=spec.surrogate.clip_epsilon.start,
+                message="set together with surrogate.clip, whose bounds replace it: it would "
+                "never be used.",
+                fix="remove surrogate.clip_epsilon (surrogate.clip sets both sides), or remove "
+                "surrogate.clip.",
+            )
+        )
+    return [issue for issue in issues if issue is not None]

@@ -173,6 +173,8 @@ _TRUST_REGION_CHECKS = {
     "surrogate.clip_epsilon": clip_epsilon_issue,
     "surrogate.clip_epsilon.start": clip_epsilon_issue,
     "surrogate.clip_epsilon.end": clip_epsilon_issue,
+    "surrogate.clip.low": clip_epsilon_issue,
+    "surrogate.clip.high": clip_epsilon_issue,
 }
 
 

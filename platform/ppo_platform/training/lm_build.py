@@ -63,7 +63,9 @@ def build_trainer(spec: LMExperimentSpec, settings: Settings) -> Any:
     update = UpdateSettings(
         epochs=spec.update.epochs,
         minibatch_size=spec.update.minibatch_size,
-        clip_epsilon=surrogate.clip_epsilon.start,
+        clip_epsilon=surrogate.clip_bounds[0],
+        clip_epsilon_high=surrogate.clip_bounds[1],
+        objective=surrogate.objective,
         value_coef=surrogate.value_coef,
         entropy_coef=surrogate.entropy_coef,
         max_grad_norm=spec.update.max_grad_norm,

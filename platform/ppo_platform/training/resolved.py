@@ -150,6 +150,19 @@ def lm_advantage(spec: LMExperimentSpec) -> str:
     return f"grpo: the group's {scale} over {groups}; no value head"
 
 
+def lm_objective(spec: LMExperimentSpec) -> str:
+    """The policy objective and its clip range, in words."""
+    surrogate = spec.surrogate
+    low, high = surrogate.clip_bounds
+    shape = "symmetric" if low == high else "Clip-Higher"
+    what = {
+        "ppo": "PPO-Clip per token",
+        "gspo": "GSPO: one length-normalised ratio per response, clipped per response",
+        "cispo": "CISPO: clipped stop-gradient weight on every token's log-prob gradient",
+    }[surrogate.objective]
+    return f"{what}; ratio in [{1 - low:g}, {1 + high:g}] ({shape}); {spec.lm.reduction}"
+
+
 def lm_resolved_setup(spec: LMExperimentSpec, trainer: Any) -> dict[str, str]:
     """A language-model run's resolved setup as flat text fields: device, dtype, threads, the
     policy (its config, architecture, parameters), tokenizer, reference, reward, versions."""
@@ -181,6 +194,7 @@ def lm_resolved_setup(spec: LMExperimentSpec, trainer: Any) -> dict[str, str]:
         "reference": lm_reference(spec, trainer),
         "reward": lm_reward(spec, trainer),
         "advantage": lm_advantage(spec),
+        "objective": lm_objective(spec),
     }
     resolved.update({f"version.{name}": version_of(name) for name in LM_LIBRARIES})
     return resolved

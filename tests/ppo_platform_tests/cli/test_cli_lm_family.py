@@ -1,5 +1,5 @@
-"""The demo spec trains with each advantage estimator from a clean LM folder (nothing
-downloaded): a tiny budget end to end, an MLflow run like any other."""
+"""The demo spec trains with each advantage estimator and each objective from a clean LM
+folder (nothing downloaded): a tiny budget end to end, an MLflow run like any other."""
 
 from __future__ import annotations
 
@@ -29,7 +29,13 @@ VARIANTS = {
         "--set", "advantage.estimator=grpo", "--set", "advantage.scale_by_std=false", *GROUP
     ],
     "rloo": ["--set", "advantage.estimator=rloo", *GROUP],
+    "gspo": ["--set", "advantage.estimator=grpo", *GROUP, "--set", "surrogate.objective=gspo"],
+    "cispo": [
+        "--set", "advantage.estimator=rloo", *GROUP, "--set", "surrogate.objective=cispo",
+        "--set", "surrogate.clip.high=0.28",
+    ],
 }  # fmt: skip
+OBJECTIVE_WORDS = {"gspo": "GSPO", "cispo": "CISPO", "grpo": "PPO-Clip per token"}
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +54,7 @@ def finished_run(home: Path, name: str):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
-def test_the_demo_trains_with_each_estimator(demo_home, variant):
+def test_the_demo_trains_with_each_estimator_and_objective(demo_home, variant):
     name = f"lm-{variant.replace('_', '-')}"
     args = ["run", str(SPEC), "--quiet", *TINY, *VARIANTS[variant], "--set", f"name={name}"]
     result = CliRunner().invoke(app, args)
@@ -63,5 +69,9 @@ def test_the_demo_trains_with_each_estimator(demo_home, variant):
     tags = run.data.tags
     assert "no value head" in tags["ppo_platform.resolved.advantage"]
     assert tags["ppo_platform.resolved.model.value_head_parameters"].startswith("none")
+    objective = tags["ppo_platform.resolved.objective"]
+    assert OBJECTIVE_WORDS.get(variant, "PPO-Clip") in objective
+    if variant == "cispo":
+        assert "ratio in [0.8, 1.28] (Clip-Higher)" in objective
     models = {a.path for a in client.list_artifacts(run.info.run_id, "model")}
     assert "model/model.safetensors" in models and "model/value_head.pt" not in models

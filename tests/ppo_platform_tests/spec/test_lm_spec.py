@@ -111,6 +111,16 @@ def test_a_valid_lm_spec_loads(lm_dir):
             "advantage.group_size",
             "group_of_one",
         ),
+        (
+            {"surrogate": {"clip": {"low": 0.2, "high": 0.35}}},
+            "surrogate.clip.high",
+            "unsafe_trust_region",
+        ),
+        (
+            {"surrogate": {"clip": {"low": 0.2, "high": 0.1}}},
+            "surrogate.clip.high",
+            "inverted_clip_range",
+        ),
     ],
 )
 def test_refusal_rules_apply_to_lm_specs(lm_dir, changes, path, rule):
@@ -140,6 +150,7 @@ def test_no_reference_is_fine_without_a_penalty(lm_dir):
         ({"lm__generation__max_new_tokens": 32}, "lm.generation.max_new_tokens", "positions"),
         ({"lm__rewards": [{"name": "bleu"}]}, "lm.rewards.0.name", "Input should be"),
         ({"advantage__estimator": "ppo"}, "advantage.estimator", "'gae', 'grpo' or 'rloo'"),
+        ({"surrogate__objective": "sapo"}, "surrogate.objective", "'ppo', 'gspo' or 'cispo'"),
         (
             {"lm__rewards": [{"name": "regex", "params": {"pattern": "("}}]},
             "lm.rewards.0",
@@ -253,3 +264,52 @@ def test_gae_keeps_one_response_per_prompt_by_default(lm_dir):
     spec = validate_lm_data(BASE)
     assert (spec.advantage.estimator, spec.advantage.group_size) == ("gae", 1)
     assert not spec.critic_free and spec.responses_per_update == 32
+
+
+def test_clip_higher_at_the_limit_is_allowed_and_reaches_the_trainer(lm_dir):
+    data = spec_with()
+    data["surrogate"] = {"objective": "cispo", "clip": {"low": 0.2, "high": 0.3}}
+    spec = validate_lm_data(data)
+    assert spec.surrogate.clip_bounds == (0.2, 0.3)
+    assert LMExperimentSpec.model_validate(spec.model_dump()) == spec  # the resolved spec loads
+
+
+def test_each_clip_bound_above_the_limit_is_refused(lm_dir):
+    data = spec_with()
+    data["surrogate"] = {"clip": {"low": 0.31, "high": 0.32}}
+    issues = issues_of(data)
+    assert [(i.path, i.value, i.rule) for i in issues] == [
+        ("surrogate.clip.low", 0.31, "unsafe_trust_region"),
+        ("surrogate.clip.high", 0.32, "unsafe_trust_region"),
+    ]
+    assert "at most 0.3" in (issues[1].fix or "")
+
+
+def test_an_inverted_clip_range_names_both_bounds_and_the_fix(lm_dir):
+    data = spec_with()
+    data["surrogate"] = {"clip": {"low": 0.2, "high": 0.1}}
+    (issue,) = issues_of(data)
+    assert issue.value == 0.1 and "below clip.low 0.2" in issue.message
+    assert "at least 0.2" in (issue.fix or "")
+
+
+def test_clip_bounds_beside_a_clip_epsilon_are_refused(lm_dir):
+    data = spec_with()
+    data["surrogate"] = {"clip_epsilon": 0.1, "clip": {"low": 0.2, "high": 0.28}}
+    (issue,) = issues_of(data)
+    assert issue.path == "surrogate.clip_epsilon" and "remove" in (issue.fix or "")
+
+
+def test_a_search_space_over_clip_high_above_the_limit_is_refused(lm_dir):
+    spec = LMExperimentSpec.model_validate(
+        {
+            **spec_with(),
+            "surrogate": {"clip": {"low": 0.2, "high": 0.28}},
+            "tune": {
+                "n_trials": 2,
+                "space": {"surrogate.clip.high": {"type": "float", "low": 0.2, "high": 0.4}},
+            },
+        }
+    )
+    (issue,) = [i for i in refusals(spec) if i.rule == "unsafe_search_space"]
+    assert issue.path == "tune.space.surrogate.clip.high.high" and issue.value == 0.4
