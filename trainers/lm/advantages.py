@@ -13,6 +13,7 @@ from .errors import LMTrainerError
 
 KLEstimator = Literal["k1", "k2", "k3"]
 AdvantageScope = Literal["batch", "minibatch"]
+KLPlacement = Literal["reward", "loss"]
 AdvantageEstimator = Literal["gae", "grpo", "rloo"]
 KL_ESTIMATORS: tuple[str, ...] = ("k1", "k2", "k3")
 ADVANTAGE_SCOPES: tuple[str, ...] = ("batch", "minibatch")

@@ -34,7 +34,8 @@ def rollout_metrics(
     metrics["lm/reward_std"] = float(batch.scores.double().std(correction=0))
     if has_reference:
         metrics["lm/kl_ref_per_token"] = float(kl.sum() / lengths.sum().clamp(min=1))
-        metrics["lm/kl_penalty_mean"] = float(-beta * kl.double().mean())
+        if batch.loss_kl_beta == 0:  # the KL is in the reward (the loss reports train/kl_loss)
+            metrics["lm/kl_penalty_mean"] = float(-beta * kl.double().mean())
         metrics["lm/kl_beta"] = float(beta)
     names, index = batch.task_index()
     for i, name in enumerate(names):

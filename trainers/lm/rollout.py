@@ -13,6 +13,7 @@ from .advantages import (
     GROUP_ESTIMATORS,
     AdvantageEstimator,
     KLEstimator,
+    KLPlacement,
     group_advantages,
     kl_to_reference,
     masked_gae,
@@ -48,6 +49,7 @@ class RolloutSettings:
     estimator: AdvantageEstimator = "gae"
     group_size: int = 1  # responses sampled per prompt, in consecutive rows
     scale_by_std: bool = True  # grpo: divide by the group's std (False: Dr. GRPO)
+    kl_placement: KLPlacement = "reward"  # "loss": beta * KL joins the loss instead (GRPO)
 
     def __post_init__(self) -> None:
         if self.estimator not in ("gae", *GROUP_ESTIMATORS):
@@ -56,11 +58,19 @@ class RolloutSettings:
             )
         if not (isinstance(self.group_size, int) and self.group_size >= 1):
             raise LMTrainerError(f"group_size must be an integer >= 1, got {self.group_size!r}")
+        if self.kl_placement not in ("reward", "loss"):
+            raise LMTrainerError(
+                f"kl_placement must be 'reward' or 'loss', got {self.kl_placement!r}"
+            )
         if self.estimator in GROUP_ESTIMATORS and self.group_size < 2:
             raise LMTrainerError(
                 f"estimator {self.estimator!r} compares responses to the same prompt and needs "
                 f"group_size >= 2, got {self.group_size}; sample 4-16 responses per prompt"
             )
+
+    def split_beta(self, beta: float) -> tuple[float, float]:
+        """(reward beta, loss beta): the KL is in the reward or in the loss, never both."""
+        return (beta, 0.0) if self.kl_placement == "reward" else (0.0, beta)
 
     @property
     def critic(self) -> bool:
@@ -143,11 +153,8 @@ def collect_rollout(
     freeze everything the update needs."""
     prompts = [p for p in prompts for _ in range(settings.group_size)]
     generation, responses = generate(policy, tokenizer, prompts, sampling, generator)
-    ids, attention, actions = (
-        generation.input_ids,
-        generation.attention_mask,
-        generation.action_mask,
-    )
+    ids, attention = generation.input_ids, generation.attention_mask
+    actions = generation.action_mask
     terms = policy(ids, attention)  # the old-training policy, recomputed on the training side
     # No reference (no KL penalty): the old policy stands in, so every KL term is exactly 0.
     ref_log_probs = (
@@ -162,8 +169,9 @@ def collect_rollout(
         actions, kl_to_reference(terms.log_probs, ref_log_probs, settings.kl_estimator), 0.0
     )
     values = torch.where(actions, terms.values, 0.0)
+    reward_beta, loss_beta = settings.split_beta(beta)
     advantages, returns = rollout_advantages(
-        scores, kl, values, actions, generation.terminal_mask, beta, settings
+        scores, kl, values, actions, generation.terminal_mask, reward_beta, settings
     )
     extra = rollout_extra(generation, terms.log_probs, scores, sampling, settings)
     return RolloutBatch(
@@ -185,6 +193,8 @@ def collect_rollout(
         extra=extra,
         group_size=settings.group_size,
         critic=settings.critic,
+        loss_kl_beta=loss_beta,
+        kl_estimator=settings.kl_estimator,
     )
 
 

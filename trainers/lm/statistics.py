@@ -57,9 +57,14 @@ class UpdateStatistics:
     def add(self, loss: MinibatchLoss, log_ratio: Tensor, mask: Tensor, slices: Tensor) -> None:
         """One minibatch: its loss terms and its per-token ratios (B, L) with slice ids (B,)."""
         weight = loss.weight.to(torch.float64)
-        terms = {"policy": loss.policy.loss, "value": loss.value, "entropy": loss.entropy}
+        terms = {
+            "policy": loss.policy.loss,
+            "value": loss.value,
+            "entropy": loss.entropy,
+            "kl": loss.kl,
+        }
         for name, value in terms.items():
-            if value is None:  # no critic: no value loss to report (not a loss of 0)
+            if value is None:  # no critic or no KL term: nothing to report (not a loss of 0)
                 continue
             self.weighted.setdefault(name, []).append(value.detach().double() * weight)
         self.weights.append(weight)

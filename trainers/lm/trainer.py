@@ -82,6 +82,7 @@ class LMPPOTrainer:
         self.sampling = sampling or SamplingSettings()
         self.settings = update or UpdateSettings()
         self.rollout_settings = rollout or RolloutSettings(
+            kl_estimator=kl_estimator,
             normalize_advantage=self.settings.normalize_advantage,
             advantage_scope=self.settings.advantage_scope,
         )

@@ -14,7 +14,7 @@ from torch import Tensor
 
 from trainers.losses import PolicyLossOutput, Reduction
 
-from .advantages import AdvantageScope, normalize
+from .advantages import AdvantageScope, kl_to_reference, normalize
 from .batch import RolloutBatch
 from .errors import LMTrainerError
 from .objectives import OBJECTIVES, ClipRange, Objective, policy_objective
@@ -73,6 +73,7 @@ class MinibatchLoss:
     value: Tensor | None  # None without a critic
     entropy: Tensor
     weight: Tensor  # valid tokens (token_mean) or sequences with tokens (sequence_mean)
+    kl: Tensor | None = None  # the KL-to-reference loss term (kl placement `loss`), detached
 
 
 def _masked_mean(values: Tensor, mask: Tensor, reduction: Reduction) -> Tensor:
@@ -110,8 +111,21 @@ def minibatch_loss(
         value = value.detach()
     else:  # no critic: nothing to fit
         total = policy.loss - settings.entropy_coef * entropy
+    kl = None
+    if batch.loss_kl_beta > 0:
+        kl = loss_kl(terms, batch, index, settings.reduction)
+        total = total + batch.loss_kl_beta * kl
+        kl = kl.detach()
     weight = mask.sum() if settings.reduction == "token_mean" else (mask.sum(1) > 0).sum()
-    return MinibatchLoss(total, policy, value, entropy.detach(), weight)
+    return MinibatchLoss(total, policy, value, entropy.detach(), weight, kl)
+
+
+def loss_kl(terms: TokenTerms, batch: RolloutBatch, index: Tensor, reduction: Reduction) -> Tensor:
+    """The differentiable KL(pi_theta || pi_ref) estimate over the action tokens, reduced like
+    the policy loss (kl placement `loss`: GRPO adds beta times this to its loss)."""
+    mask = batch.action_mask[index]
+    kl = kl_to_reference(terms.log_probs, batch.ref_log_probs[index], batch.kl_estimator)
+    return _masked_mean(kl, mask, reduction)
 
 
 def _value_loss(

@@ -86,13 +86,24 @@ class GenerationSpec(StrictModel):
 
 
 class LMKLSpec(StrictModel):
-    """The per-token KL penalty to the reference: r_t -= beta * KL_t."""
+    """The KL to the reference: in the reward (r_t -= beta * KL_t) or in the loss."""
 
-    estimator: Literal["k1", "k3"] = Field(
-        "k1", description="`k1` = log pi - log pi_ref; `k3` = (rho - 1) - log rho, rho = ref/pi."
+    estimator: Literal["k1", "k2", "k3"] = Field(
+        "k1",
+        description="`k1` = log pi - log pi_ref; `k2` = 0.5 (log pi - log pi_ref)^2; "
+        "`k3` = (rho - 1) - log rho, rho = ref/pi.",
+    )
+    placement: Literal["reward", "loss"] = Field(
+        "reward",
+        description="`reward`: r_t -= beta * KL_t before the advantages (PPO-RLHF); `loss`: "
+        "beta * KL of the current policy joins the loss (GRPO), the reward is the score.",
     )
     beta: float = Field(
-        0.05, ge=0, le=100, description="Penalty coefficient (initial if adaptive)."
+        0.05,
+        ge=0,
+        le=100,
+        description="Coefficient (initial if adaptive); 0: no KL term (lm/kl_ref still "
+        "measured, and the run says so).",
     )
     target: float | None = Field(
         None, gt=0, description="Adaptive beta: the target of lm/kl_ref (null: beta fixed)."

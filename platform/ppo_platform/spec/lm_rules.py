@@ -101,6 +101,7 @@ def lm_refusals(spec: object) -> list[SpecIssue]:
         *refuse_rewards_beside_reward_model(spec),
         *refuse_group_of_one(spec),
         *refuse_unsafe_clip_bounds(spec),
+        *refuse_adaptive_kl_from_zero(spec),
     ]
 
 
@@ -141,3 +142,20 @@ def refuse_unsafe_clip_bounds(spec: object) -> list[SpecIssue]:
             )
         )
     return [issue for issue in issues if issue is not None]
+
+
+def refuse_adaptive_kl_from_zero(spec: object) -> list[SpecIssue]:
+    """An adaptive beta moves by factors of 2: from 0 it could never move."""
+    if not isinstance(spec, LMExperimentSpec) or spec.lm.kl.target is None:
+        return []
+    if spec.lm.kl.beta > 0:
+        return []
+    return [
+        SpecIssue(
+            path="lm.kl.beta",
+            value=0.0,
+            message=f"beta 0 with an adaptive target ({spec.lm.kl.target}): the rule doubles or "
+            "halves beta, so it would stay 0 and the target would never be sought.",
+            fix="start beta above 0 (e.g. 0.05), or set lm.kl.target: null for no KL term.",
+        )
+    ]

@@ -82,6 +82,7 @@ def build_trainer(spec: LMExperimentSpec, settings: Settings) -> Any:
         estimator=spec.advantage.estimator,
         group_size=spec.advantage.group_size,
         scale_by_std=spec.advantage.scale_by_std,
+        kl_placement=lm.kl.placement,
     )
     return LMPPOTrainer(
         lm_path(lm.model.policy, "lm.model.policy", settings),

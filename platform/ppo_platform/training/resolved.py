@@ -163,6 +163,20 @@ def lm_objective(spec: LMExperimentSpec) -> str:
     return f"{what}; ratio in [{1 - low:g}, {1 + high:g}] ({shape}); {spec.lm.reduction}"
 
 
+def lm_kl(spec: LMExperimentSpec) -> str:
+    """The KL term to the reference: estimator, placement, beta (fixed, adaptive, or none)."""
+    kl = spec.lm.kl
+    if spec.lm.model.reference == "none":
+        return "none (no reference)"
+    if kl.beta == 0 and kl.target is None:
+        return f"beta 0: no KL term (lm/kl_ref, {kl.estimator}, is still measured)"
+    where = "in the reward (r_t -= beta KL_t)" if kl.placement == "reward" else "in the loss"
+    control = f"fixed beta {kl.beta:g}"
+    if kl.target is not None:
+        control = f"adaptive beta from {kl.beta:g} to target {kl.target:g} (rule {kl.rule})"
+    return f"{kl.estimator} {where}, {control}"
+
+
 def lm_resolved_setup(spec: LMExperimentSpec, trainer: Any) -> dict[str, str]:
     """A language-model run's resolved setup as flat text fields: device, dtype, threads, the
     policy (its config, architecture, parameters), tokenizer, reference, reward, versions."""
@@ -195,6 +209,7 @@ def lm_resolved_setup(spec: LMExperimentSpec, trainer: Any) -> dict[str, str]:
         "reward": lm_reward(spec, trainer),
         "advantage": lm_advantage(spec),
         "objective": lm_objective(spec),
+        "kl": lm_kl(spec),
     }
     resolved.update({f"version.{name}": version_of(name) for name in LM_LIBRARIES})
     return resolved

@@ -34,7 +34,17 @@ VARIANTS = {
         "--set", "advantage.estimator=rloo", *GROUP, "--set", "surrogate.objective=cispo",
         "--set", "surrogate.clip.high=0.28",
     ],
+    "grpo_kl_loss": [
+        "--set", "advantage.estimator=grpo", *GROUP, "--set", "lm.kl.placement=loss",
+        "--set", "lm.kl.estimator=k3",
+    ],
+    "rloo_beta_0": ["--set", "advantage.estimator=rloo", *GROUP, "--set", "lm.kl.beta=0"],
 }  # fmt: skip
+KL_WORDS = {
+    "grpo_kl_loss": "k3 in the loss, fixed beta 0.05",
+    "rloo_beta_0": "beta 0: no KL term",
+    "grpo": "k1 in the reward (r_t -= beta KL_t), fixed beta 0.05",
+}
 OBJECTIVE_WORDS = {"gspo": "GSPO", "cispo": "CISPO", "grpo": "PPO-Clip per token"}
 
 
@@ -71,6 +81,10 @@ def test_the_demo_trains_with_each_estimator_and_objective(demo_home, variant):
     assert tags["ppo_platform.resolved.model.value_head_parameters"].startswith("none")
     objective = tags["ppo_platform.resolved.objective"]
     assert OBJECTIVE_WORDS.get(variant, "PPO-Clip") in objective
+    if variant in KL_WORDS:
+        assert tags["ppo_platform.resolved.kl"].startswith(KL_WORDS[variant])
+    if variant == "grpo_kl_loss":
+        assert "train/kl_loss" in metrics and "lm/kl_penalty_mean" not in metrics
     if variant == "cispo":
         assert "ratio in [0.8, 1.28] (Clip-Higher)" in objective
     models = {a.path for a in client.list_artifacts(run.info.run_id, "model")}

@@ -313,3 +313,19 @@ def test_a_search_space_over_clip_high_above_the_limit_is_refused(lm_dir):
     )
     (issue,) = [i for i in refusals(spec) if i.rule == "unsafe_search_space"]
     assert issue.path == "tune.space.surrogate.clip.high.high" and issue.value == 0.4
+
+
+def test_k2_in_the_loss_and_beta_zero_are_accepted(lm_dir):
+    spec = validate_lm_data(spec_with(lm__kl={"estimator": "k2", "placement": "loss"}))
+    assert (spec.lm.kl.estimator, spec.lm.kl.placement) == ("k2", "loss")
+    assert validate_lm_data(spec_with(lm__kl={"beta": 0.0})).lm.kl.beta == 0.0
+
+
+def test_an_adaptive_beta_from_zero_is_refused(lm_dir):
+    (issue,) = issues_of(spec_with(lm__kl={"beta": 0.0, "target": 1.0}))
+    assert (issue.path, issue.value) == ("lm.kl.beta", 0.0) and "above 0" in (issue.fix or "")
+
+
+def test_an_unknown_kl_placement_names_the_choices(lm_dir):
+    (issue,) = issues_of(spec_with(lm__kl={"placement": "advantage"}))
+    assert issue.path == "lm.kl.placement" and "'reward' or 'loss'" in issue.message
