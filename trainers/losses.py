@@ -41,19 +41,36 @@ class PolicyLossOutput:
     _all_ratios: Tensor = field(repr=False)
     _valid: Tensor | None = field(repr=False)
     clip_epsilon: float
+    clip_epsilon_high: float | None = None  # None: symmetric, [1 - eps, 1 + eps]
+
+    def outside_clip_range(self, ratios: Tensor) -> Tensor:
+        """Which ratios lie outside [1 - clip_epsilon, 1 + clip_epsilon_high]."""
+        if self.clip_epsilon_high is None:
+            return (ratios - 1).abs() > self.clip_epsilon
+        return (ratios < 1 - self.clip_epsilon) | (ratios > 1 + self.clip_epsilon_high)
 
     @cached_property
     def approx_kl(self) -> Tensor:
         """k3 = mean((r - 1) - log r), a token mean whatever the loss's reduction."""
         with torch.no_grad():
-            return _reduce((self._all_ratios - 1) - self._log_ratio, self._valid, "token_mean")
+            return reduce_masked(
+                (self._all_ratios - 1) - self._log_ratio, self._valid, "token_mean"
+            )
+
+    @property
+    def clipped_entries(self) -> Tensor:
+        """Bool, the inputs' shape: valid entries whose ratio lies outside the clip range."""
+        with torch.no_grad():
+            outside = self.outside_clip_range(self._all_ratios)
+            return outside if self._valid is None else outside & self._valid
 
     @cached_property
     def clip_fraction(self) -> Tensor:
-        """mean(|r - 1| > clip_epsilon) over the valid entries."""
+        """mean(r outside the clip range) over the valid entries: |r - 1| > clip_epsilon when
+        the range is symmetric."""
         with torch.no_grad():
-            clipped = ((self._all_ratios - 1).abs() > self.clip_epsilon).to(self._all_ratios.dtype)
-            return _reduce(clipped, self._valid, "token_mean")
+            clipped = self.outside_clip_range(self._all_ratios).to(self._all_ratios.dtype)
+            return reduce_masked(clipped, self._valid, "token_mean")
 
     @property
     def ratio(self) -> Tensor:
@@ -75,6 +92,7 @@ def minibatch_diagnostics(outputs: list[PolicyLossOutput]) -> tuple[Tensor, Tens
         out._valid is None
         and out._all_ratios.shape == first._all_ratios.shape
         and out.clip_epsilon == first.clip_epsilon
+        and out.clip_epsilon_high is None
         and "approx_kl" not in out.__dict__  # already computed (e.g. read by target_kl)
         for out in outputs
     )
@@ -147,7 +165,7 @@ def _check_values(terms: dict[str, Tensor], mask: Tensor | None, valid: Tensor |
             )
 
 
-def _prepare(
+def prepare_masked_terms(
     new_logp: Tensor,
     old_logp: Tensor,
     advantages: Tensor,
@@ -155,7 +173,8 @@ def _prepare(
     reduction: str,
     validate: bool,
 ) -> tuple[Tensor, Tensor, Tensor | None]:
-    """Return (log_ratio, advantages, valid), zeroed outside the mask."""
+    """Return (log_ratio, advantages, valid), zeroed outside the mask, after the shape checks
+    (and, with validate, the value checks) every policy loss here shares."""
     terms = {"new_logp": new_logp, "old_logp": old_logp, "advantages": advantages}
     _check_shapes(terms, mask, reduction)
     valid = None if mask is None else (mask if mask.dtype == torch.bool else mask != 0)
@@ -172,10 +191,10 @@ def _prepare(
     return log_ratio, adv, valid
 
 
-def _reduce(values: Tensor, valid: Tensor | None, reduction: str) -> Tensor:
+def reduce_masked(values: Tensor, valid: Tensor | None, reduction: str) -> Tensor:
     """Mean over valid tokens, or over sequences of their valid-token means.
 
-    values must already be 0 outside valid (_prepare zeroes the inputs there).
+    values must already be 0 outside valid (prepare_masked_terms zeroes the inputs there).
     """
     if valid is None:
         return values.mean() if reduction == "token_mean" else values.mean(dim=1).mean()
@@ -190,10 +209,17 @@ def _reduce(values: Tensor, valid: Tensor | None, reduction: str) -> Tensor:
 
 
 def _output(
-    loss: Tensor, log_ratio: Tensor, ratio: Tensor, valid: Tensor | None, clip_epsilon: float
+    loss: Tensor,
+    log_ratio: Tensor,
+    ratio: Tensor,
+    valid: Tensor | None,
+    clip_epsilon: float,
+    clip_epsilon_high: float | None = None,
 ) -> PolicyLossOutput:
     # Diagnostics are always token means: they describe actions, whatever the loss weights.
-    return PolicyLossOutput(loss, log_ratio.detach(), ratio.detach(), valid, clip_epsilon)
+    return PolicyLossOutput(
+        loss, log_ratio.detach(), ratio.detach(), valid, clip_epsilon, clip_epsilon_high
+    )
 
 
 def clipped_policy_loss(
@@ -205,19 +231,28 @@ def clipped_policy_loss(
     clip_epsilon: float,
     reduction: Reduction = "token_mean",
     validate: bool = True,
+    clip_epsilon_high: float | None = None,
 ) -> PolicyLossOutput:
-    """PPO-Clip loss -E[min(r A, clip(r, 1-eps, 1+eps) A)], r = exp(new_logp - old_logp).
+    """PPO-Clip loss -E[min(r A, clip(r, 1-eps, 1+eps_high) A)], r = exp(new_logp - old_logp).
 
-    mask marks valid actions (bool or 0/1; None means all valid). validate=False skips the
-    checks that sync with the device (mask values, empty mask, finiteness) in hot loops.
+    Per entry: A >= 0 gives -A min(r, 1 + eps_high), A < 0 gives -A max(r, 1 - eps).
+    clip_epsilon_high None: eps_high = eps (symmetric); larger: Clip-Higher (DAPO), more room
+    to raise a token's probability than to lower it. mask marks valid actions (bool or 0/1;
+    None means all valid). validate=False skips the checks that sync with the device (mask
+    values, empty mask, finiteness) in hot loops.
     """
     _check_open_unit("clip_epsilon", clip_epsilon)
-    log_ratio, adv, valid = _prepare(new_logp, old_logp, advantages, mask, reduction, validate)
+    high = clip_epsilon if clip_epsilon_high is None else clip_epsilon_high
+    _check_open_unit("clip_epsilon_high", high)
+    log_ratio, adv, valid = prepare_masked_terms(
+        new_logp, old_logp, advantages, mask, reduction, validate
+    )
     ratio = log_ratio.exp()
     # The pessimistic min of both branches; the clipped branch alone is another objective.
-    clipped = ratio.clamp(1.0 - clip_epsilon, 1.0 + clip_epsilon) * adv
+    clipped = ratio.clamp(1.0 - clip_epsilon, 1.0 + high) * adv
     surrogate = torch.minimum(ratio * adv, clipped)
-    return _output(_reduce(-surrogate, valid, reduction), log_ratio, ratio, valid, clip_epsilon)
+    loss = reduce_masked(-surrogate, valid, reduction)
+    return _output(loss, log_ratio, ratio, valid, clip_epsilon, clip_epsilon_high)
 
 
 def kl_penalty_policy_loss(
@@ -238,10 +273,12 @@ def kl_penalty_policy_loss(
     if not (isinstance(beta, (int, float)) and math.isfinite(beta) and beta >= 0):
         raise LossError(f"beta must be a finite number >= 0, got {beta!r}")
     _check_open_unit("clip_epsilon", clip_epsilon)
-    log_ratio, adv, valid = _prepare(new_logp, old_logp, advantages, mask, reduction, validate)
+    log_ratio, adv, valid = prepare_masked_terms(
+        new_logp, old_logp, advantages, mask, reduction, validate
+    )
     ratio = log_ratio.exp()
     k3 = (ratio - 1) - log_ratio
-    loss = _reduce(-(ratio * adv - beta * k3), valid, reduction)
+    loss = reduce_masked(-(ratio * adv - beta * k3), valid, reduction)
     return _output(loss, log_ratio, ratio, valid, clip_epsilon)
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field, replace
 import torch
 from torch import Tensor
 
+from .advantages import KLEstimator
+
 
 @dataclass(frozen=True)
 class RolloutBatch:
@@ -33,6 +35,10 @@ class RolloutBatch:
     responses: tuple[str, ...] = ()
     references: tuple[str | None, ...] = ()
     extra: dict[str, float] = field(default_factory=dict)
+    group_size: int = 1  # responses per prompt, in consecutive rows
+    critic: bool = True  # False: critic-free advantages; `values` are 0, nothing fits them
+    loss_kl_beta: float = 0.0  # > 0: the update adds beta * KL(pi || pi_ref) to its loss
+    kl_estimator: KLEstimator = "k1"  # the estimator of that KL term
 
     @property
     def size(self) -> int:

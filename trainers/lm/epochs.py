@@ -25,7 +25,7 @@ def run_update(
 ) -> dict[str, float]:
     """The update: for each epoch a fresh permutation of the sequences, one step per minibatch."""
     names, slices = batch.task_index()
-    stats = UpdateStatistics(names, settings.clip_epsilon)
+    stats = UpdateStatistics(names)
     parameters = [p for p in policy.parameters() if p.requires_grad]
     early_stop = None
     for epoch in range(1, settings.epochs + 1):

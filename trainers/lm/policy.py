@@ -1,4 +1,5 @@
-"""The policy (a local causal LM plus an extra value head), its reference and log-probs.
+"""The policy (a local causal LM, plus a value head when the advantages need a critic), its
+reference and log-probs.
 
 Token layout used everywhere in trainers.lm: a (batch, length) tensor of token ids, prompts
 left-padded and responses right-padded; every per-token tensor has the same shape, and entry j
@@ -82,15 +83,18 @@ def gather_log_probs(logits: Tensor, input_ids: Tensor) -> Tensor:
 
 class PolicyWithValueHead(nn.Module):
     """A causal LM and a linear value head on its last hidden state (the critic;
-    docs/guides/language-models.md)."""
+    docs/guides/language-models.md). value_head=False: no critic is built (the group
+    estimators), `value_head` is None and the values are 0."""
 
-    def __init__(self, lm: Any) -> None:
+    def __init__(self, lm: Any, value_head: bool = True) -> None:
         super().__init__()
         self.lm = lm
-        hidden = getattr(lm.config, "hidden_size", None) or lm.config.n_embd
-        self.value_head = nn.Linear(hidden, 1)
-        nn.init.zeros_(self.value_head.weight)
-        nn.init.zeros_(self.value_head.bias)
+        self.value_head: nn.Linear | None = None
+        if value_head:
+            hidden = getattr(lm.config, "hidden_size", None) or lm.config.n_embd
+            self.value_head = nn.Linear(hidden, 1)
+            nn.init.zeros_(self.value_head.weight)
+            nn.init.zeros_(self.value_head.bias)
 
     @property
     def config(self) -> Any:
@@ -102,13 +106,16 @@ class PolicyWithValueHead(nn.Module):
             input_ids=input_ids,
             attention_mask=attention_mask,
             position_ids=position_ids(attention_mask),
-            output_hidden_states=True,
+            output_hidden_states=self.value_head is not None,
             use_cache=False,
         )
         logits = out.logits.float()
         log_softmax = torch.log_softmax(logits, dim=-1)
         entropy = -(log_softmax.exp() * log_softmax).sum(-1)
-        values = self.value_head(out.hidden_states[-1].float()).squeeze(-1)
+        if self.value_head is None:
+            values = logits.new_zeros(logits.shape[:2])
+        else:
+            values = self.value_head(out.hidden_states[-1].float()).squeeze(-1)
         return TokenTerms(gather_log_probs(logits, input_ids), _shift(values), _shift(entropy))
 
 

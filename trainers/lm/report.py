@@ -20,7 +20,8 @@ def sequence_kl(batch: RolloutBatch, estimator: KLEstimator) -> Tensor:
 def rollout_metrics(
     batch: RolloutBatch, estimator: KLEstimator, beta: float, has_reference: bool = True
 ) -> dict[str, float]:
-    """lm/reward_mean, lm/kl_ref, lm/response_length (and `/<task>` each), critic fit."""
+    """lm/reward_mean, lm/kl_ref, lm/response_length (and `/<task>` each), critic fit (when
+    there is a critic)."""
     kl = sequence_kl(batch, estimator)
     lengths = batch.response_lengths.double()
     per_sequence = {
@@ -33,17 +34,20 @@ def rollout_metrics(
     metrics["lm/reward_std"] = float(batch.scores.double().std(correction=0))
     if has_reference:
         metrics["lm/kl_ref_per_token"] = float(kl.sum() / lengths.sum().clamp(min=1))
-        metrics["lm/kl_penalty_mean"] = float(-beta * kl.double().mean())
+        if batch.loss_kl_beta == 0:  # the KL is in the reward (the loss reports train/kl_loss)
+            metrics["lm/kl_penalty_mean"] = float(-beta * kl.double().mean())
         metrics["lm/kl_beta"] = float(beta)
     names, index = batch.task_index()
     for i, name in enumerate(names):
         rows = index == i
         for metric, values in per_sequence.items():
             metrics[f"{metric}/{name}"] = float(values[rows].mean())
-    mask = batch.action_mask
-    returns = batch.returns[mask]
-    metrics["train/explained_variance"] = float(explained_variance(batch.values[mask], returns))
-    std, rms = return_spread(returns)
-    metrics["train/returns_std"], metrics["train/returns_rms"] = float(std), float(rms)
+    if batch.critic:  # without one nothing predicts the returns: no fit to report
+        mask = batch.action_mask
+        returns = batch.returns[mask]
+        ev = explained_variance(batch.values[mask], returns)
+        metrics["train/explained_variance"] = float(ev)
+        std, rms = return_spread(returns)
+        metrics["train/returns_std"], metrics["train/returns_rms"] = float(std), float(rms)
     metrics.update(batch.extra)
     return metrics

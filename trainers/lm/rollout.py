@@ -9,8 +9,20 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from .advantages import KLEstimator, kl_to_reference, masked_gae, normalize, token_rewards
+from .advantages import (
+    GROUP_ESTIMATORS,
+    AdvantageEstimator,
+    KLEstimator,
+    KLPlacement,
+    group_advantages,
+    kl_to_reference,
+    masked_gae,
+    normalize,
+    token_rewards,
+    zero_spread_fraction,
+)
 from .batch import RolloutBatch
+from .errors import LMTrainerError
 from .policy import PolicyWithValueHead, reference_log_probs
 from .rewards import ProgrammaticReward, RewardModel, Sample, score_samples
 from .sampling import Generation, SamplingSettings, sample_responses
@@ -32,8 +44,38 @@ class RolloutSettings:
     gamma: float = 1.0  # the RLHF column (docs/guides/planning.md): no discount in a response
     gae_lambda: float = 1.0  # < 1 with an untrained critic pushes against first tokens
     kl_estimator: KLEstimator = "k1"
-    normalize_advantage: bool = True
+    normalize_advantage: bool = True  # gae only: a group baseline is the normalization
     advantage_scope: str = "batch"
+    estimator: AdvantageEstimator = "gae"
+    group_size: int = 1  # responses sampled per prompt, in consecutive rows
+    scale_by_std: bool = True  # grpo: divide by the group's std (False: Dr. GRPO)
+    kl_placement: KLPlacement = "reward"  # "loss": beta * KL joins the loss instead (GRPO)
+
+    def __post_init__(self) -> None:
+        if self.estimator not in ("gae", *GROUP_ESTIMATORS):
+            raise LMTrainerError(
+                f"estimator must be 'gae', 'grpo' or 'rloo', got {self.estimator!r}"
+            )
+        if not (isinstance(self.group_size, int) and self.group_size >= 1):
+            raise LMTrainerError(f"group_size must be an integer >= 1, got {self.group_size!r}")
+        if self.kl_placement not in ("reward", "loss"):
+            raise LMTrainerError(
+                f"kl_placement must be 'reward' or 'loss', got {self.kl_placement!r}"
+            )
+        if self.estimator in GROUP_ESTIMATORS and self.group_size < 2:
+            raise LMTrainerError(
+                f"estimator {self.estimator!r} compares responses to the same prompt and needs "
+                f"group_size >= 2, got {self.group_size}; sample 4-16 responses per prompt"
+            )
+
+    def split_beta(self, beta: float) -> tuple[float, float]:
+        """(reward beta, loss beta): the KL is in the reward or in the loss, never both."""
+        return (beta, 0.0) if self.kl_placement == "reward" else (0.0, beta)
+
+    @property
+    def critic(self) -> bool:
+        """Whether the advantages need a value head (GAE does; the group baselines do not)."""
+        return self.estimator == "gae"
 
 
 def encode_prompts(tokenizer: Any, prompts: Sequence[PromptRecord]) -> tuple[Tensor, Tensor]:
@@ -79,6 +121,22 @@ def behavior_gap(generation: Generation, old_log_probs: Tensor) -> dict[str, flo
     return {"lm/behavior_gap_mean": float(gap.mean()), "lm/behavior_gap_max": float(gap.max())}
 
 
+def rollout_extra(
+    generation: Generation,
+    old_log_probs: Tensor,
+    scores: Tensor,
+    sampling: SamplingSettings,
+    settings: RolloutSettings,
+) -> dict[str, float]:
+    """The rollout's own metrics: behavior gap, sampling, EOS share, groups scoring alike."""
+    extra = behavior_gap(generation, old_log_probs)
+    extra["lm/sampling_processed"] = float(sampling.processes_distribution)
+    extra["lm/eos_fraction"] = float(generation.ended_with_eos.float().mean())
+    if settings.group_size > 1:
+        extra["lm/group_zero_spread_fraction"] = zero_spread_fraction(scores, settings.group_size)
+    return extra
+
+
 @torch.no_grad()
 def collect_rollout(
     policy: PolicyWithValueHead,
@@ -91,13 +149,12 @@ def collect_rollout(
     beta: float,
     generator: torch.Generator | None,
 ) -> RolloutBatch:
-    """Sample responses to `prompts` and freeze everything the update needs."""
+    """Sample `settings.group_size` responses to each of `prompts` (consecutive rows) and
+    freeze everything the update needs."""
+    prompts = [p for p in prompts for _ in range(settings.group_size)]
     generation, responses = generate(policy, tokenizer, prompts, sampling, generator)
-    ids, attention, actions = (
-        generation.input_ids,
-        generation.attention_mask,
-        generation.action_mask,
-    )
+    ids, attention = generation.input_ids, generation.attention_mask
+    actions = generation.action_mask
     terms = policy(ids, attention)  # the old-training policy, recomputed on the training side
     # No reference (no KL penalty): the old policy stands in, so every KL term is exactly 0.
     ref_log_probs = (
@@ -111,14 +168,12 @@ def collect_rollout(
     kl = torch.where(
         actions, kl_to_reference(terms.log_probs, ref_log_probs, settings.kl_estimator), 0.0
     )
-    rewards = token_rewards(scores, kl, actions, generation.terminal_mask, beta)
     values = torch.where(actions, terms.values, 0.0)
-    advantages, returns = masked_gae(rewards, values, actions, settings.gamma, settings.gae_lambda)
-    if settings.normalize_advantage and settings.advantage_scope == "batch":
-        advantages = normalize(advantages, actions)
-    extra = behavior_gap(generation, terms.log_probs)
-    extra["lm/sampling_processed"] = float(sampling.processes_distribution)
-    extra["lm/eos_fraction"] = float(generation.ended_with_eos.float().mean())
+    reward_beta, loss_beta = settings.split_beta(beta)
+    advantages, returns = rollout_advantages(
+        scores, kl, values, actions, generation.terminal_mask, reward_beta, settings
+    )
+    extra = rollout_extra(generation, terms.log_probs, scores, sampling, settings)
     return RolloutBatch(
         input_ids=ids,
         attention_mask=attention,
@@ -136,4 +191,39 @@ def collect_rollout(
         responses=tuple(responses),
         references=tuple(p.reference for p in prompts),
         extra=extra,
+        group_size=settings.group_size,
+        critic=settings.critic,
+        loss_kl_beta=loss_beta,
+        kl_estimator=settings.kl_estimator,
     )
+
+
+def rollout_advantages(
+    scores: Tensor,
+    kl: Tensor,
+    values: Tensor,
+    actions: Tensor,
+    terminal: Tensor,
+    beta: float,
+    settings: RolloutSettings,
+) -> tuple[Tensor, Tensor]:
+    """(advantages, returns), (B, L), 0 off the action tokens.
+
+    gae: KL-penalized token rewards, GAE against the critic, then the named normalization.
+    grpo / rloo: each response's return R_i = score_i - beta * sum_t KL_t, its group
+    advantage on every one of its action tokens; `returns` holds R_i there (no critic fits it).
+    """
+    if settings.estimator == "gae":
+        rewards = token_rewards(scores, kl, actions, terminal, beta)
+        advantages, returns = masked_gae(
+            rewards, values, actions, settings.gamma, settings.gae_lambda
+        )
+        if settings.normalize_advantage and settings.advantage_scope == "batch":
+            advantages = normalize(advantages, actions)
+        return advantages, returns
+    sequence_returns = scores - beta * kl.sum(1)
+    per_sequence = group_advantages(
+        sequence_returns, settings.group_size, settings.estimator, settings.scale_by_std
+    )
+    advantages = torch.where(actions, per_sequence[:, None], 0.0)
+    return advantages, torch.where(actions, sequence_returns[:, None], 0.0)

@@ -44,7 +44,6 @@ class UpdateStatistics:
     """Accumulates minibatch results on the device; `read()` turns them into metrics once."""
 
     slice_names: list[str]
-    clip_epsilon: float
     weighted: dict[str, list[Tensor]] = field(default_factory=dict)
     weights: list[Tensor] = field(default_factory=list)
     epochs: list[_TokenSums] = field(default_factory=list)
@@ -58,15 +57,22 @@ class UpdateStatistics:
     def add(self, loss: MinibatchLoss, log_ratio: Tensor, mask: Tensor, slices: Tensor) -> None:
         """One minibatch: its loss terms and its per-token ratios (B, L) with slice ids (B,)."""
         weight = loss.weight.to(torch.float64)
-        terms = {"policy": loss.policy.loss, "value": loss.value, "entropy": loss.entropy}
+        terms = {
+            "policy": loss.policy.loss,
+            "value": loss.value,
+            "entropy": loss.entropy,
+            "kl": loss.kl,
+        }
         for name, value in terms.items():
+            if value is None:  # no critic or no KL term: nothing to report (not a loss of 0)
+                continue
             self.weighted.setdefault(name, []).append(value.detach().double() * weight)
         self.weights.append(weight)
         with torch.no_grad():
             lr = torch.where(mask, log_ratio.detach().double(), 0.0)
             ratio = lr.exp()
             per_token = {
-                "clipped": ((ratio - 1).abs() > self.clip_epsilon) & mask,
+                "clipped": loss.policy.clipped_entries,  # what the objective clipped
                 "k3": torch.where(mask, (ratio - 1) - lr, 0.0),
                 "tokens": mask,
             }

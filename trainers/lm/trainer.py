@@ -1,4 +1,5 @@
-"""PPO on a local causal language model: typed arguments, like SB3; no YAML, no tracking.
+"""PPO and its critic-free group variants (GRPO, RLOO) on a local causal language model:
+typed arguments, like SB3; no YAML, no tracking.
 
     trainer = LMPPOTrainer("models/sft", reward=build_reward("exact_answer"))
     trainer.learn(prompts, n_updates=50)
@@ -40,8 +41,22 @@ _FINITE_REQUIRED = (
 )
 
 
+def _check_kl_arguments(
+    kl_estimator: str, kl_beta: float, kl_target: float | None, use_reference: bool
+) -> None:
+    if kl_estimator not in KL_ESTIMATORS:
+        raise LMTrainerError(f"kl_estimator must be one of {KL_ESTIMATORS}, got {kl_estimator!r}")
+    if not (math.isfinite(kl_beta) and kl_beta >= 0):
+        raise LMTrainerError(f"kl_beta must be a finite number >= 0, got {kl_beta!r}")
+    if not use_reference and (kl_beta > 0 or kl_target is not None):
+        raise LMTrainerError(
+            "a KL penalty (kl_beta > 0 or kl_target) needs a reference; use_reference=True"
+        )
+
+
 class LMPPOTrainer:
-    """PPO with a value head and a KL penalty to a frozen reference, on CPU-sized models."""
+    """PPO with a value head (or a group baseline, no critic) and a KL penalty to a frozen
+    reference, on CPU-sized models."""
 
     def __init__(
         self,
@@ -63,19 +78,11 @@ class LMPPOTrainer:
         seed: int = 0,
         update_listeners: Sequence[UpdateListener] = (),
     ) -> None:
-        if kl_estimator not in KL_ESTIMATORS:
-            raise LMTrainerError(
-                f"kl_estimator must be one of {KL_ESTIMATORS}, got {kl_estimator!r}"
-            )
-        if not (math.isfinite(kl_beta) and kl_beta >= 0):
-            raise LMTrainerError(f"kl_beta must be a finite number >= 0, got {kl_beta!r}")
-        if not use_reference and (kl_beta > 0 or kl_target is not None):
-            raise LMTrainerError(
-                "a KL penalty (kl_beta > 0 or kl_target) needs a reference; use_reference=True"
-            )
+        _check_kl_arguments(kl_estimator, kl_beta, kl_target, use_reference)
         self.sampling = sampling or SamplingSettings()
         self.settings = update or UpdateSettings()
         self.rollout_settings = rollout or RolloutSettings(
+            kl_estimator=kl_estimator,
             normalize_advantage=self.settings.normalize_advantage,
             advantage_scope=self.settings.advantage_scope,
         )
@@ -84,7 +91,9 @@ class LMPPOTrainer:
         self.random = random.Random(seed)
         self.generator = torch.Generator().manual_seed(seed)
         self.tokenizer = load_tokenizer(policy_path)
-        self.policy = PolicyWithValueHead(load_causal_lm(policy_path))
+        self.policy = PolicyWithValueHead(
+            load_causal_lm(policy_path), value_head=self.rollout_settings.critic
+        )
         self.policy.eval()  # dropout off: the ratio is 1 before the first step, as it must be
         self.reference: Any = None
         if use_reference:
@@ -168,7 +177,8 @@ class LMPPOTrainer:
         return metrics
 
     def sample_prompts(self, prompts: Sequence[PromptRecord]) -> list[PromptRecord]:
-        """batch_size prompts drawn without replacement (with it when there are fewer)."""
+        """batch_size prompts drawn without replacement (with it when there are fewer); the
+        rollout samples rollout.group_size responses to each."""
         if len(prompts) >= self.batch_size:
             return self.random.sample(list(prompts), self.batch_size)
         return [self.random.choice(list(prompts)) for _ in range(self.batch_size)]
@@ -201,11 +211,13 @@ class LMPPOTrainer:
         return responses
 
     def save(self, folder: str | Path) -> None:
-        """The policy in transformers format (loadable as a model folder) plus its value head."""
+        """The policy in transformers format (loadable as a model folder) plus its value head
+        when it has one (a critic-free estimator builds none)."""
         out = Path(folder)
         self.policy.lm.save_pretrained(out)
         self.tokenizer.save_pretrained(out)
-        torch.save(self.policy.value_head.state_dict(), out / "value_head.pt")
+        if self.policy.value_head is not None:
+            torch.save(self.policy.value_head.state_dict(), out / "value_head.pt")
 
     def policy_model(self) -> Any:
         return self.policy.lm

@@ -86,19 +86,87 @@ class GenerationSpec(StrictModel):
 
 
 class LMKLSpec(StrictModel):
-    """The per-token KL penalty to the reference: r_t -= beta * KL_t."""
+    """The KL to the reference: in the reward (r_t -= beta * KL_t) or in the loss."""
 
-    estimator: Literal["k1", "k3"] = Field(
-        "k1", description="`k1` = log pi - log pi_ref; `k3` = (rho - 1) - log rho, rho = ref/pi."
+    estimator: Literal["k1", "k2", "k3"] = Field(
+        "k1",
+        description="`k1` = log pi - log pi_ref; `k2` = 0.5 (log pi - log pi_ref)^2; "
+        "`k3` = (rho - 1) - log rho, rho = ref/pi.",
+    )
+    placement: Literal["reward", "loss"] = Field(
+        "reward",
+        description="`reward`: r_t -= beta * KL_t before the advantages (PPO-RLHF); `loss`: "
+        "beta * KL of the current policy joins the loss (GRPO), the reward is the score.",
     )
     beta: float = Field(
-        0.05, ge=0, le=100, description="Penalty coefficient (initial if adaptive)."
+        0.05,
+        ge=0,
+        le=100,
+        description="Coefficient (initial if adaptive); 0: no KL term (lm/kl_ref still "
+        "measured, and the run says so).",
     )
     target: float | None = Field(
         None, gt=0, description="Adaptive beta: the target of lm/kl_ref (null: beta fixed)."
     )
     rule: Literal["lesson", "paper"] = Field(
         "lesson", description="Adaptive rule: `lesson` (2 x target) or `paper` (1.5 x target)."
+    )
+
+
+class ClipBoundsSpec(StrictModel):
+    """The ratio's interval [1 - low, 1 + high]: low = high is PPO's symmetric clip; high >
+    low is Clip-Higher (more room to raise a token's probability than to lower it)."""
+
+    low: float = Field(0.2, gt=0, lt=1, description="1 - low bounds the ratio below.")
+    high: float = Field(
+        0.2, gt=0, lt=1, description="1 + high bounds it above (refused above 0.3)."
+    )
+
+
+class LMSurrogateSpec(SurrogateSpec):
+    """The policy objective and its clip range (beside the shared surrogate fields)."""
+
+    objective: Literal["ppo", "gspo", "cispo"] = Field(
+        "ppo",
+        description="`ppo`: PPO-Clip per token; `gspo`: one length-normalised ratio per "
+        "response, clipped per response; `cispo`: the clipped ratio as a stop-gradient weight "
+        "on every token's log-prob gradient (docs/guides/language-models.md).",
+    )
+    clip: ClipBoundsSpec | None = Field(
+        None,
+        description="Asymmetric clip bounds (null: clip_epsilon on both sides); set this or "
+        "clip_epsilon, not both.",
+    )
+
+    @property
+    def clip_bounds(self) -> tuple[float, float]:
+        """(low, high) of the clip range the run uses."""
+        if self.clip is not None:
+            return self.clip.low, self.clip.high
+        return self.clip_epsilon.start, self.clip_epsilon.start
+
+
+class LMAdvantageSpec(AdvantageSpec):
+    """How a rollout's scores become advantages: GAE against a value head, or a critic-free
+    baseline from the other responses to the same prompt."""
+
+    estimator: Literal["gae", "grpo", "rloo"] = Field(
+        "gae",
+        description="`gae`: GAE(lambda) against a value head (the critic); `grpo`: the group's "
+        "mean (and std) over `group_size` responses to one prompt; `rloo`: the mean of the "
+        "other responses (leave-one-out). `grpo` and `rloo` build no value head.",
+    )
+    group_size: int = Field(
+        1,
+        ge=1,
+        le=256,
+        description="Responses sampled per prompt (`grpo` and `rloo` need at least 2; 1 keeps "
+        "one response per prompt for `gae`).",
+    )
+    scale_by_std: bool = Field(
+        True,
+        description="`grpo` only: divide by the group's std; false gives Dr. GRPO's unscaled "
+        "A = R - mean (no bias toward groups that score nearly alike).",
     )
 
 
@@ -134,7 +202,12 @@ class LMSection(StrictModel):
         json_schema_extra=_named_only,
     )
     kl: LMKLSpec = Field(default_factory=LMKLSpec)
-    prompts_per_update: int = Field(32, ge=1, le=4096, description="Responses per rollout.")
+    prompts_per_update: int = Field(
+        32,
+        ge=1,
+        le=4096,
+        description="Prompts per rollout; each gets advantage.group_size responses.",
+    )
 
 
 class LMBudgetSpec(StrictModel):
@@ -160,11 +233,11 @@ class LMExperimentSpec(WholeSpec):
         ),
         description="K epochs over minibatches of `minibatch_size` responses.",
     )
-    surrogate: SurrogateSpec = Field(default_factory=lambda: SurrogateSpec(clip_value=0.2))
-    advantage: AdvantageSpec = Field(
-        default_factory=lambda: AdvantageSpec(gamma=1.0, gae_lambda=1.0),
-        description="GAE over response tokens; the RLHF column (docs/guides/planning.md): gamma "
-        "1.0; lambda 1.0 "
+    surrogate: LMSurrogateSpec = Field(default_factory=lambda: LMSurrogateSpec(clip_value=0.2))
+    advantage: LMAdvantageSpec = Field(
+        default_factory=lambda: LMAdvantageSpec(gamma=1.0, gae_lambda=1.0),
+        description="The estimator (GAE over response tokens, or a group baseline); for GAE "
+        "the RLHF column (docs/guides/planning.md): gamma 1.0; lambda 1.0 "
         "(equal scores then give equal advantages, see docs/guides/language-models.md).",
     )
     budget: LMBudgetSpec = Field(default_factory=LMBudgetSpec)
@@ -175,12 +248,21 @@ class LMExperimentSpec(WholeSpec):
 
     @field_validator("surrogate")
     @classmethod
-    def _constant_clip_range(cls, surrogate: SurrogateSpec) -> SurrogateSpec:
+    def _constant_clip_range(cls, surrogate: LMSurrogateSpec) -> LMSurrogateSpec:
         if surrogate.clip_epsilon.schedule != "constant":
             raise ValueError(
                 "ppo_lm keeps the clip range constant; set surrogate.clip_epsilon to a number"
             )
         return surrogate
+
+    @property
+    def critic_free(self) -> bool:
+        """Whether the advantages come from a group baseline (no value head is built)."""
+        return self.advantage.estimator != "gae"
+
+    @property
+    def responses_per_update(self) -> int:
+        return self.lm.prompts_per_update * self.advantage.group_size
 
 
 def is_lm_data(data: Any) -> bool:

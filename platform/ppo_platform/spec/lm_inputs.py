@@ -230,14 +230,15 @@ def _check_prompt_line(line: str, number: int, spec: PromptsSpec, field: str, an
 
 
 def estimate_memory(spec: LMExperimentSpec, policy: ModelFacts, others: int) -> dict[str, int]:
-    """Upper-side bytes of a run: weights (policy + value head), gradients and Adam's two
-    moments, the reference and reward model, the generation batch and update activations."""
+    """Upper-side bytes of a run: weights (policy, its value head with GAE), gradients and
+    Adam's two moments, the reference and reward model, the generation batch and update
+    activations (every response of a rollout: prompts x group_size)."""
     weights = policy.weight_bytes
     hidden = policy.number("n_embd", "hidden_size", default=1)
     layers = policy.number("n_layer", "num_hidden_layers", default=1)
     vocab = policy.number("vocab_size", default=1)
     length = (policy.positions or 0) or spec.lm.generation.max_new_tokens * 4
-    rollout = spec.lm.prompts_per_update
+    rollout = spec.responses_per_update  # prompts x responses per prompt
     # Sampling keeps the KV cache and one step's logits; the rollout's forward passes keep
     # (B, L, V) log-probs; the update keeps activations of a minibatch for backward.
     generation = rollout * length * (2 * layers * hidden + 3 * vocab) * 4

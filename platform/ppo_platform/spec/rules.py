@@ -11,52 +11,26 @@ from __future__ import annotations
 from ppo_platform.errors import SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec, KLPenaltySpec, SurrogateSpec, UpdateSpec
 from ppo_platform.spec.lm import LMExperimentSpec
+from ppo_platform.spec.lm_rules import LM_REDUCTION_RULE as LM_REDUCTION_RULE
+from ppo_platform.spec.lm_rules import LM_REFERENCE_RULE as LM_REFERENCE_RULE
+from ppo_platform.spec.lm_rules import lm_refusals
+from ppo_platform.spec.trust_region import MAX_CLIP_EPSILON as MAX_CLIP_EPSILON
+from ppo_platform.spec.trust_region import MAX_EPOCHS as MAX_EPOCHS
+from ppo_platform.spec.trust_region import TRUST_REGION_RULE as TRUST_REGION_RULE
+from ppo_platform.spec.trust_region import clip_epsilon_issue, epochs_issue
 from ppo_platform.spec.tune_rules import tune_objective_issues
 
 AnySpec = ExperimentSpec | LMExperimentSpec
 
-MAX_EPOCHS = 30
-MAX_CLIP_EPSILON = 0.3
 PPO_ALGORITHMS = frozenset({"ppo", "ppo_kl"})
 # Every algorithm the PPO refusal rules hold to: the gymnasium ones and PPO on language models.
 RULED_ALGORITHMS = PPO_ALGORITHMS | {"ppo_lm"}
 
 # Rule names, as carried by `SpecIssue.rule`.
-TRUST_REGION_RULE = "unsafe_trust_region"
 ADVANTAGE_RULE = "unnormalized_advantages"
 MONITORING_RULE = "unmonitored_run"
 SEARCH_SPACE_RULE = "unsafe_search_space"
 ROLLOUT_BUDGET_RULE = "rollout_over_budget"
-LM_REDUCTION_RULE = "unnamed_reduction"
-LM_REFERENCE_RULE = "kl_without_reference"
-
-
-def epochs_issue(epochs: float, path: str = "update.epochs") -> SpecIssue | None:
-    """K above 30 reuses one rollout so often that the policy leaves the trust region."""
-    if epochs <= MAX_EPOCHS:
-        return None
-    return SpecIssue(
-        path=path,
-        value=epochs,
-        message=f"refused: K = {epochs} epochs is above the limit of {MAX_EPOCHS} "
-        "(unsafe trust region: the policy drifts too far from the one that collected the data).",
-        fix=f"use at most {MAX_EPOCHS} epochs; 3-10 is typical, 20 for small classic-control nets.",
-        rule=TRUST_REGION_RULE,
-    )
-
-
-def clip_epsilon_issue(epsilon: float, path: str = "surrogate.clip_epsilon") -> SpecIssue | None:
-    """Epsilon above 0.3 lets a single update move action probabilities too far."""
-    if epsilon <= MAX_CLIP_EPSILON:
-        return None
-    return SpecIssue(
-        path=path,
-        value=epsilon,
-        message=f"refused: clip epsilon {epsilon} is above the limit of {MAX_CLIP_EPSILON} "
-        "(unsafe trust region).",
-        fix=f"use a clip epsilon of at most {MAX_CLIP_EPSILON}; 0.2 is the standard value.",
-        rule=TRUST_REGION_RULE,
-    )
 
 
 def refuse_unsafe_trust_region(spec: AnySpec) -> list[SpecIssue]:
@@ -210,6 +184,8 @@ _TRUST_REGION_CHECKS = {
     "surrogate.clip_epsilon": clip_epsilon_issue,
     "surrogate.clip_epsilon.start": clip_epsilon_issue,
     "surrogate.clip_epsilon.end": clip_epsilon_issue,
+    "surrogate.clip.low": clip_epsilon_issue,
+    "surrogate.clip.high": clip_epsilon_issue,
 }
 
 
@@ -249,61 +225,6 @@ def refuse_unsafe_search_space(spec: AnySpec) -> list[SpecIssue]:
     return issues
 
 
-def refuse_unnamed_reduction(spec: AnySpec) -> list[SpecIssue]:
-    """Token-mean and sequence-mean PPO are different objectives: an LM spec names its own."""
-    if not isinstance(spec, LMExperimentSpec) or spec.lm.reduction is not None:
-        return []
-    return [
-        SpecIssue(
-            path="lm.reduction",
-            value=None,
-            message="refused: the loss reduction is not named (token_mean and sequence_mean "
-            "weigh long and short responses differently; both are called PPO).",
-            fix="set lm.reduction: token_mean (every response token weighs the same; the "
-            "usual choice) or sequence_mean (every response weighs the same).",
-            rule=LM_REDUCTION_RULE,
-        )
-    ]
-
-
-def refuse_kl_without_reference(spec: AnySpec) -> list[SpecIssue]:
-    """A KL penalty needs something to measure the distance to."""
-    if not isinstance(spec, LMExperimentSpec):
-        return []
-    if spec.lm.model.reference != "none" or spec.lm.kl.beta == 0:
-        return []
-    return [
-        SpecIssue(
-            path="lm.kl.beta",
-            value=spec.lm.kl.beta,
-            message="refused: a KL penalty (beta > 0) with lm.model.reference: none.",
-            fix="set lm.model.reference: initial (the policy's starting weights) or a model "
-            "folder, or lm.kl.beta: 0.",
-            rule=LM_REFERENCE_RULE,
-        )
-    ]
-
-
-def refuse_rewards_beside_reward_model(spec: AnySpec) -> list[SpecIssue]:
-    """A reward model replaces the programmatic rewards: both set, the rewards would be
-    dropped without a word."""
-    if not isinstance(spec, LMExperimentSpec) or spec.lm.model.reward_model is None:
-        return []
-    if not spec.lm.rewards:
-        return []
-    names = [term.name for term in spec.lm.rewards]
-    return [
-        SpecIssue(
-            path="lm.rewards",
-            value=names,
-            message=f"set together with lm.model.reward_model = {spec.lm.model.reward_model!r}, "
-            "which scores every response instead: these rewards would never be used.",
-            fix="remove lm.rewards (the reward model scores), or remove lm.model.reward_model "
-            "(the rewards score).",
-        )
-    ]
-
-
 def refusals(spec: AnySpec) -> list[SpecIssue]:
     """Every refusal rule that the spec breaks, in a stable order."""
     return [
@@ -312,9 +233,7 @@ def refusals(spec: AnySpec) -> list[SpecIssue]:
         *refuse_unmonitored_run(spec),
         *refuse_fields_a2c_ignores(spec),
         *refuse_unsafe_search_space(spec),
-        *refuse_unnamed_reduction(spec),
-        *refuse_kl_without_reference(spec),
-        *refuse_rewards_beside_reward_model(spec),
+        *lm_refusals(spec),
         *refuse_searched_held_out_seeds(spec),
         *tune_objective_issues(spec),
     ]

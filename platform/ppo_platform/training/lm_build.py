@@ -63,7 +63,9 @@ def build_trainer(spec: LMExperimentSpec, settings: Settings) -> Any:
     update = UpdateSettings(
         epochs=spec.update.epochs,
         minibatch_size=spec.update.minibatch_size,
-        clip_epsilon=surrogate.clip_epsilon.start,
+        clip_epsilon=surrogate.clip_bounds[0],
+        clip_epsilon_high=surrogate.clip_bounds[1],
+        objective=surrogate.objective,
         value_coef=surrogate.value_coef,
         entropy_coef=surrogate.entropy_coef,
         max_grad_norm=spec.update.max_grad_norm,
@@ -77,6 +79,10 @@ def build_trainer(spec: LMExperimentSpec, settings: Settings) -> Any:
         gae_lambda=spec.advantage.gae_lambda,
         kl_estimator=lm.kl.estimator,
         normalize_advantage=surrogate.normalize_advantage,
+        estimator=spec.advantage.estimator,
+        group_size=spec.advantage.group_size,
+        scale_by_std=spec.advantage.scale_by_std,
+        kl_placement=lm.kl.placement,
     )
     return LMPPOTrainer(
         lm_path(lm.model.policy, "lm.model.policy", settings),

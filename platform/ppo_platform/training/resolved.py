@@ -134,6 +134,49 @@ def lm_reward(spec: LMExperimentSpec, trainer: Any) -> str:
     )
 
 
+def lm_advantage(spec: LMExperimentSpec) -> str:
+    """The advantage estimator in words: what baseline, over how many responses per prompt."""
+    advantage = spec.advantage
+    groups = f"{advantage.group_size} responses per prompt"
+    if advantage.estimator == "gae":
+        return (
+            f"gae (gamma {advantage.gamma:g}, lambda {advantage.gae_lambda:g}) against a value "
+            f"head, {groups}, normalized over the batch"
+        )
+    if advantage.estimator == "rloo":
+        others = advantage.group_size - 1
+        return f"rloo: R_i minus the mean of the other {others} ({groups}); no value head"
+    scale = "mean and std" if advantage.scale_by_std else "mean only (Dr. GRPO: no std division)"
+    return f"grpo: the group's {scale} over {groups}; no value head"
+
+
+def lm_objective(spec: LMExperimentSpec) -> str:
+    """The policy objective and its clip range, in words."""
+    surrogate = spec.surrogate
+    low, high = surrogate.clip_bounds
+    shape = "symmetric" if low == high else "Clip-Higher"
+    what = {
+        "ppo": "PPO-Clip per token",
+        "gspo": "GSPO: one length-normalised ratio per response, clipped per response",
+        "cispo": "CISPO: clipped stop-gradient weight on every token's log-prob gradient",
+    }[surrogate.objective]
+    return f"{what}; ratio in [{1 - low:g}, {1 + high:g}] ({shape}); {spec.lm.reduction}"
+
+
+def lm_kl(spec: LMExperimentSpec) -> str:
+    """The KL term to the reference: estimator, placement, beta (fixed, adaptive, or none)."""
+    kl = spec.lm.kl
+    if spec.lm.model.reference == "none":
+        return "none (no reference)"
+    if kl.beta == 0 and kl.target is None:
+        return f"beta 0: no KL term (lm/kl_ref, {kl.estimator}, is still measured)"
+    where = "in the reward (r_t -= beta KL_t)" if kl.placement == "reward" else "in the loss"
+    control = f"fixed beta {kl.beta:g}"
+    if kl.target is not None:
+        control = f"adaptive beta from {kl.beta:g} to target {kl.target:g} (rule {kl.rule})"
+    return f"{kl.estimator} {where}, {control}"
+
+
 def lm_resolved_setup(spec: LMExperimentSpec, trainer: Any) -> dict[str, str]:
     """A language-model run's resolved setup as flat text fields: device, dtype, threads, the
     policy (its config, architecture, parameters), tokenizer, reference, reward, versions."""
@@ -153,13 +196,20 @@ def lm_resolved_setup(spec: LMExperimentSpec, trainer: Any) -> dict[str, str]:
         f"{config.model_type}, saved by transformers {config.transformers_version})",
         "model.architecture": type(lm).__name__,
         "model.parameters": str(_parameters(lm)),
-        "model.value_head_parameters": str(_parameters(trainer.policy.value_head)),
+        "model.value_head_parameters": (
+            str(_parameters(trainer.policy.value_head))
+            if trainer.policy.value_head is not None
+            else f"none (advantage.estimator {spec.advantage.estimator}: no critic)"
+        ),
         "model.max_positions": str(max_positions(config) or "not stated"),
         "tokenizer": f"{type(tokenizer).__name__}, {len(tokenizer)} tokens, pad {pad!r}"
         + (" (its EOS token)" if pad == tokenizer.eos_token else "")
         + f", EOS {tokenizer.eos_token!r}",
         "reference": lm_reference(spec, trainer),
         "reward": lm_reward(spec, trainer),
+        "advantage": lm_advantage(spec),
+        "objective": lm_objective(spec),
+        "kl": lm_kl(spec),
     }
     resolved.update({f"version.{name}": version_of(name) for name in LM_LIBRARIES})
     return resolved

@@ -105,6 +105,22 @@ def test_a_valid_lm_spec_loads(lm_dir):
         ),
         ({"lm__reduction": None}, "lm.reduction", "unnamed_reduction"),
         ({"lm__model__reference": "none"}, "lm.kl.beta", "kl_without_reference"),
+        ({"advantage": {"estimator": "grpo"}}, "advantage.group_size", "group_of_one"),
+        (
+            {"advantage": {"estimator": "rloo", "group_size": 1}},
+            "advantage.group_size",
+            "group_of_one",
+        ),
+        (
+            {"surrogate": {"clip": {"low": 0.2, "high": 0.35}}},
+            "surrogate.clip.high",
+            "unsafe_trust_region",
+        ),
+        (
+            {"surrogate": {"clip": {"low": 0.2, "high": 0.1}}},
+            "surrogate.clip.high",
+            "inverted_clip_range",
+        ),
     ],
 )
 def test_refusal_rules_apply_to_lm_specs(lm_dir, changes, path, rule):
@@ -133,6 +149,8 @@ def test_no_reference_is_fine_without_a_penalty(lm_dir):
         ({"lm__prompts__prompt_field": "question"}, "lm.prompts.prompt_field", "line 1"),
         ({"lm__generation__max_new_tokens": 32}, "lm.generation.max_new_tokens", "positions"),
         ({"lm__rewards": [{"name": "bleu"}]}, "lm.rewards.0.name", "Input should be"),
+        ({"advantage__estimator": "ppo"}, "advantage.estimator", "'gae', 'grpo' or 'rloo'"),
+        ({"surrogate__objective": "sapo"}, "surrogate.objective", "'ppo', 'gspo' or 'cispo'"),
         (
             {"lm__rewards": [{"name": "regex", "params": {"pattern": "("}}]},
             "lm.rewards.0",
@@ -224,3 +242,90 @@ def test_a_clip_schedule_is_refused_for_lm_specs(lm_dir):
     data["surrogate"] = {"clip_epsilon": {"start": 0.2, "schedule": "linear"}}
     (issue,) = issues_of(data)
     assert issue.path == "surrogate" and "constant" in issue.message
+
+
+@pytest.mark.parametrize("estimator", ["grpo", "rloo"])
+def test_a_group_estimator_spec_builds_no_critic_and_counts_its_responses(lm_dir, estimator):
+    data = spec_with(lm__prompts_per_update=6)
+    data["advantage"] = {"estimator": estimator, "group_size": 4}
+    spec = validate_lm_data(data)
+    assert spec.critic_free and spec.responses_per_update == 24
+
+
+def test_a_group_of_one_refusal_names_the_value_and_the_fix(lm_dir):
+    data = spec_with()
+    data["advantage"] = {"estimator": "grpo", "group_size": 1}
+    (issue,) = issues_of(data)
+    assert (issue.path, issue.value) == ("advantage.group_size", 1)
+    assert "group of one response" in issue.message and "2 or more" in (issue.fix or "")
+
+
+def test_gae_keeps_one_response_per_prompt_by_default(lm_dir):
+    spec = validate_lm_data(BASE)
+    assert (spec.advantage.estimator, spec.advantage.group_size) == ("gae", 1)
+    assert not spec.critic_free and spec.responses_per_update == 32
+
+
+def test_clip_higher_at_the_limit_is_allowed_and_reaches_the_trainer(lm_dir):
+    data = spec_with()
+    data["surrogate"] = {"objective": "cispo", "clip": {"low": 0.2, "high": 0.3}}
+    spec = validate_lm_data(data)
+    assert spec.surrogate.clip_bounds == (0.2, 0.3)
+    assert LMExperimentSpec.model_validate(spec.model_dump()) == spec  # the resolved spec loads
+
+
+def test_each_clip_bound_above_the_limit_is_refused(lm_dir):
+    data = spec_with()
+    data["surrogate"] = {"clip": {"low": 0.31, "high": 0.32}}
+    issues = issues_of(data)
+    assert [(i.path, i.value, i.rule) for i in issues] == [
+        ("surrogate.clip.low", 0.31, "unsafe_trust_region"),
+        ("surrogate.clip.high", 0.32, "unsafe_trust_region"),
+    ]
+    assert "at most 0.3" in (issues[1].fix or "")
+
+
+def test_an_inverted_clip_range_names_both_bounds_and_the_fix(lm_dir):
+    data = spec_with()
+    data["surrogate"] = {"clip": {"low": 0.2, "high": 0.1}}
+    (issue,) = issues_of(data)
+    assert issue.value == 0.1 and "below clip.low 0.2" in issue.message
+    assert "at least 0.2" in (issue.fix or "")
+
+
+def test_clip_bounds_beside_a_clip_epsilon_are_refused(lm_dir):
+    data = spec_with()
+    data["surrogate"] = {"clip_epsilon": 0.1, "clip": {"low": 0.2, "high": 0.28}}
+    (issue,) = issues_of(data)
+    assert issue.path == "surrogate.clip_epsilon" and "remove" in (issue.fix or "")
+
+
+def test_a_search_space_over_clip_high_above_the_limit_is_refused(lm_dir):
+    spec = LMExperimentSpec.model_validate(
+        {
+            **spec_with(),
+            "surrogate": {"clip": {"low": 0.2, "high": 0.28}},
+            "tune": {
+                "n_trials": 2,
+                "space": {"surrogate.clip.high": {"type": "float", "low": 0.2, "high": 0.4}},
+            },
+        }
+    )
+    (issue,) = [i for i in refusals(spec) if i.rule == "unsafe_search_space"]
+    assert issue.path == "tune.space.surrogate.clip.high.high" and issue.value == 0.4
+
+
+def test_k2_in_the_loss_and_beta_zero_are_accepted(lm_dir):
+    spec = validate_lm_data(spec_with(lm__kl={"estimator": "k2", "placement": "loss"}))
+    assert (spec.lm.kl.estimator, spec.lm.kl.placement) == ("k2", "loss")
+    assert validate_lm_data(spec_with(lm__kl={"beta": 0.0})).lm.kl.beta == 0.0
+
+
+def test_an_adaptive_beta_from_zero_is_refused(lm_dir):
+    (issue,) = issues_of(spec_with(lm__kl={"beta": 0.0, "target": 1.0}))
+    assert (issue.path, issue.value) == ("lm.kl.beta", 0.0) and "above 0" in (issue.fix or "")
+
+
+def test_an_unknown_kl_placement_names_the_choices(lm_dir):
+    (issue,) = issues_of(spec_with(lm__kl={"placement": "advantage"}))
+    assert issue.path == "lm.kl.placement" and "'reward' or 'loss'" in issue.message

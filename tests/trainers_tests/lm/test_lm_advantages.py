@@ -58,7 +58,7 @@ def test_k1_and_k3_estimators():
     torch.testing.assert_close(kl_to_reference(logp, ref, "k3"), (rho - 1) - rho.log())
     assert bool((kl_to_reference(logp, ref, "k3") >= 0).all())
     with pytest.raises(LMTrainerError, match="kl_estimator"):
-        kl_to_reference(logp, ref, "k2")  # type: ignore[arg-type]
+        kl_to_reference(logp, ref, "k4")  # type: ignore[arg-type]
 
 
 def test_normalization_uses_action_tokens_only():
