@@ -99,11 +99,8 @@ def schema() -> None:
     typer.echo(json.dumps(spec_json_schema(), indent=2))
 
 
-def _load_for_run(
-    spec: Path | None, overrides: list[str], seeds: str | None, resume: str | None
-) -> tuple[Any, list[int] | None]:
-    """`run`'s arguments checked (exit 2 naming what is wrong): the spec loaded (None with
-    --resume) and the seeds it trains as a batch (None: one run)."""
+def _check_run_options(spec: Path | None, seeds: str | None, resume: str | None) -> None:
+    """`run`'s options that cannot go together: exit 2 naming them."""
     if seeds is not None and (spec is None or resume is not None):
         bad_option(
             "--seeds",
@@ -118,12 +115,20 @@ def _load_for_run(
             "give a SPEC to train or --resume RUN_ID (exactly one).",
             "e.g. `ppo-platform run specs/cartpole.yaml` or `ppo-platform run --resume <run id>`.",
         )
+
+
+def _load_for_run(
+    spec: Path | None, overrides: list[str], seeds: str | None, reaped: Any
+) -> tuple[Any, list[int] | None]:
+    """The spec loaded (None with --resume) and the seeds it trains as a batch (None: one
+    run); a refused spec exits 2 after saying which dead runs the start marked KILLED."""
     if spec is None:
         return None, None
     try:
         experiment = load_experiment(spec, overrides, check_env=False)
         return experiment, seeds_to_train(experiment, seeds)
     except PlatformError as error:
+        lifecycle.note_reaped(reaped())
         fail(error)
 
 
@@ -145,29 +150,29 @@ def run(
     seeds: SeedsOption = None,
 ) -> None:
     """Train a spec (or resume a run) and log it to MLflow."""
-    experiment, batch = _load_for_run(spec, overrides or [], seeds, resume)
-    if batch is not None:
-        return run_seeds_command(experiment, batch)
+    _check_run_options(spec, seeds, resume)
     from ppo_platform.tracking.remote import start_reaping
 
     tracing.mark("cli: run command")
-    # The tracking process starts first (its MLflow import overlaps torch's) and reaps.
-    reaped = start_reaping()
+    reaped = start_reaping()  # first (MLflow's import overlaps torch's); a refused spec reaps
     tracing.mark_exit_begins()
     tracing.mark("cli: tracking process spawned")
+    experiment, batch = _load_for_run(spec, overrides or [], seeds, reaped)
+    if batch is not None:
+        lifecycle.note_reaped(reaped())
+        return run_seeds_command(experiment, batch)
     from ppo_platform.training.progress import make_reporter
     from ppo_platform.training.runner import resume_run
     from ppo_platform.workloads.seeds import is_batch
 
     tracing.mark("cli: runner imported (torch, SB3)")
 
+    if resume is not None and is_batch(resume):
+        lifecycle.note_reaped(reaped())
+        return resume_seeds_command(resume)
     reporter = make_reporter(quiet=quiet)
     lifecycle.start_guard(reap=False)
     try:
-        if resume is not None and is_batch(resume):
-            reporter.close()
-            lifecycle.note_reaped(reaped())
-            return resume_seeds_command(resume)
         if resume is not None:
             result = resume_run(resume, on_progress=reporter)
         else:
