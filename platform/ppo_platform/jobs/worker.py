@@ -196,9 +196,11 @@ def _seeds(
 
 def _batch_summary(name: str, outcome: Any) -> dict[str, Any]:
     """A batch's result as a sweep's: its parent run and each seed's run."""
+    from ppo_platform.tracking.remote import member_name
+
     runs = [
         {
-            "name": f"{name}-s{seed}",
+            "name": member_name(name, seed),
             "status": result.outcome,
             "run_id": result.run_id,
             "final_eval_mean": result.final_eval_mean,
@@ -207,8 +209,13 @@ def _batch_summary(name: str, outcome: Any) -> dict[str, Any]:
         for seed, result in outcome.results.items()
     ]
     runs += [
-        {"name": f"{name}-s{seed}", "status": "failed", "run_id": None, "final_eval_mean": None}
-        | {"error": why}
+        {
+            "name": member_name(name, seed),
+            "status": "failed",
+            "run_id": None,
+            "final_eval_mean": None,
+            "error": why,
+        }
         for seed, why in outcome.failures.items()
     ]
     return {"parent_run_id": outcome.parent_run_id, "runs": runs, "failed": len(outcome.failures)}

@@ -207,7 +207,7 @@ class BudgetSpec(StrictModel):
     seeds: list[int] | None = Field(
         None,
         description="Train these seeds instead of `seed`, each an MLflow run of its own under "
-        "one parent run (`compare PARENT` scores them): a list [0, 3, 9] or a text of ranges "
+        "one parent run (`compare PARENT` scores them): a list [0, 3, 9], one seed 7, or ranges "
         f"'0-15' or '0-3,7'; distinct, >= 0, at most {MAX_SEEDS}. With compiled: auto or on "
         "they train together in one process; the service counts every seed's env steps "
         "against max_env_steps. Not with sweep (sweep.seeds) or tune (its trials' seeds).",
@@ -218,6 +218,8 @@ class BudgetSpec(StrictModel):
     def _seeds_text_or_list(cls, value: Any) -> Any:
         if isinstance(value, str):
             return read_seeds(value)
+        if type(value) is int:  # `--set budget.seeds=7`: one seed
+            return check_seeds([value])
         if isinstance(value, list) and all(type(v) is int for v in value):
             return check_seeds(value)
         return value  # anything else: pydantic's own error names the type

@@ -91,6 +91,11 @@ def run_tags(
     return run_tags
 
 
+def member_name(name: str, seed: int) -> str:
+    """The run name of seed `seed` in a batch of the spec named `name`."""
+    return f"{name}-s{seed}"
+
+
 def member_tags(
     spec: ExperimentSpec, seed: int, tags: dict[str, str] | None = None
 ) -> dict[str, str]:
@@ -98,7 +103,7 @@ def member_tags(
     and its member key (a resumed batch's second attempt at a seed replaces the first)."""
     return {
         **(tags or {}),
-        tag.RUN_NAME: f"{spec.name}-s{seed}",
+        tag.RUN_NAME: member_name(spec.name, seed),
         tag.SEED: str(seed),
         tag.SWEEP_KEY: f"seed-{seed}",
     }

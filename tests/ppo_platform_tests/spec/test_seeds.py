@@ -94,3 +94,8 @@ def test_budget_seeds_beside_a_sweep_or_a_study_are_refused(tmp_path, search):
         load_spec(path)
     issue = next(i for i in refused.value.issues if i.path == "budget.seeds")
     assert f"beside {search}" in issue.message and "sweep.seeds" in issue.fix
+
+
+def test_one_seed_as_a_number_is_a_batch_of_one():
+    spec = ExperimentSpec.model_validate(_spec({"total_timesteps": 64, "seeds": 7}))
+    assert spec.budget.seeds == [7]
