@@ -15,11 +15,11 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 
-from api.dashboard import install_dashboard
-from api.errors import install_error_handlers
-from api.key_limits import KeyRateLimiter, StreamSlots
-from api.limits import BodyLimitMiddleware
-from api.routes import (
+from ppo_platform.api.dashboard import install_dashboard
+from ppo_platform.api.errors import install_error_handlers
+from ppo_platform.api.key_limits import KeyRateLimiter, StreamSlots
+from ppo_platform.api.limits import BodyLimitMiddleware
+from ppo_platform.api.routes import (
     artifacts,
     comparisons,
     diagnosis,
@@ -30,8 +30,8 @@ from api.routes import (
     specs,
     trained_model,
 )
-from api.security_headers import SecurityHeadersMiddleware
-from api.services import ServiceOpener
+from ppo_platform.api.security_headers import SecurityHeadersMiddleware
+from ppo_platform.api.services import ServiceOpener
 from ppo_platform.envs.packages import import_env_packages
 from ppo_platform.jobs import ServiceSettings, get_service_settings
 from ppo_platform.jobs.keys import KeyCache

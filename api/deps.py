@@ -18,9 +18,9 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from starlette.concurrency import run_in_threadpool
 
-from api.key_limits import READ_METHODS
-from api.services import ServiceOpener, Services
-from api.session import COOKIE, check_csrf, load_secret
+from ppo_platform.api.key_limits import READ_METHODS
+from ppo_platform.api.services import ServiceOpener, Services
+from ppo_platform.api.session import COOKIE, check_csrf, load_secret
 from ppo_platform.jobs import JobStore, ServiceSettings
 from ppo_platform.jobs.intake_pool import IntakePool
 from ppo_platform.jobs.keys import KeyCache, settings_owner, stored_owner

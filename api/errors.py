@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
-from api.schemas import ErrorPublic, IssuePublic
+from ppo_platform.api.schemas import ErrorPublic, IssuePublic
 from ppo_platform.errors import IssueError, LimitError, PlatformError, http_status
 
 log = logging.getLogger("api")

@@ -8,7 +8,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.errors import error_response
+from ppo_platform.api.errors import error_response
 
 
 class BodyTooLarge(Exception):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, NamedTuple
 
-from api.schemas import EventPublic, ExperimentLinks, ExperimentPublic
+from ppo_platform.api.schemas import EventPublic, ExperimentLinks, ExperimentPublic
 from ppo_platform.jobs import Event, Experiment
 from ppo_platform.jobs.intake import prepare_submission
 from ppo_platform.jobs.intake_pool import queue_submission

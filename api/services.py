@@ -15,7 +15,7 @@ import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from api.present import experiment_json
+from ppo_platform.api.present import experiment_json
 from ppo_platform.errors import UnavailableError
 from ppo_platform.jobs import Dispatcher, JobStore, ServiceSettings
 from ppo_platform.jobs.intake_pool import IntakePool

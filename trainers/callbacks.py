@@ -11,15 +11,15 @@ from gymnasium import spaces
 from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.vec_env import VecEnv, sync_envs_normalization
 
-from trainers.errors import NonFiniteInputError
-from trainers.evaluation import evaluate_episodes
+from ppo_platform.trainers.errors import NonFiniteInputError
+from ppo_platform.trainers.evaluation import evaluate_episodes
 
 
 class PeriodicEvalCallback(BaseCallback):
     """Evaluate every `every` env steps (0: never here; the caller evaluates at the end).
 
     With a `seed`, every evaluation starts the eval envs from the same seeds (see
-    trainers.evaluation), so evaluations differ only by the policy weights.
+    ppo_platform.trainers.evaluation), so evaluations differ only by the policy weights.
     """
 
     def __init__(

@@ -15,7 +15,7 @@ from typing import Any, ClassVar, Literal
 import torch
 from torch import Tensor
 
-from trainers.errors import TrainerError
+from ppo_platform.trainers.errors import TrainerError
 
 Reduction = Literal["token_mean", "sequence_mean"]
 _REDUCTIONS: tuple[str, ...] = ("token_mean", "sequence_mean")

@@ -1,9 +1,10 @@
 """PPO whose update we own: SB3 collects rollouts and computes GAE; the objective and the
-diagnostics come from `trainers.losses`.
+diagnostics come from `ppo_platform.trainers.losses`.
 
 The update keeps every per-minibatch statistic on the device and reads them back once, at the
 end of the update (stock SB3 calls `.item()` five times per minibatch). Its pieces are stock
-SB3's and torch's (`trainers.stock`) or, with the fast paths on (`trainers.fast`, the default),
+SB3's and torch's (`ppo_platform.trainers.stock`) or, with the fast paths on
+(`ppo_platform.trainers.fast`, the default),
 their bit-equal replacements. Either way, with the same seed and the same rollout it takes
 exactly the gradient steps stock SB3 `PPO` takes.
 """
@@ -129,7 +130,8 @@ class _UpdateRecord:
 
 
 class ClipPPO(FastPathsMixin, PPO):
-    """SB3 PPO with our update: the clipped surrogate from `trainers.losses`, same-update logs.
+    """SB3 PPO with our update: the clipped surrogate from `ppo_platform.trainers.losses`,
+    same-update logs.
 
     After the last epoch one extra forward pass over the whole rollout measures the KL between
     the rollout policy and the updated one (`train/approx_kl_post`). `kl_source="post_update"`

@@ -1,10 +1,10 @@
 """The update's pieces as stock stable-baselines3 and torch do them: what `ClipPPO` runs with
-the fast paths off, and the shapes `trainers.fast` fills with faster equivalents.
+the fast paths off, and the shapes `ppo_platform.trainers.fast` fills with faster equivalents.
 
 - `BufferRollout`: the rollout buffer's minibatches from `RolloutBuffer.get` (replaced by
-  `trainers.fast.rollout_buffer.RolloutTensors`).
+  `ppo_platform.trainers.fast.rollout_buffer.RolloutTensors`).
 - `OptimizerStep`: `zero_grad`, `backward`, `clip_grad_norm_`, `step`, as SB3's `PPO.train`
-  takes a minibatch step (replaced by `trainers.fast.optimizer_step.MinibatchStep`).
+  takes a minibatch step (replaced by `ppo_platform.trainers.fast.optimizer_step.MinibatchStep`).
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ from fastapi import FastAPI, Request
 from fastapi.responses import RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from api.dashboard import actions, pages
-from api.dashboard.auth import LoginRequired
-from api.dashboard.throttle import LoginThrottle
+from ppo_platform.api.dashboard import actions, pages
+from ppo_platform.api.dashboard.auth import LoginRequired
+from ppo_platform.api.dashboard.throttle import LoginThrottle
 
 STATIC = Path(__file__).parent / "static"
 

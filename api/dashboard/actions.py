@@ -1,7 +1,8 @@
 """The two dashboard routes under /ui whose answers are the page's own, not the REST API's.
 
 Everything else the pages' scripts call (submitting, the event stream, downloads) is the /v1
-route itself, signed in by the session cookie (`api.deps.OwnerDep`). These two stay: the
+route itself, signed in by the session cookie (`ppo_platform.api.deps.OwnerDep`). These two stay:
+the
 editor's validation wants a spec with issues as a 200 answer (`{"valid": false, issues}`: a
 refusal is the answer it asks for, so the browser logs no failed request), and the cancel
 button is an HTML form that answers with a redirect back to the page.
@@ -14,9 +15,9 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from api.dashboard.auth import UiViewer, check_viewer_csrf, read_form
-from api.deps import IntakeDep, SecretDep, StoreDep
-from api.routes import experiments, specs
+from ppo_platform.api.dashboard.auth import UiViewer, check_viewer_csrf, read_form
+from ppo_platform.api.deps import IntakeDep, SecretDep, StoreDep
+from ppo_platform.api.routes import experiments, specs
 from ppo_platform.errors import IssueError
 
 router = APIRouter(prefix="/ui", include_in_schema=False)

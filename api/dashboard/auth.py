@@ -1,6 +1,7 @@
 """Who the browser is, for the pages: the session cookie -> server-side session -> owner (the
 same keys as the REST API open a session; a revoked key ends it). The /v1 routes take the same
-cookie through `api.deps.OwnerDep`; this module only adds the pages' redirect to the login form.
+cookie through `ppo_platform.api.deps.OwnerDep`; this module only adds the pages' redirect to the
+login form.
 
 Pages without a valid session redirect to the login form (`LoginRequired`); the dashboard's
 JSON and SSE routes answer 401. State-changing requests must come from this origin and carry
@@ -15,8 +16,8 @@ from urllib.parse import parse_qs
 
 from fastapi import Depends, HTTPException, Request
 
-from api.deps import SessionDep, charge_writes
-from api.session import check_csrf
+from ppo_platform.api.deps import SessionDep, charge_writes
+from ppo_platform.api.session import check_csrf
 from ppo_platform.jobs.web_sessions import OpenSession
 
 MAX_FORM_BYTES = 64 * 1024  # the largest form is the plan page's spec, a few kB
@@ -58,7 +59,8 @@ UiViewer = Annotated[Viewer, Depends(ui_viewer)]
 
 
 def check_viewer_csrf(request: Request, secret: bytes, viewer: Viewer, token: str | None) -> None:
-    """`api.session.check_csrf` for a signed-in page's form (`token`) or script (header)."""
+    """`ppo_platform.api.session.check_csrf` for a signed-in page's form (`token`) or script
+    (header)."""
     check_csrf(request, secret, viewer.session, token)
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from api.dashboard.markdown import render
-from api.dashboard.view import row, split_alert
-from api.routes.artifacts import RESOLVED_SPEC, _files
-from api.routes.trained_model import model_files
+from ppo_platform.api.dashboard.markdown import render
+from ppo_platform.api.dashboard.view import row, split_alert
+from ppo_platform.api.routes.artifacts import RESOLVED_SPEC, _files
+from ppo_platform.api.routes.trained_model import model_files
 from ppo_platform.errors import IssueError, PlatformError
 from ppo_platform.jobs import TERMINAL, Experiment
 from ppo_platform.settings import Settings, store_kind

@@ -10,13 +10,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from starlette.concurrency import run_in_threadpool
 
-from api.dashboard.auth import PageViewer, Viewer, check_viewer_csrf, read_form
-from api.dashboard.details import error_text, experiment_context
-from api.dashboard.markdown import render
-from api.dashboard.throttle import LoginThrottle
-from api.dashboard.view import KINDS, STATUSES, row
-from api.deps import SecretDep, ServiceDep, SettingsDep, StoreDep, owner_of_key
-from api.session import COOKIE, MAX_AGE_SECONDS, check_origin, csrf_token
+from ppo_platform.api.dashboard.auth import PageViewer, Viewer, check_viewer_csrf, read_form
+from ppo_platform.api.dashboard.details import error_text, experiment_context
+from ppo_platform.api.dashboard.markdown import render
+from ppo_platform.api.dashboard.throttle import LoginThrottle
+from ppo_platform.api.dashboard.view import KINDS, STATUSES, row
+from ppo_platform.api.deps import SecretDep, ServiceDep, SettingsDep, StoreDep, owner_of_key
+from ppo_platform.api.session import COOKIE, MAX_AGE_SECONDS, check_origin, csrf_token
 from ppo_platform.errors import NotFoundError, PlatformError
 from ppo_platform.jobs.intake import plan_for_service
 from ppo_platform.jobs.listing import experiment_summaries

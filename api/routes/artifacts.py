@@ -13,10 +13,10 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import FileResponse, PlainTextResponse, Response
 
-from api.deps import OwnerDep, ServiceDep, SettingsDep, StoreDep
-from api.errors import ERROR_RESPONSES, error_responses
-from api.routes.trained_model import RUN_ID, check_download_size, model_files
-from api.schemas import ArtifactList, ArtifactPublic, ErrorPublic, ExperimentId
+from ppo_platform.api.deps import OwnerDep, ServiceDep, SettingsDep, StoreDep
+from ppo_platform.api.errors import ERROR_RESPONSES, error_responses
+from ppo_platform.api.routes.trained_model import RUN_ID, check_download_size, model_files
+from ppo_platform.api.schemas import ArtifactList, ArtifactPublic, ErrorPublic, ExperimentId
 from ppo_platform.errors import NotFoundError
 from ppo_platform.jobs import Experiment
 from ppo_platform.jobs.worker import job_folder

@@ -7,9 +7,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from api.deps import OwnerDep, SettingsDep, StoreDep
-from api.errors import ERROR_RESPONSES, error_responses
-from api.schemas import ComparisonPublic
+from ppo_platform.api.deps import OwnerDep, SettingsDep, StoreDep
+from ppo_platform.api.errors import ERROR_RESPONSES, error_responses
+from ppo_platform.api.schemas import ComparisonPublic
 from ppo_platform.errors import NotFoundError
 
 router = APIRouter(prefix="/v1/comparisons", tags=["comparisons"], responses=ERROR_RESPONSES)

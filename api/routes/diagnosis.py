@@ -7,10 +7,10 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from api.deps import OwnerDep, SettingsDep, StoreDep
-from api.errors import ERROR_RESPONSES, error_responses
-from api.routes.trained_model import RUN_ID
-from api.schemas import DiagnosisPublic, ExperimentId
+from ppo_platform.api.deps import OwnerDep, SettingsDep, StoreDep
+from ppo_platform.api.errors import ERROR_RESPONSES, error_responses
+from ppo_platform.api.routes.trained_model import RUN_ID
+from ppo_platform.api.schemas import DiagnosisPublic, ExperimentId
 from ppo_platform.errors import NotFoundError
 
 router = APIRouter(prefix="/v1/experiments", tags=["experiments"], responses=ERROR_RESPONSES)

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.deps import OwnerDep
-from api.errors import ERROR_RESPONSES, error_responses
-from api.schemas import EnvList
+from ppo_platform.api.deps import OwnerDep
+from ppo_platform.api.errors import ERROR_RESPONSES, error_responses
+from ppo_platform.api.schemas import EnvList
 from ppo_platform.envs.ids import matching_env_ids
 from ppo_platform.envs.packages import imported_env_packages
 

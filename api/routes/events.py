@@ -12,10 +12,10 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import OwnerDep, SettingsDep, StoreDep
-from api.errors import ERROR_RESPONSES, error_responses
-from api.present import event_public
-from api.schemas import EventList, ExperimentId, MetricHistory, MetricList, MetricPoint
+from ppo_platform.api.deps import OwnerDep, SettingsDep, StoreDep
+from ppo_platform.api.errors import ERROR_RESPONSES, error_responses
+from ppo_platform.api.present import event_public
+from ppo_platform.api.schemas import EventList, ExperimentId, MetricHistory, MetricList, MetricPoint
 from ppo_platform.errors import BadInputError, NotFoundError, SpecIssue
 from ppo_platform.jobs import TERMINAL, JobStore
 from ppo_platform.jobs.models import EVENT_KINDS

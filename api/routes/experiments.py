@@ -10,12 +10,12 @@ from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
 
-from api.deps import IntakeDep, OwnerDep, ServiceDep, SnapshotsDep, StoreDep
-from api.errors import ERROR_RESPONSES, error_responses
-from api.present import experiment_public, server_timing, submit_rendered
-from api.schemas import ExperimentId, ExperimentKind, ExperimentList, ExperimentPublic
-from api.schemas import ExperimentStatus as Status
-from api.spec_body import SPEC_BODY, read_spec_text
+from ppo_platform.api.deps import IntakeDep, OwnerDep, ServiceDep, SnapshotsDep, StoreDep
+from ppo_platform.api.errors import ERROR_RESPONSES, error_responses
+from ppo_platform.api.present import experiment_public, server_timing, submit_rendered
+from ppo_platform.api.schemas import ExperimentId, ExperimentKind, ExperimentList, ExperimentPublic
+from ppo_platform.api.schemas import ExperimentStatus as Status
+from ppo_platform.api.spec_body import SPEC_BODY, read_spec_text
 
 router = APIRouter(prefix="/v1/experiments", tags=["experiments"], responses=ERROR_RESPONSES)
 IdempotencyKey = Annotated[

@@ -10,8 +10,8 @@ from pathlib import Path
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from api.deps import SettingsDep
-from api.schemas import HealthPublic, ReadyPublic
+from ppo_platform.api.deps import SettingsDep
+from ppo_platform.api.schemas import HealthPublic, ReadyPublic
 from ppo_platform.errors import PlatformError
 from ppo_platform.jobs.readiness import http_answers, other_stores
 from ppo_platform.tracking.gateway import SQLITE_PREFIX

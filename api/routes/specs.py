@@ -8,10 +8,10 @@ from typing import Any
 from fastapi import APIRouter, Header, Request
 from fastapi.responses import JSONResponse, PlainTextResponse
 
-from api.deps import IntakeDep, OwnerDep
-from api.errors import ERROR_RESPONSES, error_responses
-from api.schemas import PlanCreate, PlanPublic, ValidationPublic
-from api.spec_body import SPEC_BODY, read_spec_text
+from ppo_platform.api.deps import IntakeDep, OwnerDep
+from ppo_platform.api.errors import ERROR_RESPONSES, error_responses
+from ppo_platform.api.schemas import PlanCreate, PlanPublic, ValidationPublic
+from ppo_platform.api.spec_body import SPEC_BODY, read_spec_text
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.jobs.intake import plan_for_service, plan_lm_for_service
 from ppo_platform.jobs.intake_pool import validation_summary

@@ -15,9 +15,9 @@ from typing import Literal
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse
 
-from api.deps import OwnerDep, ServiceDep, SettingsDep, StoreDep
-from api.errors import ERROR_RESPONSES, error_responses
-from api.schemas import ErrorPublic, ExperimentId
+from ppo_platform.api.deps import OwnerDep, ServiceDep, SettingsDep, StoreDep
+from ppo_platform.api.errors import ERROR_RESPONSES, error_responses
+from ppo_platform.api.schemas import ErrorPublic, ExperimentId
 from ppo_platform.errors import NotFoundError
 from ppo_platform.jobs import Experiment
 from ppo_platform.settings import Settings

@@ -35,12 +35,12 @@ SIZES = {
 def measure(size: dict[str, int], max_new_tokens: int, rounds: int = 5) -> dict[str, float]:
     import torch
 
-    from trainers.lm.rewards import build_reward
-    from trainers.lm.rollout import PromptRecord
-    from trainers.lm.sampling import SamplingSettings
-    from trainers.lm.tiny import build_tiny_gpt2, save_model, train_char_tokenizer
-    from trainers.lm.trainer import LMPPOTrainer
-    from trainers.lm.update import UpdateSettings
+    from ppo_platform.trainers.lm.rewards import build_reward
+    from ppo_platform.trainers.lm.rollout import PromptRecord
+    from ppo_platform.trainers.lm.sampling import SamplingSettings
+    from ppo_platform.trainers.lm.tiny import build_tiny_gpt2, save_model, train_char_tokenizer
+    from ppo_platform.trainers.lm.trainer import LMPPOTrainer
+    from ppo_platform.trainers.lm.update import UpdateSettings
 
     torch.manual_seed(0)
     torch.set_num_threads(1)

@@ -32,9 +32,9 @@ from benchmarks.harness import (
 from ppo_platform.envs.build import build_train_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec
+from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo_kl import MonitoredKLPPO
 from ppo_platform.training.algorithms import policy_name, ppo_kl_kwargs, ppo_kwargs
-from trainers.ppo import MonitoredPPO
-from trainers.ppo_kl import MonitoredKLPPO
 
 STOCK = "stock SB3 PPO"
 OURS = "ours: ppo (MonitoredPPO)"

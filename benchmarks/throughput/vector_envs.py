@@ -52,7 +52,7 @@ def _collector(variant: str) -> tuple[Any, Any]:
     from stable_baselines3.common.env_util import make_vec_env
 
     from ppo_platform.envs.vector import NativeVecEnv
-    from trainers.ppo import MonitoredPPO
+    from ppo_platform.trainers.ppo import MonitoredPPO
 
     if variant == "native_lean":
         env = NativeVecEnv(gym.make_vec("CartPole-v1", 8, vectorization_mode="vector_entry_point"))

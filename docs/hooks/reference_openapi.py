@@ -13,7 +13,7 @@ METHODS = ("get", "post", "put", "patch", "delete")
 
 def openapi_document() -> dict[str, Any]:
     """The app's OpenAPI document, exactly what `/openapi.json` serves (no server started)."""
-    from api.app import create_app
+    from ppo_platform.api.app import create_app
 
     return create_app().openapi()
 

@@ -15,7 +15,7 @@ from pydantic_settings import BaseSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Source roots and the import package each folder holds.
-SOURCE_ROOTS = {REPO_ROOT / "platform": "", REPO_ROOT / "api": "api."}
+SOURCE_ROOTS = {REPO_ROOT / "platform": "", REPO_ROOT / "api": "ppo_platform.api."}
 
 
 def settings_modules() -> list[str]:

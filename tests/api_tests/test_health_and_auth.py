@@ -104,7 +104,7 @@ def test_the_api_process_imports_no_torch_or_sb3(tmp_path: Path) -> None:
         """
         import sys
         from fastapi.testclient import TestClient
-        from api.app import create_app
+        from ppo_platform.api.app import create_app
 
         with TestClient(create_app()) as client:
             assert client.get("/healthz").status_code == 200

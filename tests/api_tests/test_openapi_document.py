@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from api.app import create_app
+from ppo_platform.api.app import create_app
 from ppo_platform.jobs.models import EVENT_KINDS
 from ppo_platform.spec.any_spec import spec_json_schema
 

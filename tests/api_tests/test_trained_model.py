@@ -73,7 +73,7 @@ def test_the_downloaded_model_loads_in_plain_sb3_and_acts_as_the_platform(
     import gymnasium as gym
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    from trainers.ppo import MonitoredPPO
+    from ppo_platform.trainers.ppo import MonitoredPPO
 
     server, job = trained
     with server.client("alice") as alice:

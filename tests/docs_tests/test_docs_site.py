@@ -43,7 +43,7 @@ def test_reference_pages_are_generated_not_committed() -> None:
 
 
 def test_the_site_offers_the_spec_schema_and_the_openapi_document(site: SiteBuild) -> None:
-    from api.app import create_app
+    from ppo_platform.api.app import create_app
     from ppo_platform.spec.any_spec import spec_json_schema
 
     reference = site.folder / "reference"
@@ -138,7 +138,7 @@ def command_at(root: Any, full_name: str) -> Any:
 def settings_models() -> list[type[BaseSettings]]:
     """Every BaseSettings subclass in the source, found by parsing it (no import by guesswork)."""
     models = []
-    for root, prefix in ((REPO_ROOT / "platform", ""), (REPO_ROOT / "api", "api.")):
+    for root, prefix in ((REPO_ROOT / "platform", ""), (REPO_ROOT / "api", "ppo_platform.api.")):
         for path in root.rglob("*.py"):
             tree = ast.parse(path.read_text(encoding="utf-8"))
             names = [
@@ -191,7 +191,7 @@ def test_every_variable_the_source_names_is_in_the_settings_reference(site: Site
 
 
 def test_every_route_appears_with_its_status_codes(site: SiteBuild) -> None:
-    from api.app import create_app
+    from ppo_platform.api.app import create_app
 
     document = create_app().openapi()
     sections = site.sections("reference/rest-api")

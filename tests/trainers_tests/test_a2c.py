@@ -13,8 +13,8 @@ from stable_baselines3.common.env_util import make_vec_env
 from trainer_rollouts import train_seeded, with_rollout
 
 from ppo_platform.health import DiagnosticsMonitor, Thresholds
-from trainers.a2c import MonitoredA2C
-from trainers.errors import NonFiniteError
+from ppo_platform.trainers.a2c import MonitoredA2C
+from ppo_platform.trainers.errors import NonFiniteError
 
 SEED = 5
 

@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch.distributions import Categorical
 
-from trainers.losses import (
+from ppo_platform.trainers.losses import (
     BETA_MAX,
     BETA_MIN,
     AdaptiveKLController,

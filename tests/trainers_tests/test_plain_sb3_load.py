@@ -10,10 +10,10 @@ import pytest
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import LinearSchedule
 
+from ppo_platform.trainers.a2c import MonitoredA2C
+from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo_kl import MonitoredKLPPO
 from tests.plain_sb3 import plain_sb3_actions
-from trainers.a2c import MonitoredA2C
-from trainers.ppo import MonitoredPPO
-from trainers.ppo_kl import MonitoredKLPPO
 
 SEED = 5
 TRAINERS = {

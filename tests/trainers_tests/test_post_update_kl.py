@@ -10,9 +10,9 @@ import torch
 from stable_baselines3 import PPO
 from trainer_rollouts import collect_one_rollout, train_seeded, with_rollout
 
-from trainers.losses import k3_kl
-from trainers.ppo import MonitoredPPO
-from trainers.ppo_kl import MonitoredKLPPO
+from ppo_platform.trainers.losses import k3_kl
+from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo_kl import MonitoredKLPPO
 
 SEED = 5
 

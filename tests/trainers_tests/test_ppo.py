@@ -15,10 +15,10 @@ from stable_baselines3.common.on_policy_algorithm import OnPolicyAlgorithm
 from stable_baselines3.common.utils import LinearSchedule
 from trainer_rollouts import train_seeded, with_rollout
 
-from trainers.errors import NonFiniteError
-from trainers.losses import LossError
-from trainers.ppo import MonitoredPPO, epoch_kl_name
-from trainers.ppo_kl import KLPenaltyPPO, MonitoredKLPPO
+from ppo_platform.trainers.errors import NonFiniteError
+from ppo_platform.trainers.losses import LossError
+from ppo_platform.trainers.ppo import MonitoredPPO, epoch_kl_name
+from ppo_platform.trainers.ppo_kl import KLPenaltyPPO, MonitoredKLPPO
 
 SEED = 3
 # 2 envs x 64 steps = 128 transitions, 4 minibatches of 32 per epoch: shuffling matters.
@@ -37,7 +37,7 @@ CASES: dict[str, tuple[str, dict[str, Any], float]] = {
     "target_kl_early_stop": ("CartPole-v1", {"target_kl": 1e-4}, 0.7),
     "clip_range_decayed_to_zero": ("CartPole-v1", {"learning_rate": 3e-3}, 0.0),
     "odd_last_minibatch": ("CartPole-v1", {"batch_size": 48}, 0.7),
-    # trainers.fast.manual's gradients with an entropy bonus and with ReLU layers
+    # ppo_platform.trainers.fast.manual's gradients with an entropy bonus and with ReLU layers
     "entropy_bonus": ("CartPole-v1", {"ent_coef": 0.01}, 0.7),
     "relu": ("CartPole-v1", {"policy_kwargs": {"activation_fn": torch.nn.ReLU}}, 0.7),
     # and with a Gaussian head

@@ -6,8 +6,8 @@ import math
 
 from stable_baselines3.common.env_util import make_vec_env
 
-from trainers.ppo import MonitoredPPO
-from trainers.reporting import non_finite_metrics
+from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.reporting import non_finite_metrics
 
 SEED = 3
 

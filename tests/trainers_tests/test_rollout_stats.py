@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from stable_baselines3 import PPO
 
-from trainers.callbacks import RolloutStatsCallback
-from trainers.errors import NonFiniteInputError
+from ppo_platform.trainers.callbacks import RolloutStatsCallback
+from ppo_platform.trainers.errors import NonFiniteInputError
 
 
 def test_pendulum_rollouts_report_observation_reward_and_action_ranges() -> None:

@@ -1,5 +1,6 @@
 """trainers' own imports: no module imports a private torch or SB3 name at module level (a
-release that renames one must not break `import trainers.ppo`), and no import cycle, counting
+release that renames one must not break `import ppo_platform.trainers.ppo`), and no import cycle,
+counting
 imports inside functions."""
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ TRAINERS = Path(__file__).resolve().parents[2] / "trainers"
 
 
 def module_name(path: Path, root: Path = TRAINERS) -> str:
-    parts = path.relative_to(root.parent).with_suffix("").parts
+    """The installed name: the folder `root` is the package `ppo_platform.trainers`."""
+    parts = ("ppo_platform", "trainers", *path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -60,6 +62,12 @@ def import_cycles(root: Path) -> list[str]:
 
 def test_trainers_has_no_import_cycle() -> None:
     assert import_cycles(TRAINERS) == []
+    # not vacuous: the scan sees the trainers' imports of each other under their installed names
+    ppo = TRAINERS / "ppo.py"
+    names = [n for node in ast.walk(ast.parse(ppo.read_text())) if isinstance(node, ast.ImportFrom)
+             for n in imported(ppo, node)]  # fmt: skip
+    assert "ppo_platform.trainers.losses" in {n.rpartition(".")[0] for n in names}
+    assert module_name(ppo) == "ppo_platform.trainers.ppo"
 
 
 def _reachable(edges: dict[str, set[str]], start: str) -> set[str]:
@@ -81,6 +89,6 @@ def test_the_cycle_check_sees_a_function_level_import(tmp_path: Path) -> None:
     (package / "ppo.py").write_text("from .rollout import LeanRolloutMixin\n")
     (package / "rollout.py").write_text("def f():\n    from .ppo import x\n")
     assert import_cycles(package) == [
-        "trainers.ppo -> trainers.rollout",
-        "trainers.rollout -> trainers.ppo",
+        "ppo_platform.trainers.ppo -> ppo_platform.trainers.rollout",
+        "ppo_platform.trainers.rollout -> ppo_platform.trainers.ppo",
     ]

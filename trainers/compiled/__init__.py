@@ -17,7 +17,7 @@ if "jax" not in sys.modules:
         "XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
     )
 
-from trainers.quiet_imports import import_keeping_numpy_rng
+from ppo_platform.trainers.quiet_imports import import_keeping_numpy_rng
 
 # jax draws from numpy's global random state at import; the modules here import it after this.
 import_keeping_numpy_rng("jax")

@@ -20,9 +20,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from trainers.compiled import losses as L
-from trainers.compiled.envs import JAX_ENVS, JaxEnv, auto_reset_step
-from trainers.compiled.network import (
+from ppo_platform.trainers.compiled import losses as L
+from ppo_platform.trainers.compiled.envs import JAX_ENVS, JaxEnv, auto_reset_step
+from ppo_platform.trainers.compiled.network import (
     adam_init,
     adam_step,
     clip_by_global_norm,

@@ -3,7 +3,8 @@ them bit for bit (tests/trainers_tests/fast), behind one switch.
 
 `PPO_PLATFORM_FAST_PATHS=0` runs stock SB3 and torch end to end; so does a torch or SB3 version
 outside the pair the equality tests cover, or a private name they need gone (said once, as a
-warning of the `trainers.fast` logger). `fast_paths()` says whether they are on and why not.
+warning of the `ppo_platform.trainers.fast` logger). `fast_paths()` says whether they are on and
+why not.
 
 Each module replaces one stock piece:
 

@@ -1,9 +1,10 @@
 """Where an SB3 on-policy algorithm turns its fast paths on or off: `FastPathsMixin`.
 
 At model set-up (a new model, or one loaded from a file) it reads the switch
-(`trainers.fast.switch`) once and keeps the answer in `fast_paths`. With the fast paths on:
+(`ppo_platform.trainers.fast.switch`) once and keeps the answer in `fast_paths`. With the fast
+paths on:
 
-- the policy is `trainers.fast.policy`'s subclass of the stock class (replaces SB3's
+- the policy is `ppo_platform.trainers.fast.policy`'s subclass of the stock class (replaces SB3's
   `ActorCriticPolicy` and its siblings; a saved model.zip names the stock class);
 - the optimizer updates all parameters per kernel (`foreach`, same arithmetic as torch's CPU
   default);

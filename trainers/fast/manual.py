@@ -8,7 +8,8 @@ layers) with a Discrete action (a categorical head) or a Box action (a diagonal 
 state-independent log std) `ManualLoss` computes the forward pass under `no_grad` and the
 gradients with the very kernels autograd's formulas call (`addmm`'s three backward products,
 `tanh_backward`, `mse_loss_backward`, `_softmax_backward_data`, the tie-splitting `minimum`
-rule, ...; the heads in `trainers.fast.manual_heads`), in the same order. The gradients are
+rule, ...; the heads in `ppo_platform.trainers.fast.manual_heads`), in the same order. The
+gradients are
 equal to `loss.backward()`'s bit for bit (tests/trainers_tests/fast/test_manual.py), so a seed
 follows the same trajectory as stock SB3.
 
@@ -129,7 +130,7 @@ class ManualLoss:
     @classmethod
     def build(cls, policy: nn.Module) -> ManualLoss | None:
         """A ManualLoss when `policy` is one it covers exactly, else None."""
-        # SB3's class itself, or the fast paths' subclass of it (trainers.fast.policy).
+        # SB3's class itself, or the fast paths' subclass of it (ppo_platform.trainers.fast.policy).
         stock = type(policy).__dict__.get("stock_class", type(policy))
         if not isinstance(policy, ActorCriticPolicy) or stock is not ActorCriticPolicy:
             return None

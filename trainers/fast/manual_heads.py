@@ -1,4 +1,5 @@
-"""The action heads and the clipped surrogate of `trainers.fast.manual`, forward and backward
+"""The action heads and the clipped surrogate of `ppo_platform.trainers.fast.manual`, forward and
+backward
 (with it, they replace autograd in the PPO update).
 
 Each class computes its forward pass at construction with the ops of

@@ -1,4 +1,5 @@
-"""Replaces torch's `clip_grad_norm_` + `Adam.step()` in the PPO update (`trainers.stock.
+"""Replaces torch's `clip_grad_norm_` + `Adam.step()` in the PPO update
+(`ppo_platform.trainers.stock.
 OptimizerStep`): the same arithmetic in fewer calls.
 
 A minibatch step on a small MLP is a few hundred microseconds of arithmetic wrapped in several

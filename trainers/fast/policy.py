@@ -3,13 +3,16 @@
 `FastActorCriticPolicy` (and its CNN and Dict-observation siblings) is SB3's class with two
 differences, both without a change to any number:
 
-- `forward` without gradients (the rollout's one call per env step) runs `trainers.fast.manual`'s
+- `forward` without gradients (the rollout's one call per env step) runs
+`ppo_platform.trainers.fast.manual`'s
   forward for a policy it covers exactly: the same kernels and the same random draw as torch's
   Categorical or Normal, without the modules' and the distribution's Python.
-- its optimizer is built by `trainers.fast.compiler_free`, so that building and saving it does
+- its optimizer is built by `ppo_platform.trainers.fast.compiler_free`, so that building and saving
+it does
   not import torch's compiler.
 
-It adds no parameter and no state: `trainers.fast.algorithm` records the stock class in a saved
+It adds no parameter and no state: `ppo_platform.trainers.fast.algorithm` records the stock class
+in a saved
 model.zip (`stock_policy_class`), so stock SB3 loads the file and gets its own class.
 """
 

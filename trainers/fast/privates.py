@@ -1,7 +1,8 @@
 """The private torch and stable-baselines3 names the fast paths use, looked up when asked.
 
 Nothing here is imported at module level: a torch or SB3 release that renames one makes
-`missing()` name it, and the switch (`trainers.fast.switch`) runs the stock path instead of
+`missing()` name it, and the switch (`ppo_platform.trainers.fast.switch`) runs the stock path
+instead of
 an import failing.
 """
 

@@ -1,4 +1,5 @@
-"""Replaces SB3's `RolloutBuffer.get` in the PPO update (`trainers.stock.BufferRollout`).
+"""Replaces SB3's `RolloutBuffer.get` in the PPO update
+(`ppo_platform.trainers.stock.BufferRollout`).
 
 `RolloutTensors.minibatches()` yields exactly what `buffer.get(batch_size)` yields, with the
 same `np.random.permutation` draw, but SB3 gathers every minibatch from numpy into fresh

@@ -23,7 +23,7 @@ COVERED_SB3 = ("2.9.2",)
 _ON_VALUES = ("1", "on", "true", "yes")
 _OFF_VALUES = ("0", "off", "false", "no")
 
-logger = logging.getLogger("trainers.fast")
+logger = logging.getLogger("ppo_platform.trainers.fast")
 FIX = "set it to 1 (fast paths, the default) or 0 (stock stable-baselines3 and torch), or unset it."
 
 

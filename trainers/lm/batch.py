@@ -12,7 +12,8 @@ from .advantages import KLEstimator
 
 @dataclass(frozen=True)
 class RolloutBatch:
-    """Token tensors are (B, L) in the layout of trainers.lm.policy; per-sequence ones are (B,).
+    """Token tensors are (B, L) in the layout of ppo_platform.trainers.lm.policy; per-sequence ones
+    are (B,).
 
     Four policies stay apart: behavior (what sampled, `behavior_log_probs`), old-training (the
     frozen ratio denominator, recomputed: `old_log_probs`), reference (`ref_log_probs`, for the

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from trainers.losses import k3_kl
+from ppo_platform.trainers.losses import k3_kl
 
 from .batch import RolloutBatch
 from .policy import PolicyWithValueHead

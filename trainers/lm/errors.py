@@ -1,6 +1,6 @@
 """Errors of the language-model trainer; each message names the argument, the value and the fix."""
 
-from trainers.errors import TrainerError
+from ppo_platform.trainers.errors import TrainerError
 
 
 class LMTrainerError(TrainerError, ValueError):

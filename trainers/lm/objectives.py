@@ -14,7 +14,7 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-from trainers.losses import (
+from ppo_platform.trainers.losses import (
     PolicyLossOutput,
     Reduction,
     clipped_policy_loss,

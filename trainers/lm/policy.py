@@ -1,7 +1,8 @@
 """The policy (a local causal LM, plus a value head when the advantages need a critic), its
 reference and log-probs.
 
-Token layout used everywhere in trainers.lm: a (batch, length) tensor of token ids, prompts
+Token layout used everywhere in ppo_platform.trainers.lm: a (batch, length) tensor of token ids,
+prompts
 left-padded and responses right-padded; every per-token tensor has the same shape, and entry j
 describes token j given tokens < j (entry 0 predicts nothing and is never an action).
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from trainers.losses import explained_variance, return_spread
+from ppo_platform.trainers.losses import explained_variance, return_spread
 
 from .advantages import KLEstimator, kl_to_reference
 from .batch import RolloutBatch

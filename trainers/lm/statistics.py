@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor
 
-from trainers.losses import ratio_quantiles
+from ppo_platform.trainers.losses import ratio_quantiles
 
 from .update import MinibatchLoss
 
@@ -85,7 +85,8 @@ class UpdateStatistics:
             self.last_epoch_ratios.append(ratio[mask])
 
     def read(self) -> dict[str, float]:
-        """The update's metrics: overall names as in trainers.ppo, then `<name>/<slice>`."""
+        """The update's metrics: overall names as in ppo_platform.trainers.ppo, then
+        `<name>/<slice>`."""
         total_weight = torch.stack(self.weights).sum()
         metrics = {
             f"train/{name}_loss" if name != "entropy" else "train/entropy": float(

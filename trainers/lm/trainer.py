@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import torch
 
-from trainers.losses import AdaptiveKLController
+from ppo_platform.trainers.losses import AdaptiveKLController
 
 from .advantages import KL_ESTIMATORS, KLEstimator
 from .batch import RolloutBatch
@@ -166,7 +166,7 @@ class LMPPOTrainer:
         self.n_sequences += batch.size
         bad = [n for n in _FINITE_REQUIRED if not math.isfinite(metrics.get(n, 0.0))]
         if bad:
-            from trainers.errors import NonFiniteError
+            from ppo_platform.trainers.errors import NonFiniteError
 
             raise NonFiniteError(f"non-finite values after update {self.n_updates}: {bad}")
         if self.kl_controller is not None:

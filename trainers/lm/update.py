@@ -1,6 +1,7 @@
 """The PPO update over a rollout of responses: K epochs of shuffled minibatches of sequences.
 
-The policy term is the named objective of `trainers.lm.objectives` (PPO-Clip, GSPO, CISPO)
+The policy term is the named objective of `ppo_platform.trainers.lm.objectives` (PPO-Clip, GSPO,
+CISPO)
 over the action mask with the named reduction; the value loss and entropy use the same mask
 and reduction.
 """
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from trainers.losses import PolicyLossOutput, Reduction
+from ppo_platform.trainers.losses import PolicyLossOutput, Reduction
 
 from .advantages import AdvantageScope, kl_to_reference, normalize
 from .batch import RolloutBatch

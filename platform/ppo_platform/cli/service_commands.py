@@ -1,7 +1,7 @@
 """`ppo-platform serve | keys | submit | status | cancel`: the service and its clients.
 
 Registered on the main Typer app by cli/app.py. `serve` names the app factory as a string (uvicorn
-imports `api.app:create_app`), so nothing under ppo_platform imports `api`.
+imports `ppo_platform.api.app:create_app`), so nothing else under ppo_platform imports the api.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def serve(
     # uvicorn's own default trusts 127.0.0.1, so any local process could claim any address.
     proxies = get_service_settings().trusted_proxies
     uvicorn.run(
-        "api.app:create_app",
+        "ppo_platform.api.app:create_app",
         factory=True,
         host=host,
         port=port,

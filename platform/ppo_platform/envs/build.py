@@ -31,10 +31,10 @@ from ppo_platform.settings import get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.resources import budget_refusals, observation_size_of
 from ppo_platform.spec.wrappers import frame_stack_of
-from trainers.fast import ENV_VAR, fast_paths
-from trainers.fast.dummy_vec_env import LeanDummyVecEnv
-from trainers.fast.switch import FIX, FastPathsValueError
-from trainers.fast.vec_normalize import LeanVecNormalize
+from ppo_platform.trainers.fast import ENV_VAR, fast_paths
+from ppo_platform.trainers.fast.dummy_vec_env import LeanDummyVecEnv
+from ppo_platform.trainers.fast.switch import FIX, FastPathsValueError
+from ppo_platform.trainers.fast.vec_normalize import LeanVecNormalize
 
 EVAL_SEED_OFFSET = 10_000
 # Evaluation steps up to this many envs together (one batched forward pass per step); more

@@ -13,7 +13,7 @@ from typing import Any
 
 from ppo_platform.spec import wrappers as v
 from ppo_platform.spec.experiment import ExperimentSpec
-from trainers.quiet_imports import import_keeping_numpy_rng
+from ppo_platform.trainers.quiet_imports import import_keeping_numpy_rng
 
 ALE_PREFIX = "ALE/"
 # ALE v5's own frame skip and sticky-action probability (gymnasium's defaults for ALE/<Game>-v5).

@@ -19,7 +19,7 @@ import numpy as np
 from stable_baselines3.common.vec_env.base_vec_env import VecEnvStepReturn
 
 from ppo_platform.envs.vector import OneObjectVecEnv
-from trainers.quiet_imports import import_keeping_numpy_rng
+from ppo_platform.trainers.quiet_imports import import_keeping_numpy_rng
 
 ATARI_OPTION = "episodic_life"  # only ALE pools take it: their episodes are games
 

@@ -33,20 +33,16 @@ CONNECT_TIMEOUT = 60.0  # seconds a shared child may take to start listening
 
 def same_code_env() -> dict[str, str]:
     """The environment for a child `python -m ppo_platform...`: this process's environment with
-    the folders this process imported ppo_platform and trainers from first on PYTHONPATH, so the
-    child runs the same code (a script may have set sys.path rather than PYTHONPATH)."""
-    import importlib.util
-
+    the folder this process imported ppo_platform from (its trainers and api included) first on
+    PYTHONPATH, so the child runs the same code (a script may have set sys.path rather than
+    PYTHONPATH)."""
     import ppo_platform
 
-    roots = [str(Path(ppo_platform.__file__).resolve().parents[1])]
-    found = importlib.util.find_spec("trainers")
-    if found is not None and found.submodule_search_locations:
-        roots.append(str(Path(next(iter(found.submodule_search_locations))).resolve().parent))
+    root = str(Path(ppo_platform.__file__).resolve().parents[1])
     inherited = os.environ.get("PYTHONPATH")
     return {
         **os.environ,
-        "PYTHONPATH": os.pathsep.join([*roots, *([inherited] if inherited else [])]),
+        "PYTHONPATH": os.pathsep.join([root, *([inherited] if inherited else [])]),
     }
 
 

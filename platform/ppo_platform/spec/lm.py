@@ -23,8 +23,8 @@ from ppo_platform.spec.experiment import (
     UpdateSpec,
 )
 from ppo_platform.spec.search import TuneSpec
-from trainers.lm.errors import LMTrainerError
-from trainers.lm.rewards import VOCABULARY, build_reward
+from ppo_platform.trainers.lm.errors import LMTrainerError
+from ppo_platform.trainers.lm.rewards import VOCABULARY, build_reward
 
 LM_ALGORITHM = "ppo_lm"
 # A relative path: resolved inside the LM folder (Settings.lm_dir); no '..', no leading '/'.

@@ -22,9 +22,9 @@ from stable_baselines3.common.vec_env import VecEnv
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec, Schedule
 from ppo_platform.tracking.tags import FAST_PATHS
-from trainers.a2c import MonitoredA2C
-from trainers.ppo import MonitoredPPO
-from trainers.ppo_kl import MonitoredKLPPO
+from ppo_platform.trainers.a2c import MonitoredA2C
+from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo_kl import MonitoredKLPPO
 
 ACTIVATIONS: dict[str, type[torch.nn.Module]] = {
     "tanh": torch.nn.Tanh,

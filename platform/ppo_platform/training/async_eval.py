@@ -22,7 +22,7 @@ from ppo_platform.envs.shipping import encode_factory
 from ppo_platform.errors import TrainingError
 from ppo_platform.execution.child import JsonLinesChild
 from ppo_platform.spec.experiment import ExperimentSpec
-from trainers.callbacks import PeriodicEvalCallback
+from ppo_platform.trainers.callbacks import PeriodicEvalCallback
 
 # The first line's key for a notebook user's env factory (cloudpickled, base64).
 MAKE_ENV_KEY = "__make_env__"

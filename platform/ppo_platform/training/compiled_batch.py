@@ -38,14 +38,14 @@ from ppo_platform.tracking.remote import (
     runs_closed_on_interrupt,
     shared_tracking_process,
 )
+from ppo_platform.trainers.compiled.cache import use_compilation_cache
+from ppo_platform.trainers.compiled.export import load_into_policy
+from ppo_platform.trainers.compiled.ppo import CompiledConfig, CompiledPPO
 from ppo_platform.training.algorithms import build_model
 from ppo_platform.training.compiled_path import MAX_CHUNK
 from ppo_platform.training.progress import ProgressEvent
 from ppo_platform.training.result import RunResult
 from ppo_platform.training.session import TrainingSession
-from trainers.compiled.cache import use_compilation_cache
-from trainers.compiled.export import load_into_policy
-from trainers.compiled.ppo import CompiledConfig, CompiledPPO
 
 # XLA's compiled programs, kept under the platform home (trainers/compiled/cache.py).
 COMPILE_CACHE_FOLDER = "cache/xla"

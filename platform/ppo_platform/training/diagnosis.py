@@ -24,7 +24,7 @@ from ppo_platform.spec.workloads import AnySpec, stored_spec
 from ppo_platform.spec.yaml_source import parse_yaml
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun
-from trainers.errors import NonFiniteInputError
+from ppo_platform.trainers.errors import NonFiniteInputError
 
 # Every metric name the doctor reads: the only ones a run keeps in memory for it.
 DOCTOR_METRICS = frozenset(name for names in ALIASES.values() for name, _ in names)

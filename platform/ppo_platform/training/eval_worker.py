@@ -22,9 +22,9 @@ from ppo_platform.envs.shipping import decode_factory
 from ppo_platform.execution.child import answer_stream
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.spec.loader import validate_data
+from ppo_platform.trainers.evaluation import evaluate_episodes
 from ppo_platform.training.algorithms import load_model
 from ppo_platform.training.async_eval import MAKE_ENV_KEY
-from trainers.evaluation import evaluate_episodes
 
 
 def evaluate_snapshot(spec: Any, env: Any, request: dict[str, Any]) -> dict[str, Any]:

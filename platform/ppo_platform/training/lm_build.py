@@ -18,7 +18,7 @@ def lm_path(value: str, field: str, settings: Settings) -> Path:
 
 def load_prompts(spec: PromptsSpec, field: str, settings: Settings) -> list[Any]:
     """The JSONL file's records as PromptRecords (validation has checked every line)."""
-    from trainers.lm.rollout import PromptRecord
+    from ppo_platform.trainers.lm.rollout import PromptRecord
 
     path = lm_path(spec.path, f"{field}.path", settings)
     records = []
@@ -40,7 +40,7 @@ def load_prompts(spec: PromptsSpec, field: str, settings: Settings) -> list[Any]
 
 def build_reward(spec: LMExperimentSpec, settings: Settings) -> Any:
     """The reward model when the spec names one, else the weighted sum of its terms."""
-    from trainers.lm import rewards
+    from ppo_platform.trainers.lm import rewards
 
     model = spec.lm.model.reward_model
     if model is not None:
@@ -53,10 +53,10 @@ def build_reward(spec: LMExperimentSpec, settings: Settings) -> Any:
 
 def build_trainer(spec: LMExperimentSpec, settings: Settings) -> Any:
     """An LMPPOTrainer holding every setting of the spec."""
-    from trainers.lm.rollout import RolloutSettings
-    from trainers.lm.sampling import SamplingSettings
-    from trainers.lm.trainer import LMPPOTrainer
-    from trainers.lm.update import UpdateSettings
+    from ppo_platform.trainers.lm.rollout import RolloutSettings
+    from ppo_platform.trainers.lm.sampling import SamplingSettings
+    from ppo_platform.trainers.lm.trainer import LMPPOTrainer
+    from ppo_platform.trainers.lm.update import UpdateSettings
 
     lm, surrogate = spec.lm, spec.surrogate
     reference = lm.model.reference

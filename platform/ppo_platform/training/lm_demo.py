@@ -66,9 +66,9 @@ def heldout_accuracy(
 ) -> float:
     """Share of responses equal to the answer: greedy, or `samples` sampled ones per record at
     temperature 1 (the distribution PPO trains)."""
-    from trainers.lm.rewards import build_reward
-    from trainers.lm.rollout import PromptRecord
-    from trainers.lm.trainer import LMPPOTrainer
+    from ppo_platform.trainers.lm.rewards import build_reward
+    from ppo_platform.trainers.lm.rollout import PromptRecord
+    from ppo_platform.trainers.lm.trainer import LMPPOTrainer
 
     trainer = LMPPOTrainer(model_dir, reward=build_reward("exact_answer"), seed=seed)
     prompts = [PromptRecord(r["prompt"], r["answer"], r["task"]) for r in records] * samples
@@ -86,8 +86,8 @@ def init_demo(
     """Write the demo model and prompts under the LM folder; refuse to overwrite unless force."""
     import torch
 
-    from trainers.lm.sft import supervised_fine_tune
-    from trainers.lm.tiny import build_tiny_gpt2, save_model, train_char_tokenizer
+    from ppo_platform.trainers.lm.sft import supervised_fine_tune
+    from ppo_platform.trainers.lm.tiny import build_tiny_gpt2, save_model, train_char_tokenizer
 
     settings = settings or get_settings()
     folder = settings.lm_folder / DEMO_FOLDER

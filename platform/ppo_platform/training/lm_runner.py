@@ -21,6 +21,7 @@ from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
+from ppo_platform.trainers.errors import NonFiniteError, TrainerError
 from ppo_platform.training.diagnosis import (
     DoctorMetrics,
     cause_hint,
@@ -38,7 +39,6 @@ from ppo_platform.training.progress import EventKind, ProgressEvent
 from ppo_platform.training.resolved import lm_resolved_setup, record_resolved
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome, RunResult, closing_tags
 from ppo_platform.training.runner import ProgressCallback, _prepare
-from trainers.errors import NonFiniteError, TrainerError
 
 
 class LMTrainingSession:
@@ -124,7 +124,7 @@ class LMTrainingSession:
         """Greedy responses to the held-out prompts: mean reward (and per task), a table."""
         if not self.eval_prompts:
             return
-        from trainers.lm.rewards import Sample, score_samples
+        from ppo_platform.trainers.lm.rewards import Sample, score_samples
 
         trainer, update = self.trainer, self.trainer.n_updates
         responses = trainer.respond(self.eval_prompts)

@@ -182,7 +182,7 @@ def lm_resolved_setup(spec: LMExperimentSpec, trainer: Any) -> dict[str, str]:
     policy (its config, architecture, parameters), tokenizer, reference, reward, versions."""
     import torch
 
-    from trainers.lm.policy import max_positions
+    from ppo_platform.trainers.lm.policy import max_positions
 
     lm, tokenizer = trainer.policy.lm, trainer.tokenizer
     config, first = lm.config, _first_parameter(lm)

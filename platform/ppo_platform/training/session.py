@@ -27,6 +27,13 @@ from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import (
     RemoteRun,
 )
+from ppo_platform.trainers.callbacks import (
+    PeriodicCheckpointCallback,
+    PeriodicEvalCallback,
+    RolloutStatsCallback,
+)
+from ppo_platform.trainers.errors import NonFiniteError, NonFiniteInputError
+from ppo_platform.trainers.reporting import UpdateReportingMixin
 from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training import diagnosis as doctor
@@ -43,13 +50,6 @@ from ppo_platform.training.resolved import record_resolved, resolved_setup
 from ppo_platform.training.result import MLFLOW_STATUS, Outcome, closing_tags
 from ppo_platform.training.result import RunResult as RunResult  # re-exported for callers
 from ppo_platform.training.resume import run_folder as run_folder  # re-exported for callers
-from trainers.callbacks import (
-    PeriodicCheckpointCallback,
-    PeriodicEvalCallback,
-    RolloutStatsCallback,
-)
-from trainers.errors import NonFiniteError, NonFiniteInputError
-from trainers.reporting import UpdateReportingMixin
 
 ProgressCallback = Callable[[ProgressEvent], None]
 

@@ -6,8 +6,8 @@ import re
 
 import httpx
 
-from api.dashboard.markdown import render
-from api.session import csrf_token, csrf_valid
+from ppo_platform.api.dashboard.markdown import render
+from ppo_platform.api.session import csrf_token, csrf_valid
 from ppo_platform.jobs.web_sessions import OpenSession
 
 SECRET = b"s" * 32

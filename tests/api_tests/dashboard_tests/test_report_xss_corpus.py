@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import httpx
 import pytest
 
-from api.dashboard.markdown import render
+from ppo_platform.api.dashboard.markdown import render
 
 # The payload, then the classic shapes (OWASP's filter evasion cheat sheet, trimmed):
 # each calls xss() if any markup, handler or URL from it ever runs.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from api.dashboard.view import progress_fraction
+from ppo_platform.api.dashboard.view import progress_fraction
 
 
 def job(status: str, **progress: int) -> SimpleNamespace:

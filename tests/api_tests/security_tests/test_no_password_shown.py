@@ -7,7 +7,7 @@ import sqlite3
 
 import httpx
 
-from api.dashboard.details import mlflow_link
+from ppo_platform.api.dashboard.details import mlflow_link
 from ppo_platform.settings import Settings, masked_url
 from tests.api_tests.conftest import wait_for
 

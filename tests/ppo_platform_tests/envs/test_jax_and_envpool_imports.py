@@ -33,7 +33,7 @@ print("imported", sorted(name for name in ("envpool", "jax") if name in sys.modu
 DRAW_AFTER_IMPORT = """
 import sys
 import numpy as np
-from trainers.quiet_imports import import_keeping_numpy_rng
+from ppo_platform.trainers.quiet_imports import import_keeping_numpy_rng
 
 np.random.seed(7)
 expected = np.random.rand(3).tolist()

@@ -9,7 +9,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from ppo_platform.health import Alert, DiagnosticsMonitor, Thresholds
 from ppo_platform.health.thresholds import ANNEALED_FRACTION
-from trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo import MonitoredPPO
 
 PEAK_LR, TINY_LR, STEPS_PER_UPDATE = 3e-3, 1e-6, 64
 THRESHOLDS = Thresholds(window=3)

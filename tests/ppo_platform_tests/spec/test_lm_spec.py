@@ -19,7 +19,7 @@ from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.lm_loader import validate_lm_data
 from ppo_platform.spec.rules import refusals
 from ppo_platform.spec.workloads import load_any_spec
-from trainers.lm.tiny import build_tiny_gpt2, save_model, train_char_tokenizer
+from ppo_platform.trainers.lm.tiny import build_tiny_gpt2, save_model, train_char_tokenizer
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 REPO = Path(__file__).resolve().parents[3]

@@ -16,11 +16,11 @@ from ppo_platform.settings import get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec, load_spec_text, validate_data
 from ppo_platform.spec.rules import A2C_IGNORED_FIELDS
+from ppo_platform.trainers.a2c import MonitoredA2C
+from ppo_platform.trainers.ppo import MonitoredPPO, epoch_kl_name
+from ppo_platform.trainers.ppo_kl import MonitoredKLPPO
 from ppo_platform.training.algorithms import a2c_kwargs, build_model, load_model
 from ppo_platform.training.runner import RunResult, run_spec
-from trainers.a2c import MonitoredA2C
-from trainers.ppo import MonitoredPPO, epoch_kl_name
-from trainers.ppo_kl import MonitoredKLPPO
 
 REPO = Path(__file__).resolve().parents[3]
 CLASSES = {"ppo": MonitoredPPO, "ppo_kl": MonitoredKLPPO, "a2c": MonitoredA2C}

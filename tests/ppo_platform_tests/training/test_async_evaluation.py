@@ -14,13 +14,13 @@ from mlflow.tracking import MlflowClient
 
 from ppo_platform.envs.build import build_eval_env, build_train_env, eval_seed
 from ppo_platform.settings import get_settings
+from ppo_platform.trainers.evaluation import evaluate_episodes
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training.algorithms import build_model
 from ppo_platform.training.async_eval import EvalProcess
 from ppo_platform.training.progress import ProgressEvent
 from ppo_platform.training.runner import run_spec
 from tests.ppo_platform_tests.training.test_runner import tiny_spec
-from trainers.evaluation import evaluate_episodes
 
 
 def test_the_spec_field_is_spelled_async_and_off_by_default(load, minimal_spec) -> None:

@@ -23,8 +23,8 @@ from ppo_platform.envs.build import (
 )
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import validate_data
+from ppo_platform.trainers.evaluation import evaluate_episodes
 from ppo_platform.training.algorithms import build_model, load_model
-from trainers.evaluation import evaluate_episodes
 
 
 def cartpole_spec(episodes: int) -> ExperimentSpec:

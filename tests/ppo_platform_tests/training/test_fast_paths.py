@@ -16,10 +16,10 @@ from ppo_platform.settings import get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec
 from ppo_platform.tracking import tags as tag
+from ppo_platform.trainers.fast import ENV_VAR
+from ppo_platform.trainers.fast.dummy_vec_env import LeanDummyVecEnv
+from ppo_platform.trainers.fast.vec_normalize import LeanVecNormalize
 from ppo_platform.training.runner import run_spec
-from trainers.fast import ENV_VAR
-from trainers.fast.dummy_vec_env import LeanDummyVecEnv
-from trainers.fast.vec_normalize import LeanVecNormalize
 
 CARTPOLE = Path(__file__).resolve().parents[3] / "specs" / "cartpole.yaml"
 

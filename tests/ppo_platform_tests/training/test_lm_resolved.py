@@ -42,7 +42,7 @@ def _tiny_llama(folder: Path) -> int:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from trainers.lm.tiny import save_model, train_char_tokenizer
+    from ppo_platform.trainers.lm.tiny import save_model, train_char_tokenizer
 
     torch.manual_seed(0)
     tokenizer = train_char_tokenizer(["0123456789+="])
@@ -70,7 +70,7 @@ def _tiny_llama(folder: Path) -> int:
 def test_an_lm_run_records_what_it_resolved(platform_home: Path, tmp_path: Path) -> None:
     import torch
 
-    from trainers.lm.policy import load_tokenizer
+    from ppo_platform.trainers.lm.policy import load_tokenizer
 
     parameters = _tiny_llama(platform_home / "lm" / "mine")
     spec = tmp_path / "llama.yaml"
@@ -123,7 +123,7 @@ def _tiny_neox_and_judge(folder: Path) -> None:
         GPTNeoXForCausalLM,
     )
 
-    from trainers.lm.tiny import save_model, train_char_tokenizer
+    from ppo_platform.trainers.lm.tiny import save_model, train_char_tokenizer
 
     tokenizer = train_char_tokenizer(["0123456789+="])
     ids = {"eos_token_id": tokenizer.eos_token_id, "pad_token_id": tokenizer.pad_token_id}

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
 from ppo_platform.envs.build import build_play_env
 from ppo_platform.spec.loader import load_spec
 from ppo_platform.training.algorithms import load_model

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("jax")
 
-from trainers.compiled.cache import unsafe_folder, use_compilation_cache
+from ppo_platform.trainers.compiled.cache import unsafe_folder, use_compilation_cache
 
 
 def test_a_private_folder_of_this_user_is_used(tmp_path: Path) -> None:

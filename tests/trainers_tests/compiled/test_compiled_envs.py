@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from trainers.compiled.envs import JAX_ENVS, auto_reset_step
+from ppo_platform.trainers.compiled.envs import JAX_ENVS, auto_reset_step
 
 
 def _gym_state(env: gym.Env) -> np.ndarray:

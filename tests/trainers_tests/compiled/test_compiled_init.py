@@ -13,8 +13,8 @@ jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from trainers.compiled.network import init_params, orthogonal  # noqa: E402
-from trainers.compiled.ppo import CompiledConfig, CompiledPPO  # noqa: E402
+from ppo_platform.trainers.compiled.network import init_params, orthogonal  # noqa: E402
+from ppo_platform.trainers.compiled.ppo import CompiledConfig, CompiledPPO  # noqa: E402
 
 
 @pytest.mark.parametrize("shape", [(4, 64), (64, 64), (64, 2), (64, 1), (6, 64)])

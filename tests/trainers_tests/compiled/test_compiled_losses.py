@@ -12,8 +12,8 @@ from gymnasium import spaces
 from stable_baselines3.common.buffers import RolloutBuffer
 from torch.distributions import Categorical
 
-from trainers import losses as torch_losses
-from trainers.compiled import losses as L
+from ppo_platform.trainers import losses as torch_losses
+from ppo_platform.trainers.compiled import losses as L
 
 
 @pytest.fixture

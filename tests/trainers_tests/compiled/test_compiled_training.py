@@ -13,9 +13,14 @@ import pytest
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
-from trainers.compiled.export import load_into_policy, params_from_policy
-from trainers.compiled.network import logits_and_value
-from trainers.compiled.ppo import CompiledConfig, CompiledPPO, greedy_returns, metric_names
+from ppo_platform.trainers.compiled.export import load_into_policy, params_from_policy
+from ppo_platform.trainers.compiled.network import logits_and_value
+from ppo_platform.trainers.compiled.ppo import (
+    CompiledConfig,
+    CompiledPPO,
+    greedy_returns,
+    metric_names,
+)
 
 
 def _config(total: int, env_id: str = "CartPole-v1", chunk: int = 4) -> CompiledConfig:

@@ -12,8 +12,8 @@ import pytest
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
-from trainers.compiled.export import params_from_policy
-from trainers.compiled.ppo import CompiledConfig, optimise
+from ppo_platform.trainers.compiled.export import params_from_policy
+from ppo_platform.trainers.compiled.ppo import CompiledConfig, optimise
 
 
 def _sb3(clip_vf: float | None, ent_coef: float) -> PPO:

@@ -10,15 +10,15 @@ import textwrap
 import torch
 from stable_baselines3.common.env_util import make_vec_env
 
-from trainers.fast.compiler_free import build_compiler_free
-from trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.fast.compiler_free import build_compiler_free
+from ppo_platform.trainers.ppo import MonitoredPPO
 
 TRAIN_SAVE_LOAD = textwrap.dedent(
     """
     import sys, tempfile
     import torch
     from stable_baselines3.common.env_util import make_vec_env
-    from trainers.ppo import MonitoredPPO
+    from ppo_platform.trainers.ppo import MonitoredPPO
 
     torch.set_num_threads(1)
     for env_id in ("CartPole-v1", "Pendulum-v1"):

@@ -1,4 +1,5 @@
-"""trainers.fast.distributions: SB3's evaluate_actions bit for bit, values and gradients."""
+"""ppo_platform.trainers.fast.distributions: SB3's evaluate_actions bit for bit, values and
+gradients."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import torch
 from gymnasium import spaces
 from stable_baselines3 import PPO
 
+from ppo_platform.trainers.fast.distributions import evaluate_actions
 from tests.trainers_tests.trainer_rollouts import with_rollout
-from trainers.fast.distributions import evaluate_actions
 
 ENVS = {"categorical": "CartPole-v1", "gaussian": "Pendulum-v1"}
 

@@ -1,4 +1,5 @@
-"""trainers.fast.dummy_vec_env: SB3's DummyVecEnv step for step, infos equal and still copies."""
+"""ppo_platform.trainers.fast.dummy_vec_env: SB3's DummyVecEnv step for step, infos equal and still
+copies."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.vec_env import DummyVecEnv
 
-from trainers.fast.dummy_vec_env import LeanDummyVecEnv, copy_info
+from ppo_platform.trainers.fast.dummy_vec_env import LeanDummyVecEnv, copy_info
 
 
 def test_steps_and_infos_are_dummy_vec_envs() -> None:

@@ -1,4 +1,5 @@
-"""trainers.fast.manual: the minibatch loss's gradients by hand equal autograd's bit for bit, for a
+"""ppo_platform.trainers.fast.manual: the minibatch loss's gradients by hand equal autograd's bit
+for bit, for a
 categorical and a Gaussian head, a training run by hand is stock SB3's, and only policies it
 covers exactly take that path."""
 
@@ -15,11 +16,11 @@ from stable_baselines3.common.vec_env import VecNormalize
 from torch import nn
 from torch.nn import functional as F
 
-from trainers.fast.distributions import evaluate_actions
-from trainers.fast.manual import ManualLoss
-from trainers.losses import clipped_policy_loss
-from trainers.ppo import MonitoredPPO
-from trainers.ppo_kl import MonitoredKLPPO
+from ppo_platform.trainers.fast.distributions import evaluate_actions
+from ppo_platform.trainers.fast.manual import ManualLoss
+from ppo_platform.trainers.losses import clipped_policy_loss
+from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo_kl import MonitoredKLPPO
 
 BATCH = 64
 

@@ -1,4 +1,4 @@
-"""trainers.fast.optimizer_step: torch's clipped Adam step bit for bit."""
+"""ppo_platform.trainers.fast.optimizer_step: torch's clipped Adam step bit for bit."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from gymnasium import spaces
 from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
+from ppo_platform.trainers.fast.optimizer_step import MinibatchStep, use_foreach_optimizer
+from ppo_platform.trainers.ppo import MonitoredPPO
 from tests.trainers_tests.trainer_rollouts import with_rollout
-from trainers.fast.optimizer_step import MinibatchStep, use_foreach_optimizer
-from trainers.ppo import MonitoredPPO
 
 MAX_NORM = 0.01  # below the gradient norms here: the clip acts
 

@@ -1,4 +1,5 @@
-"""trainers.fast.algorithm's rollout collection and the fast policy's forward: bit for bit the
+"""ppo_platform.trainers.fast.algorithm's rollout collection and the fast policy's forward: bit for
+bit the
 rollout stock SB3 collects, on a per-env and on a native vector env, with the per-step
 callbacks still called."""
 
@@ -14,8 +15,8 @@ from stable_baselines3.common.callbacks import BaseCallback
 from stable_baselines3.common.env_util import make_vec_env
 
 from ppo_platform.envs.vector import NativeVecEnv
-from trainers.fast.policy import FastActorCriticPolicy
-from trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.fast.policy import FastActorCriticPolicy
+from ppo_platform.trainers.ppo import MonitoredPPO
 
 FIELDS = ("observations", "actions", "rewards", "episode_starts", "values", "log_probs")
 FIELDS += ("advantages", "returns")

@@ -1,4 +1,5 @@
-"""trainers.fast.switch: `PPO_PLATFORM_FAST_PATHS=0`, an uncovered version or a missing private
+"""ppo_platform.trainers.fast.switch: `PPO_PLATFORM_FAST_PATHS=0`, an uncovered version or a
+missing private
 name runs stock SB3 and torch end to end, said once; a model saved either way loads either way."""
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.policies import ActorCriticPolicy
 
+from ppo_platform.trainers.fast import ENV_VAR, fast_paths, privates, switch
+from ppo_platform.trainers.fast.policy import FastActorCriticPolicy
+from ppo_platform.trainers.ppo import MonitoredPPO
 from tests.trainers_tests.trainer_rollouts import train_seeded, with_rollout
-from trainers.fast import ENV_VAR, fast_paths, privates, switch
-from trainers.fast.policy import FastActorCriticPolicy
-from trainers.ppo import MonitoredPPO
 
 
 @pytest.fixture
@@ -76,7 +77,7 @@ def test_outside_the_covered_versions_the_stock_path_runs_and_says_so_once(
 ) -> None:
     monkeypatch.delenv(ENV_VAR, raising=False)
     monkeypatch.setattr(switch, "COVERED_TORCH", ("2.99.0",))
-    with caplog.at_level(logging.WARNING, logger="trainers.fast"):
+    with caplog.at_level(logging.WARNING, logger="ppo_platform.trainers.fast"):
         first, second = fast_paths(), fast_paths()
         ours = model()
     assert not first.on and first == second == ours.fast_paths

@@ -1,4 +1,5 @@
-"""trainers.fast.vec_normalize: VecNormalize's statistics and outputs bit for bit, saved as
+"""ppo_platform.trainers.fast.vec_normalize: VecNormalize's statistics and outputs bit for bit,
+saved as
 SB3's."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.running_mean_std import RunningMeanStd
 from stable_baselines3.common.vec_env import VecNormalize
 
-from trainers.fast.vec_normalize import LeanVecNormalize, update_statistics
+from ppo_platform.trainers.fast.vec_normalize import LeanVecNormalize, update_statistics
 
 
 @pytest.mark.parametrize("shape", [(1, 5), (1,), (3, 5)])

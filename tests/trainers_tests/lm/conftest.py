@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from trainers.lm.rewards import build_reward
-from trainers.lm.rollout import PromptRecord
-from trainers.lm.tiny import build_tiny_gpt2, save_model, train_char_tokenizer
-from trainers.lm.trainer import LMPPOTrainer
+from ppo_platform.trainers.lm.rewards import build_reward
+from ppo_platform.trainers.lm.rollout import PromptRecord
+from ppo_platform.trainers.lm.tiny import build_tiny_gpt2, save_model, train_char_tokenizer
+from ppo_platform.trainers.lm.trainer import LMPPOTrainer
 
 # Nothing is downloaded: models are built from configs, tokenizers trained here.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -5,8 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.lm.advantages import kl_to_reference, masked_gae, normalize, token_rewards
-from trainers.lm.errors import LMTrainerError
+from ppo_platform.trainers.lm.advantages import (
+    kl_to_reference,
+    masked_gae,
+    normalize,
+    token_rewards,
+)
+from ppo_platform.trainers.lm.errors import LMTrainerError
 
 # Two rows, prompt in columns 0-1; row 0 answers in columns 2-4, row 1 in columns 2-3.
 MASK = torch.tensor([[0, 0, 1, 1, 1], [0, 0, 1, 1, 0]], dtype=torch.bool)

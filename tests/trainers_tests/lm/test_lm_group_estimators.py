@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.lm.advantages import group_advantages, zero_spread_fraction
-from trainers.lm.errors import LMTrainerError
-from trainers.lm.rewards import build_reward
-from trainers.lm.rollout import RolloutSettings
-from trainers.lm.update import UpdateSettings
+from ppo_platform.trainers.lm.advantages import group_advantages, zero_spread_fraction
+from ppo_platform.trainers.lm.errors import LMTrainerError
+from ppo_platform.trainers.lm.rewards import build_reward
+from ppo_platform.trainers.lm.rollout import RolloutSettings
+from ppo_platform.trainers.lm.update import UpdateSettings
 
 CONTAINS_ONE = build_reward("contains", {"text": "1"})
 # Two prompts, three responses each (consecutive rows).

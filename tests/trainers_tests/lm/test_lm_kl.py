@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.lm.advantages import group_advantages, kl_to_reference
-from trainers.lm.rewards import build_reward
-from trainers.lm.rollout import RolloutSettings
-from trainers.lm.update import UpdateSettings, minibatch_loss
+from ppo_platform.trainers.lm.advantages import group_advantages, kl_to_reference
+from ppo_platform.trainers.lm.rewards import build_reward
+from ppo_platform.trainers.lm.rollout import RolloutSettings
+from ppo_platform.trainers.lm.update import UpdateSettings, minibatch_loss
 
 CONTAINS_ONE = build_reward("contains", {"text": "1"})
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from trainers.lm.errors import LMTrainerError
-from trainers.lm.objectives import ClipRange, policy_objective
-from trainers.lm.update import UpdateSettings
+from ppo_platform.trainers.lm.errors import LMTrainerError
+from ppo_platform.trainers.lm.objectives import ClipRange, policy_objective
+from ppo_platform.trainers.lm.update import UpdateSettings
 
 # Four responses of three action tokens (column 0 is the prompt); rows probe, in order:
 # A > 0 above the range, A > 0 below it, A < 0 below it, A < 0 above it.

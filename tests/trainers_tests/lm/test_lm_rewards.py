@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from trainers.lm.errors import LMTrainerError
-from trainers.lm.rewards import Sample, WeightedSum, build_reward
+from ppo_platform.trainers.lm.errors import LMTrainerError
+from ppo_platform.trainers.lm.rewards import Sample, WeightedSum, build_reward
 
 
 def sample(response: str, reference: str | None = "19", tokens: int = 3) -> Sample:

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
-from trainers.lm.errors import LMTrainerError
-from trainers.lm.rewards import build_reward
-from trainers.lm.sampling import SamplingSettings, process_logits
+from ppo_platform.trainers.lm.errors import LMTrainerError
+from ppo_platform.trainers.lm.rewards import build_reward
+from ppo_platform.trainers.lm.sampling import SamplingSettings, process_logits
 
 
 def test_behavior_and_recomputed_log_probs_agree_without_processors(make_trainer, prompts):

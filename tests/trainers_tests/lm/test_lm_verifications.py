@@ -14,8 +14,8 @@ import math
 import pytest
 import torch
 
-from trainers.lm.rewards import build_reward
-from trainers.lm.update import UpdateSettings, minibatch_loss
+from ppo_platform.trainers.lm.rewards import build_reward
+from ppo_platform.trainers.lm.update import UpdateSettings, minibatch_loss
 
 CONTAINS_ONE = build_reward("contains", {"text": "1"})
 
