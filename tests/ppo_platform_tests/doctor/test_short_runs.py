@@ -74,3 +74,36 @@ def test_a_policy_that_leaves_the_action_range_is_named() -> None:
     diagnosis = diagnose(s, PENDULUM)
     assert [c.cause for c in diagnosis.causes] == ["action_saturation"]
     assert "the first rollouts clipped 0.15" in diagnosis.causes[0].evidence[0]["note"]
+
+
+def first(series: Series, updates: int) -> Series:
+    return {name: points[:updates] for name, points in series.items()}
+
+
+def test_a_run_of_four_updates_is_not_judged_and_says_why() -> None:
+    s = healthy()
+    curve(lambda i: 1e-6, "train/approx_kl_post", s)  # would be step_too_small on 40 updates
+    curve(lambda i: 0.0, "train/clip_fraction", s)
+    flat_return(s, 20.0, 2.0)
+    assert [c.cause for c in diagnose(s, CARTPOLE).causes] == ["step_too_small"]
+    diagnosis = diagnose(first(s, 4), CARTPOLE)
+    assert diagnosis.causes == []
+    reason = "the run logged 4 update(s); a cause is judged on 5 at least"
+    assert diagnosis.thin_evidence is not None and diagnosis.thin_evidence.startswith(reason)
+    assert diagnosis.lines() == [f"not judged: {diagnosis.thin_evidence}"]
+    assert diagnosis.to_dict()["thin_evidence"] == diagnosis.thin_evidence
+    judged = {n.cause for n in diagnosis.not_judged}
+    assert {"step_too_small", "step_too_large", "critic_not_learning"} <= judged
+
+
+def test_a_run_of_five_updates_is_judged() -> None:
+    diagnosis = diagnose(first(healthy(), 5), CARTPOLE)
+    assert diagnosis.thin_evidence is None and "thin_evidence" not in diagnosis.to_dict()
+
+
+def test_non_finite_observations_are_named_on_a_run_too_short_for_trends() -> None:
+    s = first(healthy(), 2)
+    s["rollout/obs_nonfinite"] = [(STEP, 0.0), (2 * STEP, 12.0)]
+    diagnosis = diagnose(s, CARTPOLE)
+    assert [c.cause for c in diagnosis.causes] == ["observations_not_finite"]
+    assert diagnosis.causes[0].first_step == 2 * STEP and diagnosis.thin_evidence is None
