@@ -215,5 +215,5 @@ class DiagnosisPublic(BaseModel):
     causes: list[CausePublic]
     not_judged: list[NotJudgedPublic]
     thin_evidence: str | None = Field(
-        None, description="Why the run was not judged at all (too short to tell); null: judged."
+        None, description="Why trends were not judged (too short to tell); null: fully judged."
     )

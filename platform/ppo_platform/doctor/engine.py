@@ -124,4 +124,4 @@ def diagnose(series: Series, facts: RunFacts | None = None, limits: Limits = LIM
     explained = {symptom for f in found for symptom in EXPLAINS.get(f.cause, ())}
     kept = [f for f in found if f.cause not in explained]
     kept.sort(key=lambda f: (-f.confidence, f.first_step if f.first_step is not None else -1))
-    return Diagnosis(kept, not_judged, thin if not kept else None)
+    return Diagnosis(kept, not_judged, thin)

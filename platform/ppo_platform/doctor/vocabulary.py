@@ -95,7 +95,7 @@ class Diagnosis:
 
     causes: list[Finding]
     not_judged: list[NotJudged]
-    # Why the whole run was not judged (too short to tell); None: it was judged.
+    # Why the run was judged on events only (too short to tell a trend); None: fully judged.
     thin_evidence: str | None = None
 
     @property
