@@ -98,9 +98,11 @@ def _fault_line(r: dict[str, Any]) -> str:
 
 def _good_line(r: dict[str, Any]) -> str:
     returned = f"{r['return']:.1f}" if isinstance(r.get("return"), float) else "-"
+    base = BASES.get(r.get("base") or "")
+    random = f"{base.random:g}" if base is not None and base.random is not None else "-"
     alarm = "**yes**" if r["false_alarm"] else "no"
     return (
-        f"| {r['name']} | {row_part(r) or '-'} | {r['seed']} | {returned} | "
+        f"| {r['name']} | {row_part(r) or '-'} | {r['seed']} | {returned} | {random} | "
         f"{', '.join(r['causes']) or 'none'} | {r['critical_alerts']} | {alarm} | {r['wall_s']} |"
     )
 
@@ -145,6 +147,12 @@ def render(report: dict[str, Any]) -> str:
     lines = header("How often is the doctor right? (the fault corpus)", report)
     lines += [
         "",
+        "Rows from: "
+        + "; ".join(f"`{c['command']}` ({c['date_utc']} UTC)" for c in report.get("commands", []))
+        + (f"; every row re-judged by `{report['rejudged']}`." if report.get("rejudged") else "."),
+    ]
+    lines += [
+        "",
         f"Budgets (env steps; LM: updates): {report['budgets']}. Wall {report['wall_s']} s; "
         f"load before: {report['machine']['uptime_before']}; after: {report['uptime_after_runs']}.",
         *rate_lines(report),
@@ -179,9 +187,9 @@ def render(report: dict[str, Any]) -> str:
         "",
         "## Known-good set",
         "",
-        "| config | part | seed | return | doctor's causes | critical alerts | false alarm | "
-        "wall s |",
-        "|---|---|---|---|---|---|---|---|",
+        "| config | part | seed | return | random policy | doctor's causes | critical alerts | "
+        "false alarm | wall s |",
+        "|---|---|---|---|---|---|---|---|---|",
         *(_good_line(r) for r in report["runs"] if r["group"] == "good"),
         "",
         "## Commands",

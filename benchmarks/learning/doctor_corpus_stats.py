@@ -76,7 +76,9 @@ def held_out_rates(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "first_update_collapse": interval(
             sum(1 for r in collapse if r["top"] == "step_too_large"), len(collapse)
         ),
-        "not_judged": [f"{r['name']} seed {r['seed']}" for r in held if r.get("thin_evidence")],
+        "not_judged": [
+            f"{r['name']} seed {r['seed']}" for r in held if named_first(r) == NOT_JUDGED
+        ],
         "confusion": confusion(faults),
         "calibration": calibration([*faults, *good]),
     }
