@@ -340,6 +340,7 @@ def merge_only(extra: Path, stem: str) -> None:
         "cost",
         "command",
         "uptime_after_runs",
+        "rejudged",
     ):
         if field in main_report:
             merged[field] = main_report[field]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import time
 from pathlib import Path
 
 from benchmarks.harness import RESULTS
@@ -43,7 +44,10 @@ def main() -> None:
     report = json.loads((RESULTS / f"{args.stem}.json").read_text())
     for row in report["runs"]:
         rejudge(row, args.keep)
-    report["rejudged"] = "python -m benchmarks.learning.doctor_corpus_rejudge " + str(args.keep)
+    when = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
+    report["rejudged"] = (
+        f"python -m benchmarks.learning.doctor_corpus_rejudge {args.keep} ({when} UTC)"
+    )
     finish(report, args.stem)
 
 

@@ -142,15 +142,23 @@ def rate_lines(report: dict[str, Any]) -> list[str]:
     ]
 
 
+def sources_line(report: dict[str, Any]) -> str:
+    """The commands whose rows the page holds, and the re-judging command if any."""
+    commands = "; ".join(
+        f"`{c['command']}` ({c['date_utc']} UTC)" for c in report.get("commands", [])
+    )
+    rejudged = report.get("rejudged")
+    return f"Rows from: {commands}" + (
+        f"; the rows run in the --keep folder it names re-judged by {rejudged}."
+        if rejudged
+        else "."
+    )
+
+
 def render(report: dict[str, Any]) -> str:
     rates_ = report["rates"]
     lines = header("How often is the doctor right? (the fault corpus)", report)
-    lines += [
-        "",
-        "Rows from: "
-        + "; ".join(f"`{c['command']}` ({c['date_utc']} UTC)" for c in report.get("commands", []))
-        + (f"; every row re-judged by `{report['rejudged']}`." if report.get("rejudged") else "."),
-    ]
+    lines += ["", sources_line(report)]
     lines += [
         "",
         f"Budgets (env steps; LM: updates): {report['budgets']}. Wall {report['wall_s']} s; "
