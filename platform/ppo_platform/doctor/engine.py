@@ -20,6 +20,7 @@ GYM_RULES: tuple[Rule, ...] = (
     rules_env.env_crash,
     rules_env.observations_not_finite,
     rules_env.rewards_not_finite,
+    rules_step.diverged,
     rules_env.observation_scale,
     rules_env.reward_scale,
     rules_env.action_saturation,
@@ -38,6 +39,7 @@ EVENT_RULES: tuple[Rule, ...] = (
     rules_env.env_crash,
     rules_env.observations_not_finite,
     rules_env.rewards_not_finite,
+    rules_step.diverged,
 )
 # The signals whose points count the updates a run logged (the most any of them has).
 UPDATE_SIGNALS = ("kl", "explained_variance", "episode_return", "lm_kl_ref", "lm_reward")
@@ -90,6 +92,15 @@ def is_language_model(view: View, facts: RunFacts) -> bool:
     return facts.algorithm == "ppo_lm" or view.has("lm_kl_ref") or view.has("lm_reward")
 
 
+def strongest_per_cause(found: list[Finding]) -> list[Finding]:
+    """One finding per cause (two rules can name one: a trend and an event), the surest."""
+    best: dict[CauseId, Finding] = {}
+    for finding in found:
+        if finding.cause not in best or finding.confidence > best[finding.cause].confidence:
+            best[finding.cause] = finding
+    return list(best.values())
+
+
 def thin_evidence(view: View, limits: Limits) -> str | None:
     """Why a run is too short to judge a trend on (None: it is long enough)."""
     updates = max(len(view.points(signal)) for signal in UPDATE_SIGNALS)
@@ -122,6 +133,8 @@ def diagnose(series: Series, facts: RunFacts | None = None, limits: Limits = LIM
         elif isinstance(verdict, NotJudged):
             not_judged.append(verdict)
     explained = {symptom for f in found for symptom in EXPLAINS.get(f.cause, ())}
-    kept = [f for f in found if f.cause not in explained]
+    kept = strongest_per_cause([f for f in found if f.cause not in explained])
+    named = {f.cause for f in kept}
+    not_judged = [n for n in not_judged if n.cause not in named]
     kept.sort(key=lambda f: (-f.confidence, f.first_step if f.first_step is not None else -1))
     return Diagnosis(kept, not_judged, thin)
