@@ -147,6 +147,12 @@ def diverged(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     failure = facts.failure
     if failure is None or failure.source != "trainer" or failure.kind != "non_finite_update":
         return None
+    # Inputs far out of scale blow the step up too: then the scale is the cause, not the LR.
+    rewards, observations = view.values("reward_abs_max"), view.values("obs_abs_max")
+    if (rewards and max(rewards) > limits.reward_per_step_max) or (
+        observations and max(observations) > limits.observation_abs_max
+    ):
+        return None
     patch: dict[str, Scalar] = {}
     if facts.learning_rate is not None:
         patch["update.learning_rate.start"] = significant(
