@@ -126,3 +126,9 @@ def test_held_out_rates_leave_the_tuning_part_out():
     assert rates["detection"] == "1/1 (100%; 95% CI 3%-100%)"
     assert rates["false_alarms"] == "0/1 (0%; 95% CI 0%-98%)"
     assert rates["recovery"] == "1/1 (100%; 95% CI 3%-100%)"
+
+
+def test_the_rejudge_script_answers_help():
+    from benchmarks.harness.scripts import help_failure
+
+    assert help_failure("benchmarks.learning.doctor_corpus_rejudge") is None
