@@ -144,9 +144,8 @@ def rate_lines(report: dict[str, Any]) -> list[str]:
 
 def sources_line(report: dict[str, Any]) -> str:
     """The commands whose rows the page holds, and the re-judging command if any."""
-    commands = "; ".join(
-        f"`{c['command']}` ({c['date_utc']} UTC)" for c in report.get("commands", [])
-    )
+    entries = report.get("commands") or [{"command": report["command"], "date_utc": "-"}]
+    commands = "; ".join(f"`{c['command']}` ({c['date_utc']} UTC)" for c in entries)
     rejudged = report.get("rejudged")
     return f"Rows from: {commands}" + (
         f"; the rows run in the --keep folder it names re-judged by {rejudged}."
