@@ -214,3 +214,6 @@ class DiagnosisPublic(BaseModel):
 
     causes: list[CausePublic]
     not_judged: list[NotJudgedPublic]
+    thin_evidence: str | None = Field(
+        None, description="Why trends were not judged (too short to tell); null: fully judged."
+    )

@@ -39,14 +39,13 @@ from benchmarks.harness import (
     ProcessFailed,
     command_line,
     machine,
-    measured,
     merge_previous,
     run_process,
     uptime,
     versions,
     write_results,
 )
-from benchmarks.learning.doctor_corpus_cases import BASES, FAULTS, GOOD, LM_GOOD_SETS, Base
+from benchmarks.learning.doctor_corpus_cases import BASES, LM_GOOD_SETS, Base
 from benchmarks.learning.doctor_corpus_report import (
     broken_row,
     lag_updates,
@@ -54,6 +53,8 @@ from benchmarks.learning.doctor_corpus_report import (
     recovered,
     render,
 )
+from benchmarks.learning.doctor_corpus_split import ALL_FAULTS, ALL_GOOD, family_of, part_of
+from benchmarks.learning.doctor_corpus_tools import batch_of, cost_per_update
 
 PACKAGE = "benchmarks.learning.faulty_envs"
 CLI = str(Path(sys.executable).with_name("ppo-platform"))
@@ -141,17 +142,6 @@ def diagnosis_of(run_id: str | None, home: Path, write: Path | None = None) -> d
     return out
 
 
-def batch_of(spec: Path, sets: list[str]) -> int:
-    from ppo_platform.spec.workloads import load_any_spec
-
-    loaded = load_any_spec(spec, sets)
-    rollout = getattr(loaded, "rollout", None)
-    env = getattr(loaded, "env", None)
-    if rollout is None or env is None:
-        return 1
-    return int(rollout.n_steps) * int(env.n_envs)
-
-
 def fault_row(fault: Any, seed: int, budgets: dict[str, int], work: Path, home: Path) -> dict:
     """One planted fault, one seed: its run, the doctor's verdict, and the patched spec."""
     base = BASES[fault.base]
@@ -172,6 +162,10 @@ def fault_row(fault: Any, seed: int, budgets: dict[str, int], work: Path, home: 
         "group": "fault",
         "name": f"{fault.base}/{fault.name}",
         "seed": seed,
+        "part": part_of(fault),
+        "family": family_of(fault),
+        "confidence": top["confidence"] if top else None,
+        "thin_evidence": verdict.get("thin_evidence"),
         "fault": fault.fault,
         "planted": fault.cause,
         "fixable": fault.fixable,
@@ -197,13 +191,19 @@ def good_row(good: Any, seed: int, budgets: dict[str, int], work: Path, home: Pa
     else:
         spec = base_spec(good.source, good.what, good.budget, work / "specs", home)
         sets = budget_sets(None, good.quick if budgets.get("quick") else good.budget)
-    run = train(spec, [*sets, f"budget.seed={seed}"], home)
+    run = train(spec, [*sets, f"budget.seed={good.seed}"], home)
     verdict = diagnosis_of(run["run_id"], home)
     causes = [f"{c['cause']} ({c['confidence']:.0%})" for c in verdict["causes"]]
+    top = verdict["causes"][0] if verdict["causes"] else None
     return {
         "group": "good",
         "name": good.name,
-        "seed": seed,
+        "seed": good.seed,
+        "part": part_of(good),
+        "family": family_of(good),
+        "top": top["cause"] if top else None,
+        "confidence": top["confidence"] if top else None,
+        "thin_evidence": verdict.get("thin_evidence"),
         "base": good.base,
         "causes": causes,
         "critical_alerts": verdict["critical_alerts"],
@@ -224,33 +224,15 @@ def recovery_row(row: dict, home: Path) -> dict:
     }
 
 
-def cost_per_update(home: Path, run_id: str, repeats: int = 20) -> dict[str, Any]:
-    """The diagnosis timed in-process on one stored run's metric series: the median (min, max)
-    thread-CPU ms of `diagnose` over `repeats` calls, and per update."""
-    from ppo_platform.doctor import diagnose
-    from ppo_platform.settings import Settings
-    from ppo_platform.tracking.reads import stored_run
-
-    metrics = stored_run(Settings(home=home).tracking_uri, run_id)["metrics"]
-    updates = max((len(points) for points in metrics.values()), default=1)
-    samples = sorted(
-        measured(lambda: diagnose(metrics), "thread")[1]["cpu_s"] for _ in range(repeats)
-    )
-    median = samples[len(samples) // 2]
-    return {
-        "run_id": run_id,
-        "updates": updates,
-        "diagnose_ms": [round(1000 * x, 3) for x in (median, samples[0], samples[-1])],
-        "ms_per_update": round(1000 * median / updates, 4),
-    }
-
-
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="each base's smaller budget")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1], help="seeds of faults")
     parser.add_argument("--only", nargs="+", default=[], help="rows whose name holds any of these")
     parser.add_argument("--workers", type=int, default=2, help="runs side by side")
+    parser.add_argument(
+        "--part", choices=("heldout", "tuning", "all"), default="heldout", help="split part"
+    )
     parser.add_argument("--skip-good", action="store_true", help="faults only (no false alarms)")
     parser.add_argument("--keep", type=Path, help="keep the runs' homes here (default: temp)")
     parser.add_argument("--stem", default="doctor_corpus", help="results file stem")
@@ -262,11 +244,13 @@ def parse_args() -> argparse.Namespace:
 
 def case_names() -> set[str]:
     """The rows' names of today's case table (a merged result drops rows no longer in it)."""
-    return {f"{f.base}/{f.name}" for f in FAULTS} | {g.name for g in GOOD}
+    return {f"{f.base}/{f.name}" for f in ALL_FAULTS} | {g.name for g in ALL_GOOD}
 
 
-def wanted(name: str, only: list[str]) -> bool:
-    return not only or any(part in name for part in only)
+def wanted(case: Any, name: str, args: argparse.Namespace) -> bool:
+    if args.part != "all" and part_of(case) != args.part:
+        return False
+    return not args.only or any(part in name for part in args.only)
 
 
 def run_all(args: argparse.Namespace, work: Path) -> list[dict]:
@@ -275,12 +259,12 @@ def run_all(args: argparse.Namespace, work: Path) -> list[dict]:
     budgets["quick"] = int(args.quick)
     jobs: list[tuple[str, Any, int]] = [
         ("fault", f, s)
-        for f in FAULTS
+        for f in ALL_FAULTS
         for s in args.seeds
-        if wanted(f"{f.base}/{f.name}", args.only)
+        if wanted(f, f"{f.base}/{f.name}", args)
     ]
     if not args.skip_good:
-        jobs += [("good", g, 0) for g in GOOD if wanted(g.name, args.only)]
+        jobs += [("good", g, g.seed) for g in ALL_GOOD if wanted(g, g.name, args)]
     homes = [work / f"home{i}" for i in range(args.workers)]
     ensure_lm_demo(homes, jobs)
 
@@ -326,7 +310,9 @@ def ensure_lm_demo(homes: list[Path], jobs: list[tuple[str, Any, int]]) -> None:
 def finish(report: dict[str, Any], stem: str) -> None:
     """Judge recovery against the known-good returns, count the rates, write the page."""
     rows = [r for r in report["runs"] if r["name"] in case_names()]
-    good_returns = {r["base"]: r["return"] for r in rows if r["group"] == "good" and r["base"]}
+    good_returns = {
+        r["base"]: r["return"] for r in rows if r["name"] == f"{r['base']} (the faults' base)"
+    }
     for row in rows:
         if row["group"] == "fault" and row["fixable"]:
             row["recovered"] = recovered(row, good_returns)
@@ -354,6 +340,7 @@ def merge_only(extra: Path, stem: str) -> None:
         "cost",
         "command",
         "uptime_after_runs",
+        "rejudged",
     ):
         if field in main_report:
             merged[field] = main_report[field]

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 
 from benchmarks.learning.faulty_envs import NAN_INDEX, ONSET_STEPS
 
+# A user's plain Python env (faulty_envs.Reach): learns in 20k steps (eval ~-3; random ~-38).
+REACH_SPEC = "benchmarks/learning/corpus_specs/reach.yaml"
+
 
 @dataclass(frozen=True)
 class Base:
@@ -24,6 +27,7 @@ class Base:
     random: float | None
     sets: tuple[str, ...] = ()
     n_envs: int = 1
+    family: str = "classic_control"  # the env family the held-out split is declared by
 
 
 BASES = {
@@ -31,9 +35,29 @@ BASES = {
     for b in (
         Base("cartpole", "file", "specs/cartpole.yaml", 20_000, 10_000, 22.0, n_envs=8),
         Base("acrobot", "plan", "Acrobot-v1", 30_000, 15_000, -500.0, n_envs=8),
-        Base("pendulum", "plan", "Pendulum-v1", 30_000, 15_000, -1230.0, n_envs=4),
-        Base("halfcheetah", "plan", "HalfCheetah-v5", 20_000, 10_000, -280.0),
-        Base("hopper", "plan", "Hopper-v5", 20_000, 10_000, 18.0),
+        Base(
+            "pendulum",
+            "plan",
+            "Pendulum-v1",
+            30_000,
+            15_000,
+            -1230.0,
+            n_envs=4,
+            family="classic_continuous",
+        ),
+        Base("halfcheetah", "plan", "HalfCheetah-v5", 20_000, 10_000, -280.0, family="mujoco"),
+        Base("hopper", "plan", "Hopper-v5", 20_000, 10_000, 18.0, family="mujoco"),
+        Base("reach", "file", REACH_SPEC, 20_000, 20_000, -38.0, n_envs=4, family="user_python"),
+        Base(
+            "reach_discrete",
+            "file",
+            "benchmarks/learning/corpus_specs/reach_discrete.yaml",
+            20_000,
+            20_000,
+            -38.0,
+            n_envs=4,
+            family="user_python",
+        ),
         Base(
             "lm",
             "file",
@@ -42,6 +66,7 @@ BASES = {
             5,
             None,
             ("lm.prompts_per_update=32", "evaluation.every_updates=0", "evaluation.max_prompts=50"),
+            family="lm",
         ),
     )
 }
@@ -167,6 +192,8 @@ class Good:
     budget: int = 0
     quick: int = 0
     sets: tuple[str, ...] = field(default=())
+    family: str = "classic_control"  # a spec of its own's env family (with a base: the base's)
+    seed: int = 0
 
 
 GOOD = (
@@ -174,14 +201,34 @@ GOOD = (
     Good("zoo CartPole-v1", source="zoo", what="CartPole-v1", budget=20_000, quick=10_000),
     Good("zoo Acrobot-v1", source="zoo", what="Acrobot-v1", budget=30_000, quick=15_000),
     Good("plan CartPole-v1", source="plan", what="CartPole-v1", budget=20_000, quick=10_000),
-    Good("specs/pendulum.yaml", what="specs/pendulum.yaml", budget=30_000, quick=15_000),
-    Good("specs/gridworld.yaml", what="specs/gridworld.yaml", budget=20_000, quick=10_000),
-    Good("zoo Hopper-v4", source="zoo", what="Hopper-v4", budget=20_000, quick=10_000),
+    Good(
+        "specs/pendulum.yaml",
+        what="specs/pendulum.yaml",
+        budget=30_000,
+        quick=15_000,
+        family="classic_continuous",
+    ),
+    Good(
+        "specs/gridworld.yaml",
+        what="specs/gridworld.yaml",
+        budget=20_000,
+        quick=10_000,
+        family="user_python",
+    ),
+    Good(
+        "zoo Hopper-v4",
+        source="zoo",
+        what="Hopper-v4",
+        budget=20_000,
+        quick=10_000,
+        family="mujoco",
+    ),
     Good(
         "ALE Breakout (specs/breakout_cleanrl.yaml)",
         what="specs/breakout_cleanrl.yaml",
         budget=20_480,
         quick=10_240,
+        family="atari",
     ),
 )
 # The LM demo's known-good run holds beta fixed at the demo's 0.05 (no adaptive target).

@@ -6,9 +6,21 @@ from typing import Any
 
 from benchmarks.harness import header
 from benchmarks.learning.doctor_corpus_cases import BASES, DROPPED, Base
+from benchmarks.learning.doctor_corpus_split import HELD_OUT_FAMILIES, TUNING_FAMILIES
+from benchmarks.learning.doctor_corpus_stats import (
+    calibration_lines,
+    confusion_lines,
+    held_out_rates,
+    row_part,
+)
 from benchmarks.learning.faulty_envs import SCALE
 
-THRESHOLDS = {"detection": ">= 90%", "false_alarms": "<= 1", "recovery": ">= 70%"}
+THRESHOLDS = {
+    "detection": ">= 90%",
+    "false_alarms": "<= 1 of >= 20",
+    "recovery": ">= 70%",
+    "first_update_collapse": "every family",
+}
 
 
 def lag_updates(first_step: int | None, onset: int, base: Base, spec_batch: int) -> int | None:
@@ -78,7 +90,7 @@ def _fault_line(r: dict[str, Any]) -> str:
     returned = f"{r['return']:.1f}" if isinstance(r.get("return"), float) else "-"
     lag = r["lag_updates"] if r.get("lag_updates") is not None else "-"
     return (
-        f"| {r['name']} | {r['seed']} | {r['fault']} | `{r['planted']}` | "
+        f"| {r['name']} | {row_part(r) or '-'} | {r['seed']} | {r['fault']} | `{r['planted']}` | "
         f"{', '.join(r['causes']) or 'none'} | {'yes' if r['detected'] else '**no**'} | {lag} | "
         f"{returned} | {fixed_text} | {recovered} |"
     )
@@ -86,32 +98,74 @@ def _fault_line(r: dict[str, Any]) -> str:
 
 def _good_line(r: dict[str, Any]) -> str:
     returned = f"{r['return']:.1f}" if isinstance(r.get("return"), float) else "-"
+    base = BASES.get(r.get("base") or "")
+    random = f"{base.random:g}" if base is not None and base.random is not None else "-"
     alarm = "**yes**" if r["false_alarm"] else "no"
     return (
-        f"| {r['name']} | {returned} | {', '.join(r['causes']) or 'none'} | "
-        f"{r['critical_alerts']} | {alarm} | {r['wall_s']} |"
+        f"| {r['name']} | {row_part(r) or '-'} | {r['seed']} | {returned} | {random} | "
+        f"{', '.join(r['causes']) or 'none'} | {r['critical_alerts']} | {alarm} | {r['wall_s']} |"
+    )
+
+
+def rate_lines(report: dict[str, Any]) -> list[str]:
+    """The held-out part's rates (with intervals), its confusion matrix and calibration."""
+    held = held_out_rates(report["runs"])
+    return [
+        "",
+        f"The split is declared before fitting (benchmarks/learning/doctor_corpus_split.py): "
+        f"the doctor's thresholds and rules were chosen on the **tuning part** (env families "
+        f"{', '.join(TUNING_FAMILIES)}: CartPole-v1, Acrobot-v1); every rate below is on the "
+        f"**held-out part** only (families {', '.join(HELD_OUT_FAMILIES)}). Intervals: exact "
+        "binomial (Clopper-Pearson) 95%, `ppo_platform.reports.statistics.solve_rate`.",
+        "",
+        "| rate (held-out part) | measured | issue #47 asks |",
+        "|---|---|---|",
+        f"| detection (planted cause named first) | {held['detection']} | "
+        f"{THRESHOLDS['detection']} |",
+        f"| false alarms (known-good with any cause or critical alert) | {held['false_alarms']} "
+        f"| {THRESHOLDS['false_alarms']} |",
+        f"| recovery (patched re-run at 90% of known-good) | {held['recovery']} | "
+        f"{THRESHOLDS['recovery']} |",
+        f"| first-update collapse (lr 3.0) named `step_too_large` | "
+        f"{held['first_update_collapse']} | {THRESHOLDS['first_update_collapse']} |",
+        "",
+        f"Not judged (too short to tell): {', '.join(held['not_judged']) or 'none'}.",
+        "",
+        "### Confusion matrix (held-out faults: planted cause x named first)",
+        "",
+        *confusion_lines(held["confusion"]),
+        "",
+        "### Calibration (held-out part: every run with a cause named first, faults and "
+        "known-good; a cause on a known-good run is wrong)",
+        "",
+        *calibration_lines(held["calibration"]),
+    ]
+
+
+def sources_line(report: dict[str, Any]) -> str:
+    """The commands whose rows the page holds, and the re-judging command if any."""
+    entries = report.get("commands") or [{"command": report["command"], "date_utc": "-"}]
+    commands = "; ".join(f"`{c['command']}` ({c['date_utc']} UTC)" for c in entries)
+    rejudged = report.get("rejudged")
+    return f"Rows from: {commands}" + (
+        f"; the rows run in the --keep folder it names re-judged by {rejudged}."
+        if rejudged
+        else "."
     )
 
 
 def render(report: dict[str, Any]) -> str:
     rates_ = report["rates"]
     lines = header("How often is the doctor right? (the fault corpus)", report)
+    lines += ["", sources_line(report)]
     lines += [
         "",
         f"Budgets (env steps; LM: updates): {report['budgets']}. Wall {report['wall_s']} s; "
         f"load before: {report['machine']['uptime_before']}; after: {report['uptime_after_runs']}.",
+        *rate_lines(report),
         "",
-        "| rate | measured | issue #35 asks |",
-        "|---|---|---|",
-        f"| detection (planted cause named first) | {rates_['detection']} | "
-        f"{THRESHOLDS['detection']} |",
-        f"| false alarms (known-good with any cause or critical alert) | {rates_['false_alarms']} "
-        f"| {THRESHOLDS['false_alarms']} |",
-        f"| recovery (patched re-run at 90% of known-good) | {rates_['recovery']} | "
-        f"{THRESHOLDS['recovery']} |",
-        "",
-        f"Detection lag (updates from the fault's onset to the finding's first step): median "
-        f"{rates_['lag_updates_median']}, max {rates_['lag_updates_max']}. "
+        f"Detection lag (updates from the fault's onset to the finding's first step, every row "
+        f"on the page): median {rates_['lag_updates_median']}, max {rates_['lag_updates_max']}. "
         f"Missed: {', '.join(rates_['missed']) or 'none'}. Recovery not judged (no return to "
         f"compare): {', '.join(rates_['recovery_not_judged']) or 'none'}.",
     ]
@@ -129,9 +183,9 @@ def render(report: dict[str, Any]) -> str:
         "",
         "## Faults",
         "",
-        "| run | seed | fault | planted | doctor's causes | named first | lag (updates) | "
+        "| run | part | seed | fault | planted | doctor's causes | named first | lag (updates) | "
         "return | patched return | recovered |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
         *(_fault_line(r) for r in report["runs"] if r["group"] == "fault"),
         "",
         "Faults tried and dropped (no fault at this budget):",
@@ -140,8 +194,9 @@ def render(report: dict[str, Any]) -> str:
         "",
         "## Known-good set",
         "",
-        "| config | return | doctor's causes | critical alerts | false alarm | wall s |",
-        "|---|---|---|---|---|---|",
+        "| config | part | seed | return | random policy | doctor's causes | critical alerts | "
+        "false alarm | wall s |",
+        "|---|---|---|---|---|---|---|---|---|",
         *(_good_line(r) for r in report["runs"] if r["group"] == "good"),
         "",
         "## Commands",

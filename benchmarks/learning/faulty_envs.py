@@ -10,6 +10,12 @@ right?"). An operator env package: name it with `--env-package benchmarks.learni
 | ObsScale | every observation x `SCALE` (the Box bounds too) | the first step |
 | RewardScale | every reward x `SCALE` | the first step |
 | StepRaises | `step()` raises `PlantedEnvError` | this env's step `ONSET_STEPS` |
+| NanReward | the reward is NaN | this env's step `ONSET_STEPS` |
+| ZeroReward | every reward is 0 (nothing to follow) | the first step |
+| NarrowActions | the action Box is `NARROW` x the base's (most samples clipped) | the first step |
+
+It also registers a user's plain Python env, `Reach-v0` (continuous) and `ReachDiscrete-v0`:
+the env family the doctor's thresholds were never chosen on (its held-out part).
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-BASES = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", "HalfCheetah-v5", "Hopper-v5")
+REACH = ("Reach-v0", "ReachDiscrete-v0")
+BASES = ("CartPole-v1", "Acrobot-v1", "Pendulum-v1", "HalfCheetah-v5", "Hopper-v5", *REACH)
 SCALE = 1.0e4
+NARROW = 0.01
 NAN_INDEX = 1
 ONSET_STEPS = 200  # steps of one env (not of the vector) before a late fault appears
 
@@ -57,6 +65,58 @@ class StepRaises(_Counted):
         return super().step(action)
 
 
+class NanReward(_Counted):
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, (np.nan if self.steps >= ONSET_STEPS else reward), terminated, truncated, info
+
+
+class ZeroReward(gym.RewardWrapper):  # type: ignore[type-arg]
+    def reward(self, reward: SupportsFloat) -> float:
+        return 0.0
+
+
+class NarrowActions(gym.ActionWrapper):  # type: ignore[type-arg]
+    """The action Box shrunk to `NARROW` of the base's; actions pass through as they are."""
+
+    def __init__(self, env: gym.Env) -> None:  # type: ignore[type-arg]
+        super().__init__(env)
+        box = env.action_space
+        assert isinstance(box, gym.spaces.Box), "NarrowActions needs a Box action space"
+        self.action_space = gym.spaces.Box(box.low * NARROW, box.high * NARROW, dtype=box.dtype)
+
+    def action(self, action: Any) -> Any:
+        return action
+
+
+class Reach(gym.Env):  # type: ignore[type-arg]
+    """A user's plain Python env: move a point on [-1, 1] to a target; reward -distance.
+    Observation (position, target - position); actions a push in [-1, 1] (or left/stay/right)."""
+
+    def __init__(self, discrete: bool = False) -> None:
+        self.observation_space = gym.spaces.Box(-2.0, 2.0, (2,), dtype=np.float32)
+        self.action_space: gym.spaces.Space[Any] = (
+            gym.spaces.Discrete(3) if discrete else gym.spaces.Box(-1.0, 1.0, (1,), np.float32)
+        )
+        self.discrete = discrete
+        self.position = self.target = 0.0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.position, self.target - self.position], dtype=np.float32)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.position, self.target = (float(x) for x in self.np_random.uniform(-1, 1, 2))
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        push = float(action) - 1.0 if self.discrete else float(np.asarray(action).reshape(-1)[0])
+        self.position = float(np.clip(self.position + 0.1 * push, -1.0, 1.0))
+        return self._obs(), -abs(self.target - self.position), False, False, {}
+
+
 class ObsScale(gym.ObservationWrapper):  # type: ignore[type-arg]
     def __init__(self, env: gym.Env) -> None:  # type: ignore[type-arg]
         super().__init__(env)
@@ -79,6 +139,9 @@ KINDS: dict[str, type[gym.Wrapper]] = {  # type: ignore[type-arg]
     "ObsScale": ObsScale,
     "RewardScale": RewardScale,
     "StepRaises": StepRaises,
+    "NanReward": NanReward,
+    "ZeroReward": ZeroReward,
+    "NarrowActions": NarrowActions,
 }
 
 
@@ -92,6 +155,11 @@ def env_id(kind: str, base: str) -> str:
 
 
 def register() -> None:
+    for name, discrete in zip(REACH, (False, True), strict=True):
+        if name not in gym.registry:
+            gym.register(
+                name, entry_point=Reach, kwargs={"discrete": discrete}, max_episode_steps=50
+            )
     for kind in KINDS:
         for base in BASES:
             if env_id(kind, base) not in gym.registry:

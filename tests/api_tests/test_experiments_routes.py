@@ -103,7 +103,7 @@ def test_a_finished_run_reports_result_alerts_metrics_artifacts(
         assert alice.get(f"/v1/experiments/{job_id}/artifacts/{name}").status_code == 404
     diagnosis = alice.get(f"/v1/experiments/{job_id}/diagnosis")
     assert diagnosis.status_code == 200, diagnosis.text
-    assert set(diagnosis.json()) == {"causes", "not_judged"}
+    assert set(diagnosis.json()) == {"causes", "not_judged", "thin_evidence"}
     assert all(c["cause"] and 0 <= c["confidence"] <= 1 for c in diagnosis.json()["causes"])
     assert bob.get(f"/v1/experiments/{job_id}/diagnosis").status_code == 404  # owner-scoped
     page = httpx.Client(base_url=server.url, timeout=30)

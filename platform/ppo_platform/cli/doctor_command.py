@@ -47,9 +47,14 @@ def _describe(diagnosis: Diagnosis, what: str) -> list[str]:
             limit = f" (threshold {item['threshold']})" if item.get("threshold") is not None else ""
             note = f": {item['note']}" if "note" in item else ""
             lines.append(f"     {item['metric']} = {item['value']}{limit}{where}{note}")
-    if not diagnosis.causes:
+    thin = diagnosis.thin_evidence
+    if thin is not None:  # too short to tell a trend: one line, not one per cause
+        lines.append(f"not judged{' (trends)' if diagnosis.causes else ''}: {thin}")
+    elif not diagnosis.causes:
         lines.append("no cause found: healthy on every signal judged")
-    lines += [f"not judged: {n.cause}: {n.reason}" for n in diagnosis.not_judged]
+    lines += [
+        f"not judged: {n.cause}: {n.reason}" for n in diagnosis.not_judged if n.reason != thin
+    ]
     return lines
 
 

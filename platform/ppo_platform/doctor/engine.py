@@ -7,6 +7,7 @@ TensorBoard folder, the runner's memory) and hand them over as name -> [(step, v
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import cast
 
 from ppo_platform.doctor import rules_env, rules_explore, rules_lm, rules_step
 from ppo_platform.doctor.series import Series, View
@@ -19,6 +20,7 @@ GYM_RULES: tuple[Rule, ...] = (
     rules_env.env_crash,
     rules_env.observations_not_finite,
     rules_env.rewards_not_finite,
+    rules_step.diverged,
     rules_env.observation_scale,
     rules_env.reward_scale,
     rules_env.action_saturation,
@@ -31,6 +33,16 @@ GYM_RULES: tuple[Rule, ...] = (
     rules_explore.horizon_too_short,
     rules_explore.rollout_too_short,
 )
+# Rules whose evidence is one event the env or the run reports (a crash, a NaN): judged on a
+# run of any length. Every other rule reads a trend and needs `min_updates` updates at least.
+EVENT_RULES: tuple[Rule, ...] = (
+    rules_env.env_crash,
+    rules_env.observations_not_finite,
+    rules_env.rewards_not_finite,
+    rules_step.diverged,
+)
+# The signals whose points count the updates a run logged (the most any of them has).
+UPDATE_SIGNALS = ("kl", "explained_variance", "episode_return", "lm_kl_ref", "lm_reward")
 LM_RULES: tuple[Rule, ...] = (
     rules_lm.lm_kl_penalty_inert,
     rules_lm.lm_kl_runaway,
@@ -80,21 +92,49 @@ def is_language_model(view: View, facts: RunFacts) -> bool:
     return facts.algorithm == "ppo_lm" or view.has("lm_kl_ref") or view.has("lm_reward")
 
 
+def strongest_per_cause(found: list[Finding]) -> list[Finding]:
+    """One finding per cause (two rules can name one: a trend and an event), the surest."""
+    best: dict[CauseId, Finding] = {}
+    for finding in found:
+        if finding.cause not in best or finding.confidence > best[finding.cause].confidence:
+            best[finding.cause] = finding
+    return list(best.values())
+
+
+def thin_evidence(view: View, limits: Limits) -> str | None:
+    """Why a run is too short to judge a trend on (None: it is long enough)."""
+    updates = max(len(view.points(signal)) for signal in UPDATE_SIGNALS)
+    if updates >= limits.min_updates:
+        return None
+    return (
+        f"the run logged {updates} update(s); a cause is judged on {limits.min_updates} at "
+        "least: too little evidence to tell (train longer, or judge another seed)"
+    )
+
+
 def diagnose(series: Series, facts: RunFacts | None = None, limits: Limits = LIMITS) -> Diagnosis:
     """Ranked likely root causes of a run's trouble (most likely first; none for a healthy
-    run) and the causes that could not be judged for want of a metric."""
+    run) and the causes that could not be judged for want of a metric. A run too short to
+    judge a trend on is judged only on events (a crash, a NaN): every other cause is "not
+    judged" with the reason, never a confident guess."""
     facts = facts or RunFacts()
     view = View(series)
     rules = LM_RULES if is_language_model(view, facts) else GYM_RULES
+    thin = thin_evidence(view, limits)
     found: list[Finding] = []
     not_judged: list[NotJudged] = []
     for rule in rules:
+        if thin is not None and rule not in EVENT_RULES:
+            not_judged.append(NotJudged(cast(CauseId, rule.__name__), thin))
+            continue
         verdict = rule(view, facts, limits)
         if isinstance(verdict, Finding):
             found.append(verdict)
         elif isinstance(verdict, NotJudged):
             not_judged.append(verdict)
     explained = {symptom for f in found for symptom in EXPLAINS.get(f.cause, ())}
-    kept = [f for f in found if f.cause not in explained]
+    kept = strongest_per_cause([f for f in found if f.cause not in explained])
+    named = {f.cause for f in kept}
+    not_judged = [n for n in not_judged if n.cause not in named]
     kept.sort(key=lambda f: (-f.confidence, f.first_step if f.first_step is not None else -1))
-    return Diagnosis(kept, not_judged)
+    return Diagnosis(kept, not_judged, thin)

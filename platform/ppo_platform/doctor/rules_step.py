@@ -140,6 +140,36 @@ def one_step_too_large(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     )
 
 
+def diverged(view: View, facts: RunFacts, limits: Limits) -> Verdict:
+    """An event: training itself turned NaN (the env's inputs were finite: those are
+    `observations_not_finite` and `rewards_not_finite`). A learning rate so large that one
+    update blows the Gaussian's parameters up ends here, often before a trend can show."""
+    failure = facts.failure
+    if failure is None or failure.source != "trainer" or failure.kind != "non_finite_update":
+        return None
+    # Inputs far out of scale blow the step up too: then the scale is the cause, not the LR.
+    rewards, observations = view.values("reward_abs_max"), view.values("obs_abs_max")
+    if (rewards and max(rewards) > limits.reward_per_step_max) or (
+        observations and max(observations) > limits.observation_abs_max
+    ):
+        return None
+    patch: dict[str, Scalar] = {}
+    if facts.learning_rate is not None:
+        patch["update.learning_rate.start"] = significant(
+            facts.learning_rate / limits.diverged_lr_factor
+        )
+    return Finding(
+        "step_too_large",
+        0.8,
+        failure.step,
+        [evidence("failure/non_finite_update", failure.message, from_step=failure.step)],
+        f"training turned NaN at env step {failure.step} on finite observations and rewards: "
+        f"an update moved the weights too far. Divide the learning rate by "
+        f"~{limits.diverged_lr_factor:g}",
+        patch,
+    )
+
+
 def step_too_small(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     if not view.has("kl"):
         return NotJudged("step_too_small", "the run logged no approx KL")

@@ -70,4 +70,6 @@ def diagnose_log_folder(folder: Path) -> tuple[Diagnosis, str]:
     diagnosis = diagnose(series, RunFacts(source=source, continuous=continuous))
     # What the rules could not judge names the missing metric; an env crash leaves none.
     crash = NotJudged("env_crash", CRASH_UNSEEN)
-    return Diagnosis(diagnosis.causes, [*diagnosis.not_judged, crash]), source
+    return Diagnosis(
+        diagnosis.causes, [*diagnosis.not_judged, crash], diagnosis.thin_evidence
+    ), source

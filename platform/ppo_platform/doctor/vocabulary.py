@@ -95,18 +95,25 @@ class Diagnosis:
 
     causes: list[Finding]
     not_judged: list[NotJudged]
+    # Why the run was judged on events only (too short to tell a trend); None: fully judged.
+    thin_evidence: str | None = None
 
     @property
     def top(self) -> Finding | None:
         return self.causes[0] if self.causes else None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "causes": [c.to_dict() for c in self.causes],
             "not_judged": [n.to_dict() for n in self.not_judged],
         }
+        if self.thin_evidence is not None:
+            data["thin_evidence"] = self.thin_evidence
+        return data
 
     def lines(self) -> list[str]:
+        if not self.causes and self.thin_evidence is not None:
+            return [f"not judged: {self.thin_evidence}"]
         if not self.causes:
             return ["no cause found: the run looks healthy on every signal judged"]
         return [f"{i}. {c.line()}" for i, c in enumerate(self.causes, 1)]

@@ -101,6 +101,9 @@ class Limits:
     # had KL ~16 and clip fraction 0.96.
     kl_event_factor: float = 10.0
     clip_fraction_event: float = 0.9
+    # Training that turned NaN on finite inputs: the step blew up. The KL of that update is
+    # NaN, so the patch divides the learning rate by this fixed factor.
+    diverged_lr_factor: float = 10.0
 
 
 LIMITS = Limits()

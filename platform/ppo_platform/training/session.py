@@ -238,7 +238,16 @@ class TrainingSession:
         except NonFiniteError as error:
             last = ckpt.latest_checkpoint(self.checkpoint_dir)
             where = f"last good checkpoint: {last.model}" if last else "no checkpoint was saved yet"
-            self.tracker.finish("FAILED", {tag.OUTCOME: "diverged", tag.FAILURE: str(error)})
+            self.tracker.finish(
+                "FAILED",
+                {
+                    tag.OUTCOME: "diverged",
+                    tag.FAILURE: str(error),
+                    tag.FAILURE_SOURCE: "trainer",
+                    tag.FAILURE_KIND: "non_finite_update",  # the doctor reads it as data
+                    tag.FAILURE_STEP: str(model.num_timesteps),
+                },
+            )
             raise TrainingError(
                 f"training diverged at step {model.num_timesteps}: {error} "
                 f"({where}). Lower the learning rate or K."

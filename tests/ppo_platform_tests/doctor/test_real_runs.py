@@ -76,6 +76,20 @@ def test_a_step_30x_too_large_is_named_and_its_patch_validates(
     assert fixed.update.epochs == 10 and fixed.env.id == "CartPole-v1"
 
 
+@pytest.mark.slow
+def test_a_run_of_two_updates_is_not_judged_with_the_reason(shared_home: Path) -> None:
+    # specs/cartpole.yaml collects 8 envs x 32 steps = 256 transitions per update.
+    result = run_spec(cartpole(**{"budget.total_timesteps": 512}))
+    assert result.status == "FINISHED" and result.top_cause == ""
+    diagnosis = doctor_json(result.run_id)
+    assert diagnosis["causes"] == []
+    assert diagnosis["thin_evidence"].startswith(
+        "the run logged 2 update(s); a cause is judged on 5 at least"
+    )
+    result_text = CliRunner().invoke(app, ["doctor", result.run_id]).output
+    assert "not judged: the run logged 2 update(s)" in result_text
+
+
 class NanObservationEnv(gymnasium.Env):  # type: ignore[type-arg]
     """CartPole-like, except that observation index 2 turns NaN from the 40th step on."""
 

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from series_factory import CARTPOLE, STEP, UPDATES, Series, curve, flat_return, healthy, wiggle
 
-from ppo_platform.doctor import RunFacts, diagnose
+from ppo_platform.doctor import Failure, RunFacts, diagnose
 
 PENDULUM = replace(CARTPOLE, epochs=10, gamma=0.95, n_steps=64, n_envs=4, continuous=True)
 
@@ -74,3 +74,61 @@ def test_a_policy_that_leaves_the_action_range_is_named() -> None:
     diagnosis = diagnose(s, PENDULUM)
     assert [c.cause for c in diagnosis.causes] == ["action_saturation"]
     assert "the first rollouts clipped 0.15" in diagnosis.causes[0].evidence[0]["note"]
+
+
+def first(series: Series, updates: int) -> Series:
+    return {name: points[:updates] for name, points in series.items()}
+
+
+def test_a_run_of_four_updates_is_not_judged_and_says_why() -> None:
+    s = healthy()
+    curve(lambda i: 1e-6, "train/approx_kl_post", s)  # would be step_too_small on 40 updates
+    curve(lambda i: 0.0, "train/clip_fraction", s)
+    flat_return(s, 20.0, 2.0)
+    assert [c.cause for c in diagnose(s, CARTPOLE).causes] == ["step_too_small"]
+    diagnosis = diagnose(first(s, 4), CARTPOLE)
+    assert diagnosis.causes == []
+    reason = "the run logged 4 update(s); a cause is judged on 5 at least"
+    assert diagnosis.thin_evidence is not None and diagnosis.thin_evidence.startswith(reason)
+    assert diagnosis.lines() == [f"not judged: {diagnosis.thin_evidence}"]
+    assert diagnosis.to_dict()["thin_evidence"] == diagnosis.thin_evidence
+    judged = {n.cause for n in diagnosis.not_judged}
+    assert {"step_too_small", "step_too_large", "critic_not_learning"} <= judged
+
+
+def test_a_run_of_five_updates_is_judged() -> None:
+    diagnosis = diagnose(first(healthy(), 5), CARTPOLE)
+    assert diagnosis.thin_evidence is None and "thin_evidence" not in diagnosis.to_dict()
+
+
+def test_non_finite_observations_are_named_on_a_run_too_short_for_trends() -> None:
+    s = first(healthy(), 2)
+    s["rollout/obs_nonfinite"] = [(STEP, 0.0), (2 * STEP, 12.0)]
+    diagnosis = diagnose(s, CARTPOLE)
+    assert [c.cause for c in diagnosis.causes] == ["observations_not_finite"]
+    assert diagnosis.causes[0].first_step == 2 * STEP
+    assert diagnosis.thin_evidence is not None  # the trends were not judged
+    assert diagnosis.lines()[0].startswith("1. observations_not_finite (90%)")
+
+
+def test_training_that_turned_nan_on_finite_inputs_is_a_step_too_large_even_when_short() -> None:
+    message = "non-finite values after update 5: train/policy_gradient_loss=nan"
+    failure = Failure(message, "NonFiniteError", "trainer", step=1280, kind="non_finite_update")
+    facts = replace(PENDULUM, learning_rate=3.0, failure=failure)
+    diagnosis = diagnose(first(healthy(continuous=True), 4), facts)
+    (top,) = diagnosis.causes
+    assert (top.cause, top.confidence, top.first_step) == ("step_too_large", 0.8, 1280)
+    assert top.patch == {"update.learning_rate.start": 0.3}
+    assert top.evidence[0]["value"] == message
+    assert "step_too_large" not in {n.cause for n in diagnosis.not_judged}
+    assert diagnosis.thin_evidence is not None  # the trends were still not judged
+
+
+def test_training_that_turned_nan_on_huge_rewards_is_not_blamed_on_the_learning_rate() -> None:
+    failure = Failure(
+        "non-finite values", "NonFiniteError", "trainer", 1280, None, "non_finite_update"
+    )
+    s = first(healthy(continuous=True), 4)
+    s["rollout/reward_abs_max"] = [(STEP, 1.0), (2 * STEP, 1.0e6)]
+    diagnosis = diagnose(s, replace(PENDULUM, failure=failure))
+    assert diagnosis.causes == []
