@@ -16,7 +16,7 @@ SPEC ?= specs/cartpole.yaml
 # (transformers, tokenizers) and its tests, `compiled` the JAX program of trainers/compiled.
 EXTRAS ?= dev,ray,docs,atari,mujoco,video,export,lm,envpool,tensorboard,compiled
 
-.PHONY: run test lint setup docs bench bench-zoo-venv bench-cleanrl-venv bench-cleanrl bench-full \
+.PHONY: run test test-quick lint setup docs bench bench-zoo-venv bench-cleanrl-venv bench-cleanrl bench-full \
 	bench-trl-venv bench-trl
 
 setup: $(VENV)/.installed
@@ -33,6 +33,11 @@ run: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+# The quick tier: unit tests only (tests/tiers.py), <= 3 minutes on 2 cores, to run while changing
+# code; `make test` runs every tier and is what CI calls.
+test-quick: setup
+	$(BIN)/python -m pytest -m "not slow and not integration"
 
 # The documentation site (mkdocs.yml) into site/; `.venv/bin/mkdocs serve` to read it while editing.
 docs: setup

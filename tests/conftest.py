@@ -8,10 +8,22 @@ from pathlib import Path
 
 import pytest
 from postgres_server import throwaway_postgres
+from tiers import is_integration
+
+TESTS = Path(__file__).resolve().parent
 
 # MLflow's schema-migration INFO lines drown the useful output of a failing test.
 logging.getLogger("mlflow").setLevel(logging.WARNING)
 logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The integration tier (tests/tiers.py): `-m "not slow and not integration"` is the quick
+    tier of unit tests, `make test-quick`."""
+    for item in items:
+        path = Path(str(item.path)).resolve()
+        if path.is_relative_to(TESTS) and is_integration(path.relative_to(TESTS).as_posix()):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(autouse=True)
