@@ -3,22 +3,75 @@
 The update is SB3's, step for step; it also records the loss and the gradient norm before
 clipping, names the policy term `train/policy_gradient_loss` like PPO does, and reads every
 statistic back in one transfer. A2C has no ratio, so no KL, clip fraction or ratio quantiles.
+It holds the same parts as `PlatformPPO`: the fast paths' strategy and the update hooks.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import torch
 from gymnasium import spaces
 from stable_baselines3 import A2C
 from torch.nn import functional as F
 
-from .fast.algorithm import FastPathsMixin
+from .fast.algorithm import FastPathStrategy, saved_policy_class
 from .ppo import rollout_statistics
-from .reporting import UpdateReportingMixin
+from .reporting import StopCondition, UpdateHooks, UpdateListener
 
 
-class InstrumentedA2C(FastPathsMixin, A2C):
-    """SB3 A2C whose update also reports loss and gradient norm, under PPO's metric names."""
+class PlatformA2C(A2C):
+    """`algorithm: a2c`: SB3 A2C whose update also reports loss and gradient norm, under PPO's
+    metric names; listeners get its metrics per update."""
+
+    fast_paths: FastPathStrategy
+    n_updates_done: int = 0
+
+    def __init__(
+        self, *args: Any, update_listeners: list[UpdateListener] | None = None, **kwargs: Any
+    ) -> None:
+        self.update_hooks = UpdateHooks(update_listeners)
+        super().__init__(*args, **kwargs)
+
+    def add_update_listener(self, listener: UpdateListener) -> None:
+        self.update_hooks.listeners.append(listener)
+
+    def set_stop_condition(self, condition: StopCondition | None) -> None:
+        self.update_hooks.stop_condition = condition
+
+    def stop_requested(self) -> bool:
+        return self.update_hooks.stop_requested()
+
+    def _setup_model(self) -> None:
+        self.fast_paths = FastPathStrategy.current()
+        self.policy_class = self.fast_paths.policy_class(self.policy_class)
+        super()._setup_model()
+        self.fast_paths.after_setup(self.policy)
+
+    def _excluded_save_params(self) -> list[str]:
+        return [*super()._excluded_save_params(), "fast_paths", "update_hooks"]
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """SB3's save, naming the stock policy class (stock SB3 loads the file)."""
+        policy_class = self.policy_class
+        self.policy_class = saved_policy_class(policy_class)
+        try:
+            super().save(*args, **kwargs)
+        finally:
+            self.policy_class = policy_class
+
+    def collect_rollouts(self, *args: Any, **kwargs: Any) -> bool:
+        if self.update_hooks.stop_requested():
+            return False
+        with self.fast_paths.rollout():
+            return super().collect_rollouts(*args, **kwargs)
+
+    def train(self) -> None:
+        self.update_hooks.run_update(self, self._update)
+
+    def _update(self) -> None:
+        with self.fast_paths.update():
+            self._train()
 
     def _train(self) -> None:
         """One gradient step on the whole rollout (SB3's A2C update)."""
@@ -55,7 +108,3 @@ class InstrumentedA2C(FastPathsMixin, A2C):
         for key, value in zip(named, values_read, strict=True):
             self.logger.record(key, value)
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
-
-
-class MonitoredA2C(UpdateReportingMixin, InstrumentedA2C):
-    """`algorithm: a2c`: the baseline; listeners get its metrics per update."""

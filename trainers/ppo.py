@@ -21,21 +21,21 @@ from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from torch import Tensor
 from torch.nn import functional as F
 
-from .fast.algorithm import FastPathsMixin
+from .fast.algorithm import FastPathStrategy, saved_policy_class
 from .fast.distributions import evaluate_actions
 from .fast.manual import ManualLoss
 from .fast.optimizer_step import MinibatchStep
 from .fast.rollout_buffer import RolloutTensors
 from .losses import (
     PolicyLossOutput,
-    clipped_policy_loss,
     explained_variance,
     k3_kl,
     minibatch_diagnostics,
     ratio_quantiles,
     return_spread,
 )
-from .reporting import UpdateReportingMixin
+from .policy_objectives import ClipObjective, KLPenaltyObjective, PolicyObjective
+from .reporting import StopCondition, UpdateHooks, UpdateListener
 from .stock import BufferRollout, Observations, OptimizerStep
 
 # A linear clip schedule reaches 0 at the end of training; the objective needs eps > 0.
@@ -129,9 +129,12 @@ class _UpdateRecord:
         return dict(zip(named, values, strict=True))
 
 
-class ClipPPO(FastPathsMixin, PPO):
-    """SB3 PPO with our update: the clipped surrogate from `ppo_platform.trainers.losses`,
-    same-update logs.
+class PlatformPPO(PPO):
+    """SB3 PPO with our update, built from parts it holds rather than inherits: the policy
+    term (`objective`, the clipped surrogate by default; `KLPenaltyObjective` for `ppo_kl`),
+    the fast paths (`fast_paths`, a `FastPathStrategy`) and the update hooks (`update_hooks`:
+    listeners get each update's metrics right after it, a stop condition ends training on an
+    update boundary). SB3 collects rollouts and computes GAE; `_train` is the whole update.
 
     After the last epoch one extra forward pass over the whole rollout measures the KL between
     the rollout policy and the updated one (`train/approx_kl_post`). `kl_source="post_update"`
@@ -139,16 +142,84 @@ class ClipPPO(FastPathsMixin, PPO):
     rule (a minibatch's KL before its own step), so this class steps exactly like stock PPO.
     """
 
-    def __init__(self, *args: Any, kl_source: KLSource = "minibatch", **kwargs: Any) -> None:
+    fast_paths: FastPathStrategy
+    n_updates_done: int = 0
+
+    def __init__(
+        self,
+        *args: Any,
+        kl_source: KLSource = "minibatch",
+        objective: PolicyObjective | None = None,
+        update_listeners: list[UpdateListener] | None = None,
+        **kwargs: Any,
+    ) -> None:
         if kl_source not in ("minibatch", "post_update"):
             raise ValueError(f"kl_source must be 'minibatch' or 'post_update', not {kl_source!r}")
         self.kl_source = kl_source
+        self.objective: PolicyObjective = objective or ClipObjective()
+        self.update_hooks = UpdateHooks(update_listeners)
         super().__init__(*args, **kwargs)
+
+    # -- the parts, wired into SB3's loop -------------------------------------------------
+
+    def add_update_listener(self, listener: UpdateListener) -> None:
+        """Call `listener(model, metrics)` after every update, once its metrics are known."""
+        self.update_hooks.listeners.append(listener)
+
+    def set_stop_condition(self, condition: StopCondition | None) -> None:
+        """Stop cleanly once `condition()` is true, checked before each rollout (None: never)."""
+        self.update_hooks.stop_condition = condition
+
+    def stop_requested(self) -> bool:
+        return self.update_hooks.stop_requested()
+
+    def _setup_model(self) -> None:
+        self.fast_paths = FastPathStrategy.current()
+        self.policy_class = self.fast_paths.policy_class(self.policy_class)
+        super()._setup_model()
+        self.fast_paths.after_setup(self.policy)
+        state = self.__dict__.pop("kl_state", None)  # set by `load` from a ppo_kl model's data
+        if state is not None:
+            self.objective = KLPenaltyObjective.from_state(state)
+
+    def _excluded_save_params(self) -> list[str]:
+        # The objective is saved as plain data (`kl_state`): a model.zip loads in stock SB3.
+        parts = ["fast_paths", "objective", "update_hooks"]
+        return [*super()._excluded_save_params(), *parts]
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        """SB3's save, naming the stock policy class (stock SB3 loads the file)."""
+        policy_class, state = self.policy_class, self.objective.state()
+        self.policy_class = saved_policy_class(policy_class)
+        if state is not None:
+            self.kl_state = state
+        try:
+            super().save(*args, **kwargs)
+        finally:
+            self.policy_class = policy_class
+            self.__dict__.pop("kl_state", None)
+
+    def collect_rollouts(self, *args: Any, **kwargs: Any) -> bool:
+        if self.update_hooks.stop_requested():
+            return False
+        with self.fast_paths.rollout():
+            return super().collect_rollouts(*args, **kwargs)
+
+    def train(self) -> None:
+        self.update_hooks.run_update(self, self._update)
+
+    def _update(self) -> None:
+        with self.fast_paths.update():
+            self._train()
+        for key, value in self.objective.after_update(self.logger.name_to_value).items():
+            self.logger.record(key, value)
+
+    # -- the update ------------------------------------------------------------------------
 
     def _manual_loss(self) -> ManualLoss | None:
         """The autograd-free loss when the fast paths are on, it covers this policy and this
         class's objective."""
-        if not self.fast_paths.on or type(self)._policy_objective is not ClipPPO._policy_objective:
+        if not self.fast_paths.on or not self.objective.manual_gradients:
             return None
         return ManualLoss.build(self.policy)
 
@@ -177,7 +248,7 @@ class ClipPPO(FastPathsMixin, PPO):
         else:
             values, log_prob, entropy = self.policy.evaluate_actions(batch.observations, actions)
         values = values.flatten()
-        out = self._policy_objective(log_prob, batch.old_log_prob, advantages, clip_epsilon)
+        out = self.objective.loss(log_prob, batch.old_log_prob, advantages, clip_epsilon)
         if clip_range_vf is not None:
             values = batch.old_values + torch.clamp(
                 values - batch.old_values, -clip_range_vf, clip_range_vf
@@ -209,14 +280,6 @@ class ClipPPO(FastPathsMixin, PPO):
                 log_probs.append(distribution.log_prob(actions[start:stop]))
         self.policy.set_training_mode(True)
         return k3_kl(torch.cat(log_probs), old_log_prob)
-
-    def _policy_objective(
-        self, log_prob: Tensor, old_log_prob: Tensor, advantages: Tensor, clip_epsilon: float
-    ) -> PolicyLossOutput:
-        """The policy term of the loss; subclasses swap the objective here."""
-        return clipped_policy_loss(
-            log_prob, old_log_prob, advantages, clip_epsilon=clip_epsilon, validate=False
-        )
 
     def _train(self) -> None:
         """One update: K epochs of minibatch steps over the rollout buffer."""
@@ -296,5 +359,14 @@ class ClipPPO(FastPathsMixin, PPO):
         self.logger.record("train/n_updates", self._n_updates, exclude="tensorboard")
 
 
-class MonitoredPPO(UpdateReportingMixin, ClipPPO):
-    """`algorithm: ppo`: our clipped-surrogate update; listeners get its metrics per update."""
+def kl_penalty_ppo(
+    *args: Any,
+    kl_target: float = 0.01,
+    kl_beta_init: float = 1.0,
+    kl_rule: Literal["lesson", "paper"] = "lesson",
+    **kwargs: Any,
+) -> PlatformPPO:
+    """`algorithm: ppo_kl`: our PPO with the adaptive KL penalty as its objective (built first:
+    it validates its arguments before SB3 allocates anything). Loads with `PlatformPPO.load`."""
+    objective = KLPenaltyObjective.adaptive(kl_target, kl_beta_init, kl_rule)
+    return PlatformPPO(*args, objective=objective, **kwargs)

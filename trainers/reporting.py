@@ -1,7 +1,7 @@
 """Report each update's diagnostics the moment it is computed, and stop on non-finite values.
 
 Stock SB3 dumps the train/* metrics at the start of the *next* iteration; listeners registered
-here see them right after the update that produced them.
+on a trainer's `UpdateHooks` see them right after the update that produced them.
 """
 
 from __future__ import annotations
@@ -38,54 +38,30 @@ def parameters_finite(module: torch.nn.Module) -> bool:
     return all(bool(torch.isfinite(p).all()) for p in module.parameters())
 
 
-class UpdateReportingMixin:
-    """Mix into an SB3 on-policy algorithm: update listeners get (model, metrics) per update.
+class UpdateHooks:
+    """What a trainer runs around each update, as one object it holds (`model.update_hooks`):
+    listeners get (model, metrics) right after the update that produced them, a stop condition
+    is checked before each rollout, and non-finite losses or parameters stop training.
 
-    Register listeners with `update_listeners=` or `add_update_listener`, and a stop condition
-    with `set_stop_condition`; both are left out of saved checkpoints.
+    Not saved with a model (a loaded model starts with no listener and no stop condition).
     """
 
-    n_updates_done: int = 0
-
-    def __init__(
-        self, *args: Any, update_listeners: list[UpdateListener] | None = None, **kwargs: Any
-    ) -> None:
-        self._update_listeners: list[UpdateListener] = list(update_listeners or [])
-        self._stop_condition: StopCondition | None = None
-        super().__init__(*args, **kwargs)
-
-    def add_update_listener(self, listener: UpdateListener) -> None:
-        """Call `listener(model, metrics)` after every update, once its metrics are known."""
-        self._update_listeners.append(listener)
-
-    def set_stop_condition(self, condition: StopCondition | None) -> None:
-        """Stop training cleanly once `condition()` is true (None: never stop early).
-
-        Checked before each rollout, so a stop lands on an update boundary: the checkpoint then
-        holds whole updates and a resumed run keeps the same rollout grid.
-        """
-        self._stop_condition = condition
+    def __init__(self, listeners: list[UpdateListener] | None = None) -> None:
+        self.listeners: list[UpdateListener] = list(listeners or [])
+        self.stop_condition: StopCondition | None = None
 
     def stop_requested(self) -> bool:
-        return self._stop_condition is not None and self._stop_condition()
+        return self.stop_condition is not None and self.stop_condition()
 
-    def _excluded_save_params(self) -> list[str]:
-        excluded = super()._excluded_save_params()  # type: ignore[misc]
-        return [*excluded, "_update_listeners", "_stop_condition"]
-
-    def collect_rollouts(self, *args: Any, **kwargs: Any) -> bool:
-        if self.stop_requested():
-            return False
-        return bool(super().collect_rollouts(*args, **kwargs))  # type: ignore[misc]
-
-    def train(self) -> None:
-        logger = self.logger  # type: ignore[attr-defined]
+    def run_update(self, model: Any, update: Callable[[], None]) -> None:
+        """`update()` (one SB3 `train()`), then its train/* metrics to every listener."""
+        logger = model.logger
         logger.name_to_value.clear()
         try:
-            super().train()  # type: ignore[misc]
+            update()
         except ValueError as error:
             # torch.distributions rejects NaN logits/means: that is divergence, not a bug.
-            if not parameters_finite(self.policy):  # type: ignore[attr-defined]
+            if not parameters_finite(model.policy):
                 raise NonFiniteError(
                     f"parameters became non-finite during the update: {error}"
                 ) from error
@@ -95,10 +71,10 @@ class UpdateReportingMixin:
             for key, value in logger.name_to_value.items()
             if key.startswith("train/") and isinstance(value, numbers.Real)
         }
-        self.n_updates_done = getattr(self, "n_updates_done", 0) + 1
+        model.n_updates_done = getattr(model, "n_updates_done", 0) + 1
         bad = non_finite_metrics({k: v for k, v in metrics.items() if k in _FINITE_REQUIRED})
-        if bad or not parameters_finite(self.policy):  # type: ignore[attr-defined]
+        if bad or not parameters_finite(model.policy):
             what = ", ".join(f"{name}={metrics[name]}" for name in bad) or "policy parameters"
-            raise NonFiniteError(f"non-finite values after update {self.n_updates_done}: {what}")
-        for listener in self._update_listeners:
-            listener(self, metrics)
+            raise NonFiniteError(f"non-finite values after update {model.n_updates_done}: {what}")
+        for listener in self.listeners:
+            listener(model, metrics)

@@ -1,4 +1,4 @@
-"""The update's pieces as stock stable-baselines3 and torch do them: what `ClipPPO` runs with
+"""The update's pieces as stock stable-baselines3 and torch do them: what `PlatformPPO` runs with
 the fast paths off, and the shapes `ppo_platform.trainers.fast` fills with faster equivalents.
 
 - `BufferRollout`: the rollout buffer's minibatches from `RolloutBuffer.get` (replaced by

@@ -52,14 +52,14 @@ def _collector(variant: str) -> tuple[Any, Any]:
     from stable_baselines3.common.env_util import make_vec_env
 
     from ppo_platform.envs.vector import NativeVecEnv
-    from ppo_platform.trainers.ppo import MonitoredPPO
+    from ppo_platform.trainers.ppo import PlatformPPO
 
     if variant == "native_lean":
         env = NativeVecEnv(gym.make_vec("CartPole-v1", 8, vectorization_mode="vector_entry_point"))
     else:
         env = make_vec_env("CartPole-v1", n_envs=8, seed=0)
     env.seed(0)
-    cls = PPO if variant == "dummy_stock" else MonitoredPPO
+    cls = PPO if variant == "dummy_stock" else PlatformPPO
     model = cls("MlpPolicy", env, n_steps=32, batch_size=256, n_epochs=20, seed=0, device="cpu")
     _, callback = model._setup_learn(10**9, callback=None)
     return model, callback

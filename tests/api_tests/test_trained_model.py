@@ -73,7 +73,7 @@ def test_the_downloaded_model_loads_in_plain_sb3_and_acts_as_the_platform(
     import gymnasium as gym
     from stable_baselines3.common.vec_env import DummyVecEnv, VecNormalize
 
-    from ppo_platform.trainers.ppo import MonitoredPPO
+    from ppo_platform.trainers.ppo import PlatformPPO
 
     server, job = trained
     with server.client("alice") as alice:
@@ -85,7 +85,7 @@ def test_the_downloaded_model_loads_in_plain_sb3_and_acts_as_the_platform(
     stats = VecNormalize.load(
         str(final(server, job, "vecnormalize.pkl")), DummyVecEnv([lambda: gym.make("CartPole-v1")])
     )
-    platform = MonitoredPPO.load(final(server, job, "model.zip"), device="cpu")
+    platform = PlatformPPO.load(final(server, job, "model.zip"), device="cpu")
     expected, _ = platform.predict(stats.normalize_obs(observations), deterministic=True)
     actions, seen = plain_sb3_actions(
         tmp_path / "model.zip",

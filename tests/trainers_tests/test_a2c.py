@@ -13,15 +13,15 @@ from stable_baselines3.common.env_util import make_vec_env
 from trainer_rollouts import train_seeded, with_rollout
 
 from ppo_platform.health import DiagnosticsMonitor, Thresholds
-from ppo_platform.trainers.a2c import MonitoredA2C
+from ppo_platform.trainers.a2c import PlatformA2C
 from ppo_platform.trainers.errors import NonFiniteError
 
 SEED = 5
 
 
-def stock_and_ours(env_id: str = "CartPole-v1", **kwargs: Any) -> tuple[A2C, MonitoredA2C]:
+def stock_and_ours(env_id: str = "CartPole-v1", **kwargs: Any) -> tuple[A2C, PlatformA2C]:
     stock = with_rollout(A2C, env_id, seed=SEED, n_envs=4, n_steps=8, **kwargs)
-    ours = MonitoredA2C(
+    ours = PlatformA2C(
         "MlpPolicy",
         make_vec_env(env_id, n_envs=4, seed=SEED),
         seed=SEED,
@@ -88,7 +88,7 @@ def test_update_reports_no_ratio_signals() -> None:
 
 def test_monitor_raises_no_alert_for_the_signals_a2c_lacks() -> None:
     seen: list[dict[str, float]] = []
-    model = MonitoredA2C(
+    model = PlatformA2C(
         "MlpPolicy",
         make_vec_env("CartPole-v1", n_envs=4, seed=SEED),
         seed=SEED,
@@ -114,4 +114,4 @@ def test_non_finite_parameters_raise_non_finite_error() -> None:
 def test_save_and_load_round_trip_keeps_our_class(tmp_path) -> None:
     _, ours = stock_and_ours()
     ours.save(tmp_path / "a2c.zip")
-    assert type(MonitoredA2C.load(tmp_path / "a2c.zip", device="cpu")) is MonitoredA2C
+    assert type(PlatformA2C.load(tmp_path / "a2c.zip", device="cpu")) is PlatformA2C

@@ -10,21 +10,20 @@ import pytest
 from stable_baselines3.common.env_util import make_vec_env
 from stable_baselines3.common.utils import LinearSchedule
 
-from ppo_platform.trainers.a2c import MonitoredA2C
-from ppo_platform.trainers.ppo import MonitoredPPO
-from ppo_platform.trainers.ppo_kl import MonitoredKLPPO
+from ppo_platform.trainers.a2c import PlatformA2C
+from ppo_platform.trainers.ppo import PlatformPPO, kl_penalty_ppo
 from tests.plain_sb3 import plain_sb3_actions
 
 SEED = 5
 TRAINERS = {
-    "ppo": (MonitoredPPO, "PPO", "CartPole-v1", {"batch_size": 32}),
+    "ppo": (PlatformPPO, "PPO", "CartPole-v1", {"batch_size": 32}),
     "ppo_kl": (
-        MonitoredKLPPO,
+        kl_penalty_ppo,
         "PPO",
         "CartPole-v1",
         {"batch_size": 32, "kl_target": 1e-6, "kl_beta_init": 3.0},
     ),
-    "a2c": (MonitoredA2C, "A2C", "Pendulum-v1", {}),
+    "a2c": (PlatformA2C, "A2C", "Pendulum-v1", {}),
 }
 
 
@@ -65,9 +64,9 @@ def test_saved_model_loads_in_stock_sb3_without_trainers(name: str, tmp_path: Pa
 
 def test_kl_penalty_state_survives_save_and_load(tmp_path: Path) -> None:
     model, _ = trained("ppo_kl")
-    beta = model.kl_controller.beta  # type: ignore[attr-defined]
+    beta = model.objective.controller.beta  # type: ignore[attr-defined]
     assert beta != 1.0  # 3 x 2^k: a load that lost the state would read the default 1.0
     model.save(tmp_path / "model.zip")  # type: ignore[attr-defined]
-    loaded = MonitoredKLPPO.load(tmp_path / "model.zip", device="cpu")
-    assert loaded.kl_controller.state() == {"beta": beta, "target": 1e-6, "rule": "lesson"}
+    loaded = PlatformPPO.load(tmp_path / "model.zip", device="cpu")
+    assert loaded.objective.controller.state() == {"beta": beta, "target": 1e-6, "rule": "lesson"}
     assert not hasattr(loaded, "kl_state")

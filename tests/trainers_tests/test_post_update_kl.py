@@ -11,8 +11,7 @@ from stable_baselines3 import PPO
 from trainer_rollouts import collect_one_rollout, train_seeded, with_rollout
 
 from ppo_platform.trainers.losses import k3_kl
-from ppo_platform.trainers.ppo import MonitoredPPO
-from ppo_platform.trainers.ppo_kl import MonitoredKLPPO
+from ppo_platform.trainers.ppo import PlatformPPO, kl_penalty_ppo
 
 SEED = 5
 
@@ -24,13 +23,13 @@ def collected(cls: type[PPO], **kwargs: Any) -> PPO:
 
 
 def test_one_epoch_one_minibatch_reads_zero_minibatch_kl_but_a_positive_post_update_kl() -> None:
-    metrics = train_seeded(collected(MonitoredPPO, n_epochs=1))
+    metrics = train_seeded(collected(PlatformPPO, n_epochs=1))
     assert metrics["train/approx_kl"] == 0.0  # measured before the only step: SB3's blind spot
     assert metrics["train/approx_kl_post"] > 1e-6
 
 
 def test_post_update_kl_is_the_k3_kl_of_the_updated_policy_on_the_rollout() -> None:
-    model = collected(MonitoredPPO, n_epochs=3)
+    model = collected(PlatformPPO, n_epochs=3)
     metrics = train_seeded(model)
     buffer = model.rollout_buffer
     observations = torch.as_tensor(buffer.observations)
@@ -42,7 +41,7 @@ def test_post_update_kl_is_the_k3_kl_of_the_updated_policy_on_the_rollout() -> N
 
 
 def test_post_update_kl_draws_no_random_numbers_and_changes_no_parameter() -> None:
-    stock, ours = collected(PPO, n_epochs=2), collected(MonitoredPPO, n_epochs=2)
+    stock, ours = collected(PPO, n_epochs=2), collected(PlatformPPO, n_epochs=2)
     train_seeded(stock)
     stock_rng = np.random.get_state()[1].copy(), torch.get_rng_state().clone()
     train_seeded(ours)
@@ -53,7 +52,7 @@ def test_post_update_kl_draws_no_random_numbers_and_changes_no_parameter() -> No
 
 
 def test_target_kl_on_the_post_update_kl_stops_after_the_epoch_that_crossed_it() -> None:
-    model = collected(MonitoredPPO, n_epochs=10, target_kl=1e-4, kl_source="post_update")
+    model = collected(PlatformPPO, n_epochs=10, target_kl=1e-4, kl_source="post_update")
     metrics = train_seeded(model)
     assert metrics["train/early_stop_epoch"] == 1.0
     assert metrics["train/approx_kl_post"] > 1.5e-4
@@ -61,32 +60,32 @@ def test_target_kl_on_the_post_update_kl_stops_after_the_epoch_that_crossed_it()
 
 
 def test_target_kl_on_the_post_update_kl_lets_a_calm_update_run_every_epoch() -> None:
-    model = collected(MonitoredPPO, n_epochs=3, target_kl=10.0, kl_source="post_update")
+    model = collected(PlatformPPO, n_epochs=3, target_kl=10.0, kl_source="post_update")
     metrics = train_seeded(model)
     assert "train/early_stop_epoch" not in metrics
     assert "train/approx_kl_epoch_03" in metrics
 
 
 def test_kl_penalty_trainer_reports_the_post_update_kl_too() -> None:
-    metrics = train_seeded(collected(MonitoredKLPPO, n_epochs=1))
+    metrics = train_seeded(collected(kl_penalty_ppo, n_epochs=1))
     assert metrics["train/approx_kl_post"] > 0.0
 
 
 def test_unknown_kl_source_is_refused() -> None:
     with pytest.raises(ValueError, match="kl_source"):
-        collected(MonitoredPPO, kl_source="epoch")
+        collected(PlatformPPO, kl_source="epoch")
 
 
 def test_kl_source_survives_save_and_load(tmp_path) -> None:
-    model = collected(MonitoredPPO, kl_source="post_update")
+    model = collected(PlatformPPO, kl_source="post_update")
     model.save(tmp_path / "m.zip")
-    assert MonitoredPPO.load(tmp_path / "m.zip", device="cpu").kl_source == "post_update"
+    assert PlatformPPO.load(tmp_path / "m.zip", device="cpu").kl_source == "post_update"
 
 
 def test_post_update_kl_works_on_dict_observations() -> None:
     from stable_baselines3.common.envs import SimpleMultiObsEnv
 
-    model = MonitoredPPO(
+    model = PlatformPPO(
         "MultiInputPolicy", SimpleMultiObsEnv(), n_steps=32, batch_size=32, n_epochs=1, seed=0
     )
     metrics = train_seeded(collect_one_rollout(model, total_timesteps=1_000))

@@ -17,8 +17,7 @@ from trainer_rollouts import train_seeded, with_rollout
 
 from ppo_platform.trainers.errors import NonFiniteError
 from ppo_platform.trainers.losses import LossError
-from ppo_platform.trainers.ppo import MonitoredPPO, epoch_kl_name
-from ppo_platform.trainers.ppo_kl import KLPenaltyPPO, MonitoredKLPPO
+from ppo_platform.trainers.ppo import PlatformPPO, epoch_kl_name, kl_penalty_ppo
 
 SEED = 3
 # 2 envs x 64 steps = 128 transitions, 4 minibatches of 32 per epoch: shuffling matters.
@@ -70,7 +69,7 @@ def stock_and_ours(case: str) -> tuple[dict[str, Any], OnPolicyAlgorithm, OnPoli
     kwargs = {**BASE, **extra}
     stock = with_rollout(PPO, env_id, seed=SEED, **kwargs)
     stock._current_progress_remaining = progress
-    ours = same_start(stock, MonitoredPPO, env_id, **kwargs)
+    ours = same_start(stock, PlatformPPO, env_id, **kwargs)
     return kwargs, stock, ours
 
 
@@ -164,7 +163,7 @@ def test_learning_rate_and_clip_range_follow_their_schedules() -> None:
 
 def test_listeners_get_the_metrics_of_the_update_that_just_ran() -> None:
     seen: list[dict[str, float]] = []
-    model = MonitoredPPO(
+    model = PlatformPPO(
         "MlpPolicy",
         make_vec_env("CartPole-v1", n_envs=2, seed=SEED),
         seed=SEED,
@@ -191,8 +190,8 @@ def test_non_finite_parameters_raise_non_finite_error() -> None:
 def test_save_and_load_round_trip_keeps_our_class(tmp_path) -> None:
     _, _, ours = stock_and_ours("discrete")
     ours.save(tmp_path / "model.zip")
-    loaded = MonitoredPPO.load(tmp_path / "model.zip", device="cpu")
-    assert type(loaded) is MonitoredPPO
+    loaded = PlatformPPO.load(tmp_path / "model.zip", device="cpu")
+    assert type(loaded) is PlatformPPO
     for name, value in ours.policy.state_dict().items():
         assert torch.equal(loaded.policy.state_dict()[name], value)
 
@@ -207,7 +206,7 @@ def kl_betas(kl_target: float, timesteps: int = 1024, **kwargs: Any) -> list[flo
     def on_update(model: Any, metrics: dict[str, float]) -> None:
         betas.append(metrics["train/kl_beta"])
 
-    model = MonitoredKLPPO(
+    model = kl_penalty_ppo(
         "MlpPolicy",
         make_vec_env("CartPole-v1", n_envs=2, seed=SEED),
         seed=SEED,
@@ -222,7 +221,7 @@ def kl_betas(kl_target: float, timesteps: int = 1024, **kwargs: Any) -> list[flo
         **kwargs,
     )
     model.learn(timesteps)
-    return [*betas, model.kl_controller.beta]
+    return [*betas, model.objective.controller.beta]
 
 
 def test_kl_beta_grows_when_the_kl_stays_above_a_tiny_target() -> None:
@@ -239,7 +238,7 @@ def test_kl_beta_shrinks_when_the_kl_stays_below_a_huge_target() -> None:
 
 
 def test_paper_rule_is_used_when_asked() -> None:
-    model = KLPenaltyPPO(
+    model = kl_penalty_ppo(
         "MlpPolicy",
         make_vec_env("CartPole-v1", n_envs=1, seed=SEED),
         device="cpu",
@@ -247,34 +246,34 @@ def test_paper_rule_is_used_when_asked() -> None:
         kl_target=0.02,
         kl_beta_init=3.0,
     )
-    assert (model.kl_controller.rule, model.kl_controller.target) == ("paper", 0.02)
-    assert model.kl_controller.beta == 3.0
+    assert (model.objective.controller.rule, model.objective.controller.target) == ("paper", 0.02)
+    assert model.objective.controller.beta == 3.0
 
 
 def test_kl_penalty_update_does_not_clip() -> None:
     # With eps tiny, clipping would freeze the policy term; the KL objective must still move it.
     kwargs = {**BASE, "clip_range": 1e-6, "n_epochs": 1}
     stock = with_rollout(PPO, "CartPole-v1", seed=SEED, **kwargs)
-    clipped = same_start(stock, MonitoredPPO, "CartPole-v1", **kwargs)
-    penalized = same_start(stock, MonitoredKLPPO, "CartPole-v1", kl_beta_init=1e-8, **kwargs)
+    clipped = same_start(stock, PlatformPPO, "CartPole-v1", **kwargs)
+    penalized = same_start(stock, kl_penalty_ppo, "CartPole-v1", kl_beta_init=1e-8, **kwargs)
     assert train_seeded(penalized)["train/policy_gradient_loss"] != pytest.approx(
         train_seeded(clipped)["train/policy_gradient_loss"], rel=1e-3
     )
 
 
 def test_kl_controller_state_survives_save_and_load(tmp_path) -> None:
-    model = MonitoredKLPPO(
+    model = kl_penalty_ppo(
         "MlpPolicy",
         make_vec_env("CartPole-v1", n_envs=1, seed=SEED),
         device="cpu",
         kl_beta_init=1.0,
     )
-    model.kl_controller.update(1.0)  # KL far above target: beta doubles
+    model.objective.controller.update(1.0)  # KL far above target: beta doubles
     model.save(tmp_path / "kl.zip")
-    loaded = MonitoredKLPPO.load(tmp_path / "kl.zip", device="cpu")
-    assert loaded.kl_controller.beta == 2.0
+    loaded = PlatformPPO.load(tmp_path / "kl.zip", device="cpu")
+    assert loaded.objective.controller.beta == 2.0
 
 
 def test_bad_kl_arguments_fail_before_training() -> None:
     with pytest.raises(LossError, match="target"):
-        KLPenaltyPPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=1), kl_target=0.0)
+        kl_penalty_ppo("MlpPolicy", make_vec_env("CartPole-v1", n_envs=1), kl_target=0.0)

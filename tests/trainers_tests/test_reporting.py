@@ -1,4 +1,4 @@
-"""The reporting mixin's hooks: listeners added after construction, and a clean stop."""
+"""The trainers' update hooks: listeners added after construction, and a clean stop."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import math
 
 from stable_baselines3.common.env_util import make_vec_env
 
-from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo import PlatformPPO
 from ppo_platform.trainers.reporting import non_finite_metrics
 
 SEED = 3
 
 
-def tiny_ppo() -> MonitoredPPO:
+def tiny_ppo() -> PlatformPPO:
     """Two envs x 32 steps: one update per 64 env steps."""
     env = make_vec_env("CartPole-v1", n_envs=2, seed=SEED)
-    return MonitoredPPO(
+    return PlatformPPO(
         "MlpPolicy", env, seed=SEED, device="cpu", n_steps=32, batch_size=32, n_epochs=1
     )
 
@@ -46,7 +46,7 @@ def test_hooks_are_not_saved_with_the_model(tmp_path) -> None:
     model.add_update_listener(lambda m, metrics: None)
     model.set_stop_condition(lambda: True)
     model.save(tmp_path / "model.zip")
-    loaded = MonitoredPPO.load(tmp_path / "model.zip", device="cpu")
+    loaded = PlatformPPO.load(tmp_path / "model.zip", device="cpu")
     assert not loaded.stop_requested()
     loaded.add_update_listener(lambda m, metrics: None)  # a fresh, empty listener list
 

@@ -8,7 +8,7 @@ why not.
 
 Each module replaces one stock piece:
 
-- `algorithm`: the switch in an SB3 on-policy algorithm; `collect_rollouts` in inference mode.
+- `algorithm`: the strategy object a trainer holds: policy class, optimizer, inference mode.
 - `policy`: SB3's `ActorCriticPolicy` classes (a subclass that saves as the stock class).
 - `manual`, `manual_heads`: autograd's backward in the PPO update, and the policy's forward
   in rollouts, for SB3's default MLP policy.

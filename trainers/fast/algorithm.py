@@ -1,8 +1,8 @@
-"""Where an SB3 on-policy algorithm turns its fast paths on or off: `FastPathsMixin`.
+"""How an SB3 on-policy algorithm runs with its fast paths on or off: `FastPathStrategy`, an
+object the trainer holds (`model.fast_paths`), not a base class.
 
-At model set-up (a new model, or one loaded from a file) it reads the switch
-(`ppo_platform.trainers.fast.switch`) once and keeps the answer in `fast_paths`. With the fast
-paths on:
+At model set-up (a new model, or one loaded from a file) the trainer reads the switch
+(`ppo_platform.trainers.fast.switch`) once into its strategy. With the fast paths on:
 
 - the policy is `ppo_platform.trainers.fast.policy`'s subclass of the stock class (replaces SB3's
   `ActorCriticPolicy` and its siblings; a saved model.zip names the stock class);
@@ -19,6 +19,9 @@ With them off every one of these is SB3's and torch's own.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -29,46 +32,45 @@ from .policy import fast_policy_class, stock_policy_class
 from .switch import FastPaths, fast_paths
 
 
-class FastPathsMixin:
-    """For an SB3 on-policy algorithm whose update lives in `_train()`."""
+@dataclass(frozen=True)
+class FastPathStrategy:
+    """The fast paths' choices for one model: which policy class, which optimizer kernels, and
+    the contexts its rollouts and updates run in."""
 
-    fast_paths: FastPaths
+    paths: FastPaths
 
-    def _setup_model(self) -> None:
-        self.fast_paths = fast_paths()
-        self.policy_class: Any
-        if self.fast_paths.on:
-            self.policy_class = fast_policy_class(self.policy_class)
-        else:  # a model loaded in a process whose fast paths are off
-            self.policy_class = stock_policy_class(self.policy_class)
-        super()._setup_model()  # type: ignore[misc]
-        if self.fast_paths.on:
-            use_foreach_optimizer(self.policy.optimizer)  # type: ignore[attr-defined]
+    @classmethod
+    def current(cls) -> FastPathStrategy:
+        return cls(fast_paths())
 
-    def _excluded_save_params(self) -> list[str]:
-        return [*super()._excluded_save_params(), "fast_paths"]  # type: ignore[misc]
+    @property
+    def on(self) -> bool:
+        return self.paths.on
 
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        """SB3's save, naming the stock policy class: stock SB3 loads the file."""
-        policy_class = self.policy_class
-        self.policy_class = stock_policy_class(policy_class)
-        try:
-            super().save(*args, **kwargs)  # type: ignore[misc]
-        finally:
-            self.policy_class = policy_class
+    def describe(self) -> str:
+        return self.paths.describe()
 
-    def collect_rollouts(self, *args: Any, **kwargs: Any) -> bool:
-        if not self.fast_paths.on:
-            return super().collect_rollouts(*args, **kwargs)  # type: ignore[misc, no-any-return]
-        with distribution_checks_off(), torch.inference_mode():
-            return super().collect_rollouts(*args, **kwargs)  # type: ignore[misc, no-any-return]
+    def policy_class(self, policy_class: Any) -> Any:
+        """The class to build: the fast subclass, or the stock class (a model loaded in a process
+        whose fast paths are off)."""
+        return fast_policy_class(policy_class) if self.on else stock_policy_class(policy_class)
 
-    def train(self) -> None:
-        if not self.fast_paths.on:
-            self._train()
+    def after_setup(self, policy: Any) -> None:
+        if self.on:
+            use_foreach_optimizer(policy.optimizer)
+
+    @contextmanager
+    def rollout(self) -> Iterator[None]:
+        if not self.on:
+            yield
             return
-        with distribution_checks_off():
-            self._train()
+        with distribution_checks_off(), torch.inference_mode():
+            yield
 
-    def _train(self) -> None:
-        raise NotImplementedError
+    def update(self) -> Any:
+        return distribution_checks_off() if self.on else nullcontext()
+
+
+def saved_policy_class(policy_class: Any) -> Any:
+    """The class a saved model.zip names: the stock one, so stock SB3 loads the file."""
+    return stock_policy_class(policy_class)

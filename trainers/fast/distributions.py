@@ -7,7 +7,7 @@ torch.distributions' argument checks while the trainer's own rollout and update 
   distributions, a policy that overrides `evaluate_actions`) calls the policy's own.
 - `distribution_checks_off`: torch.distributions' argument validation is a host sync per
   distribution built. Nothing is lost: a NaN that validation would have caught makes the
-  update's metrics non-finite, and `UpdateReportingMixin` raises NonFiniteError for those once
+  update's metrics non-finite, and the trainer's `UpdateHooks` raise NonFiniteError for those once
   per update. torch keeps the default in one global flag, so it is off only inside the
   trainer's own call and restored on the way out.
 """

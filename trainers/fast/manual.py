@@ -107,7 +107,7 @@ def _backward(
 
 
 class ManualLoss:
-    """Forward and backward of ClipPPO's minibatch loss for one policy, without autograd."""
+    """Forward and backward of PlatformPPO's minibatch loss for one policy, without autograd."""
 
     def __init__(self, policy: ActorCriticPolicy, pi: _Layers, vf: _Layers) -> None:
         self.parameters = list(policy.parameters())

@@ -1,9 +1,9 @@
 """Map a spec onto stable-baselines3 keyword arguments, and build the model for it.
 
-`algorithm: ppo` -> MonitoredPPO (clipped surrogate), `ppo_kl` -> MonitoredKLPPO (adaptive KL
-penalty), `a2c` -> MonitoredA2C (baseline). All three report each update's metrics to the
-runner's listeners. The spec names the algorithm, so it also picks the class a checkpoint is
-loaded with.
+`algorithm: ppo` -> PlatformPPO (clipped surrogate), `ppo_kl` -> PlatformPPO with the adaptive
+KL penalty as its objective, `a2c` -> PlatformA2C (baseline). All three report each update's
+metrics to the runner's listeners. The spec names the algorithm, so it also picks the class a
+checkpoint is loaded with.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from stable_baselines3.common.vec_env import VecEnv
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec, Schedule
 from ppo_platform.tracking.tags import FAST_PATHS
-from ppo_platform.trainers.a2c import MonitoredA2C
-from ppo_platform.trainers.ppo import MonitoredPPO
-from ppo_platform.trainers.ppo_kl import MonitoredKLPPO
+from ppo_platform.trainers.a2c import PlatformA2C
+from ppo_platform.trainers.policy_objectives import KLPenaltyObjective
+from ppo_platform.trainers.ppo import PlatformPPO
 
 ACTIVATIONS: dict[str, type[torch.nn.Module]] = {
     "tanh": torch.nn.Tanh,
@@ -97,9 +97,9 @@ def ppo_kl_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
     """PPO's arguments plus the adaptive KL penalty (the clip range only measures clip fraction)."""
     return {
         **ppo_kwargs(spec),
-        "kl_target": spec.kl_penalty.target,
-        "kl_beta_init": spec.kl_penalty.beta_init,
-        "kl_rule": spec.kl_penalty.rule,
+        "objective": KLPenaltyObjective.adaptive(
+            spec.kl_penalty.target, spec.kl_penalty.beta_init, spec.kl_penalty.rule
+        ),
     }
 
 
@@ -125,9 +125,9 @@ def a2c_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
 
 
 ALGORITHMS: dict[str, tuple[type[BaseAlgorithm], Callable[[ExperimentSpec], dict[str, Any]]]] = {
-    "ppo": (MonitoredPPO, ppo_kwargs),
-    "ppo_kl": (MonitoredKLPPO, ppo_kl_kwargs),
-    "a2c": (MonitoredA2C, a2c_kwargs),
+    "ppo": (PlatformPPO, ppo_kwargs),
+    "ppo_kl": (PlatformPPO, ppo_kl_kwargs),
+    "a2c": (PlatformA2C, a2c_kwargs),
 }
 
 

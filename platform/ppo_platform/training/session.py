@@ -33,7 +33,7 @@ from ppo_platform.trainers.callbacks import (
     RolloutStatsCallback,
 )
 from ppo_platform.trainers.errors import NonFiniteError, NonFiniteInputError
-from ppo_platform.trainers.reporting import UpdateReportingMixin
+from ppo_platform.trainers.reporting import UpdateHooks
 from ppo_platform.training import async_eval
 from ppo_platform.training import checkpoints as ckpt
 from ppo_platform.training import diagnosis as doctor
@@ -149,10 +149,11 @@ class TrainingSession:
 
     def _attach(self, model: BaseAlgorithm) -> None:
         """Listen to every update; stop at the next update boundary on cancel or a stop alert."""
-        if not isinstance(model, UpdateReportingMixin):
+        hooks = getattr(model, "update_hooks", None)
+        if not isinstance(hooks, UpdateHooks):
             raise TypeError(f"{type(model).__name__} does not report its updates to listeners.")
-        model.add_update_listener(self.on_update)
-        model.set_stop_condition(self._stop_requested)
+        hooks.listeners.append(self.on_update)
+        hooks.stop_condition = self._stop_requested
 
     def _stop_requested(self) -> bool:
         return self.cancel.is_set() or self.stop_alert is not None

@@ -9,7 +9,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from ppo_platform.health import Alert, DiagnosticsMonitor, Thresholds
 from ppo_platform.health.thresholds import ANNEALED_FRACTION
-from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo import PlatformPPO
 
 PEAK_LR, TINY_LR, STEPS_PER_UPDATE = 3e-3, 1e-6, 64
 THRESHOLDS = Thresholds(window=3)
@@ -26,11 +26,11 @@ def train(learning_rate: float | Callable[[float], float], updates: int) -> tupl
     rows: list[tuple[float, float]] = []
     alerts: list[Alert] = []
 
-    def listener(model: MonitoredPPO, metrics: dict[str, float]) -> None:
+    def listener(model: PlatformPPO, metrics: dict[str, float]) -> None:
         rows.append((metrics["train/learning_rate"], metrics["train/clip_fraction"]))
         alerts.extend(monitor.check(len(rows), model.num_timesteps, metrics))
 
-    model = MonitoredPPO(
+    model = PlatformPPO(
         "MlpPolicy",
         make_vec_env("CartPole-v1", n_envs=1, seed=0),
         n_steps=STEPS_PER_UPDATE,

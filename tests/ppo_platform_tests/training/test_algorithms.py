@@ -16,14 +16,14 @@ from ppo_platform.settings import get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec, load_spec_text, validate_data
 from ppo_platform.spec.rules import A2C_IGNORED_FIELDS
-from ppo_platform.trainers.a2c import MonitoredA2C
-from ppo_platform.trainers.ppo import MonitoredPPO, epoch_kl_name
-from ppo_platform.trainers.ppo_kl import MonitoredKLPPO
+from ppo_platform.trainers.a2c import PlatformA2C
+from ppo_platform.trainers.policy_objectives import KLPenaltyObjective
+from ppo_platform.trainers.ppo import PlatformPPO, epoch_kl_name
 from ppo_platform.training.algorithms import a2c_kwargs, build_model, load_model
 from ppo_platform.training.runner import RunResult, run_spec
 
 REPO = Path(__file__).resolve().parents[3]
-CLASSES = {"ppo": MonitoredPPO, "ppo_kl": MonitoredKLPPO, "a2c": MonitoredA2C}
+CLASSES = {"ppo": PlatformPPO, "ppo_kl": PlatformPPO, "a2c": PlatformA2C}
 QUANTILES = [f"train/ratio_{q}" for q in ("min", "p01", "p50", "p99", "max")]
 # Short real runs: a few thousand CartPole steps, evaluated once at the end.
 E2E_OVERRIDES = [
@@ -61,7 +61,9 @@ def test_build_model_picks_the_class_of_the_algorithm(algorithm: str) -> None:
 
 def test_ppo_kl_gets_the_kl_penalty_of_the_spec() -> None:
     spec = spec_for("ppo_kl", kl_penalty={"target": 0.03, "beta_init": 0.5, "rule": "paper"})
-    controller = build_model(spec, small_env()).kl_controller  # type: ignore[attr-defined]
+    objective = build_model(spec, small_env()).objective  # type: ignore[attr-defined]
+    assert isinstance(objective, KLPenaltyObjective)
+    controller = objective.controller
     assert (controller.target, controller.beta, controller.rule) == (0.03, 0.5, "paper")
 
 

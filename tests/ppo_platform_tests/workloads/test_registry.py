@@ -64,7 +64,7 @@ def test_a_gym_run_reaches_its_trainer_through_four_platform_modules_none_for_lm
         (PLATFORM / "cli/app.py", "ppo_platform.workloads.run_experiment"),
         (PLATFORM / "workloads/registry.py", "ppo_platform.training.runner.run_spec"),
         (PLATFORM / "training/runner.py", "ppo_platform.training.algorithms.build_model"),
-        (PLATFORM / "training/algorithms.py", "ppo_platform.trainers.ppo.MonitoredPPO"),
+        (PLATFORM / "training/algorithms.py", "ppo_platform.trainers.ppo.PlatformPPO"),
     ]
     for path, target in hops:
         assert target in _calls_and_imports(path), f"{path.name} no longer imports {target}"

@@ -11,23 +11,23 @@ import torch
 from stable_baselines3.common.env_util import make_vec_env
 
 from ppo_platform.trainers.fast.compiler_free import build_compiler_free
-from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo import PlatformPPO
 
 TRAIN_SAVE_LOAD = textwrap.dedent(
     """
     import sys, tempfile
     import torch
     from stable_baselines3.common.env_util import make_vec_env
-    from ppo_platform.trainers.ppo import MonitoredPPO
+    from ppo_platform.trainers.ppo import PlatformPPO
 
     torch.set_num_threads(1)
     for env_id in ("CartPole-v1", "Pendulum-v1"):
-        model = MonitoredPPO("MlpPolicy", make_vec_env(env_id, n_envs=2, seed=0), n_steps=64,
+        model = PlatformPPO("MlpPolicy", make_vec_env(env_id, n_envs=2, seed=0), n_steps=64,
                              batch_size=32, n_epochs=2, seed=0)
         model.learn(256)
         with tempfile.TemporaryDirectory() as folder:
             model.save(f"{folder}/model.zip")
-            loaded = MonitoredPPO.load(f"{folder}/model.zip")
+            loaded = PlatformPPO.load(f"{folder}/model.zip")
             loaded.set_env(make_vec_env(env_id, n_envs=2, seed=1))
             loaded.learn(128)
         assert loaded.policy.optimizer.state, "the loaded optimizer kept no Adam state"
@@ -49,7 +49,7 @@ def test_a_training_process_never_imports_torchs_compiler() -> None:
 
 
 def test_only_the_trainers_optimizer_is_changed() -> None:
-    model = MonitoredPPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=1, seed=0), n_steps=64)
+    model = PlatformPPO("MlpPolicy", make_vec_env("CartPole-v1", n_envs=1, seed=0), n_steps=64)
     assert "zero_grad" in vars(model.policy.optimizer)  # bound on the trainer's instance
     other = torch.optim.Adam([torch.nn.Parameter(torch.ones(3))])
     assert "zero_grad" not in vars(other)  # every other optimizer is torch's as it is

@@ -19,8 +19,7 @@ from torch.nn import functional as F
 from ppo_platform.trainers.fast.distributions import evaluate_actions
 from ppo_platform.trainers.fast.manual import ManualLoss
 from ppo_platform.trainers.losses import clipped_policy_loss
-from ppo_platform.trainers.ppo import MonitoredPPO
-from ppo_platform.trainers.ppo_kl import MonitoredKLPPO
+from ppo_platform.trainers.ppo import PlatformPPO, kl_penalty_ppo
 
 BATCH = 64
 
@@ -41,7 +40,7 @@ def policy(
 
 
 def as_evaluated(pi: ActorCriticPolicy, actions: torch.Tensor) -> torch.Tensor:
-    """The actions as ClipPPO._minibatch hands them to evaluate_actions."""
+    """The actions as PlatformPPO._minibatch hands them to evaluate_actions."""
     gaussian = isinstance(pi.action_space, gym.spaces.Box)
     return actions if gaussian else actions.long().flatten()
 
@@ -67,7 +66,7 @@ def minibatch(pi: ActorCriticPolicy) -> dict[str, torch.Tensor]:
 
 
 def autograd_loss(pi: ActorCriticPolicy, batch: dict, coefficients: tuple) -> torch.Tensor:
-    """ClipPPO._minibatch's autograd path."""
+    """PlatformPPO._minibatch's autograd path."""
     clip_epsilon, ent_coef, vf_coef, clip_range_vf = coefficients
     values, log_prob, entropy = evaluate_actions(
         pi, batch["observations"], as_evaluated(pi, batch["actions"])
@@ -171,11 +170,11 @@ def test_a_training_run_by_hand_ends_with_stock_sb3s_parameters(env_id: str, ext
     """Three rollouts and updates of 1 env, normalized as the HalfCheetah spec does: the
     rollout's forward and the update's gradients by hand, against SB3's PPO and autograd."""
     models = []
-    for cls in (PPO, MonitoredPPO):
+    for cls in (PPO, PlatformPPO):
         env = VecNormalize(make_vec_env(env_id, n_envs=1, seed=4), gamma=0.99)
         model = cls("MlpPolicy", env, n_steps=256, batch_size=64, n_epochs=3, seed=4,
                     device="cpu", **extra)  # fmt: skip
-        if cls is MonitoredPPO:
+        if cls is PlatformPPO:
             assert model._manual_loss() is not None
         model.learn(3 * 256)
         models.append(model)
@@ -208,7 +207,7 @@ def test_only_policies_it_covers_take_the_manual_path() -> None:
     )
     assert ManualLoss.build(Subclassed(box, gym.spaces.Discrete(2), lambda _: 1e-3)) is None
     env = make_vec_env("CartPole-v1", n_envs=1, seed=0)
-    assert MonitoredPPO("MlpPolicy", env, device="cpu")._manual_loss() is not None
+    assert PlatformPPO("MlpPolicy", env, device="cpu")._manual_loss() is not None
     # another objective keeps autograd
-    assert MonitoredKLPPO("MlpPolicy", env, device="cpu")._manual_loss() is None
-    assert isinstance(MonitoredPPO("MlpPolicy", env, device="cpu"), PPO)
+    assert kl_penalty_ppo("MlpPolicy", env, device="cpu")._manual_loss() is None
+    assert isinstance(PlatformPPO("MlpPolicy", env, device="cpu"), PPO)

@@ -10,7 +10,7 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
 from ppo_platform.trainers.fast.optimizer_step import MinibatchStep, use_foreach_optimizer
-from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo import PlatformPPO
 from tests.trainers_tests.trainer_rollouts import with_rollout
 
 MAX_NORM = 0.01  # below the gradient norms here: the clip acts
@@ -32,11 +32,11 @@ def loss_of(model: PPO, observations: torch.Tensor, actions: torch.Tensor) -> to
 
 def test_minibatch_step_takes_torchs_clipped_adam_step_bit_for_bit() -> None:
     model = with_rollout(PPO, "CartPole-v1", seed=2, n_steps=64)
-    use_foreach_optimizer(model.policy.optimizer)  # as ClipPPO sets it up
+    use_foreach_optimizer(model.policy.optimizer)  # as PlatformPPO sets it up
     observations, actions = batch(model)
     twin = copy.deepcopy(model)
     ours = MinibatchStep(model.policy.optimizer, list(model.policy.parameters()))
-    assert ours.lean  # SB3's default Adam on CPU (foreach, set by ClipPPO) takes the lean path
+    assert ours.lean  # SB3's default Adam on CPU (foreach, set by PlatformPPO) takes the lean path
     parameters = list(twin.policy.parameters())
     for _ in range(5):  # the first step builds torch's Adam state, the next ones are lean
         norm = ours(loss_of(model, observations, actions), MAX_NORM)
@@ -56,5 +56,5 @@ def test_minibatch_step_takes_torchs_clipped_adam_step_bit_for_bit() -> None:
 def test_a_custom_optimizer_takes_torchs_own_step() -> None:
     env = make_vec_env("CartPole-v1", n_envs=2, seed=0)
     kwargs = {"optimizer_class": torch.optim.SGD}
-    model = MonitoredPPO("MlpPolicy", env, seed=0, device="cpu", policy_kwargs=kwargs)
+    model = PlatformPPO("MlpPolicy", env, seed=0, device="cpu", policy_kwargs=kwargs)
     assert not MinibatchStep(model.policy.optimizer, list(model.policy.parameters())).lean

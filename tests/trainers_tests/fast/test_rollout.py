@@ -16,7 +16,7 @@ from stable_baselines3.common.env_util import make_vec_env
 
 from ppo_platform.envs.vector import NativeVecEnv
 from ppo_platform.trainers.fast.policy import FastActorCriticPolicy
-from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo import PlatformPPO
 
 FIELDS = ("observations", "actions", "rewards", "episode_starts", "values", "log_probs")
 FIELDS += ("advantages", "returns")
@@ -56,7 +56,7 @@ def collect(cls: type, kind: str, env_id: str) -> tuple[Any, CountSteps]:
 )
 def test_the_lean_rollout_is_stock_sb3s_bit_for_bit(kind: str, env_id: str) -> None:
     stock, stock_steps = collect(PPO, kind, env_id)
-    ours, our_steps = collect(MonitoredPPO, kind, env_id)
+    ours, our_steps = collect(PlatformPPO, kind, env_id)
     for name in FIELDS:
         theirs, mine = getattr(stock.rollout_buffer, name), getattr(ours.rollout_buffer, name)
         assert np.array_equal(theirs, mine), name

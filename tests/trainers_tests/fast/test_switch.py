@@ -16,7 +16,7 @@ from stable_baselines3.common.policies import ActorCriticPolicy
 
 from ppo_platform.trainers.fast import ENV_VAR, fast_paths, privates, switch
 from ppo_platform.trainers.fast.policy import FastActorCriticPolicy
-from ppo_platform.trainers.ppo import MonitoredPPO
+from ppo_platform.trainers.ppo import PlatformPPO
 from tests.trainers_tests.trainer_rollouts import train_seeded, with_rollout
 
 
@@ -30,9 +30,9 @@ def fresh_gate() -> Iterator[None]:
     privates.missing.cache_clear()
 
 
-def model(seed: int = 0) -> MonitoredPPO:
+def model(seed: int = 0) -> PlatformPPO:
     env = make_vec_env("CartPole-v1", n_envs=2, seed=seed)
-    return MonitoredPPO("MlpPolicy", env, n_steps=64, batch_size=32, seed=seed, device="cpu")
+    return PlatformPPO("MlpPolicy", env, n_steps=64, batch_size=32, seed=seed, device="cpu")
 
 
 def test_on_by_default_on_the_covered_versions(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -65,7 +65,7 @@ def test_with_them_off_an_update_is_stock_ppos_bit_for_bit(
 ) -> None:
     monkeypatch.setenv(ENV_VAR, "0")
     stock = with_rollout(PPO, env_id, seed=3, n_steps=64, batch_size=32, n_epochs=2)
-    ours = with_rollout(MonitoredPPO, env_id, seed=3, n_steps=64, batch_size=32, n_epochs=2)
+    ours = with_rollout(PlatformPPO, env_id, seed=3, n_steps=64, batch_size=32, n_epochs=2)
     train_seeded(stock)
     train_seeded(ours)
     for name, value in stock.policy.state_dict().items():
@@ -80,7 +80,7 @@ def test_outside_the_covered_versions_the_stock_path_runs_and_says_so_once(
     with caplog.at_level(logging.WARNING, logger="ppo_platform.trainers.fast"):
         first, second = fast_paths(), fast_paths()
         ours = model()
-    assert not first.on and first == second == ours.fast_paths
+    assert not first.on and first == second == ours.fast_paths.paths
     assert f"torch {torch.__version__.split('+')[0]} with stable-baselines3" in first.reason
     assert "outside the versions the equality tests cover (torch 2.99.0" in first.reason
     assert [r.getMessage() for r in caplog.records].count(
@@ -109,11 +109,11 @@ def test_a_model_saved_with_them_on_loads_with_them_off_and_back(
     ours.save(tmp_path / "on.zip")
     assert type(ours.policy) is FastActorCriticPolicy  # saving changed nothing in the model
     monkeypatch.setenv(ENV_VAR, "0")
-    stock = MonitoredPPO.load(tmp_path / "on.zip", device="cpu")
+    stock = PlatformPPO.load(tmp_path / "on.zip", device="cpu")
     assert type(stock.policy) is ActorCriticPolicy
     stock.save(tmp_path / "off.zip")
     monkeypatch.delenv(ENV_VAR)
-    again = MonitoredPPO.load(tmp_path / "off.zip", device="cpu")
+    again = PlatformPPO.load(tmp_path / "off.zip", device="cpu")
     assert type(again.policy) is FastActorCriticPolicy
     for name, value in ours.policy.state_dict().items():
         assert torch.equal(again.policy.state_dict()[name], value), name
