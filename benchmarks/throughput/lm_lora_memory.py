@@ -53,11 +53,14 @@ def one(variant: str, folder: str) -> dict[str, float]:
 
 
 def main() -> None:
-    if "--help" in sys.argv or "-h" in sys.argv:
-        print(__doc__)
-        return
-    if len(sys.argv) == 3:
-        print(json.dumps(one(sys.argv[1], sys.argv[2])))
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("variant", nargs="?", choices=("full", "lora"), help="(internal) one")
+    parser.add_argument("folder", nargs="?", help="(internal) where that variant's model goes")
+    args = parser.parse_args()
+    if args.variant and args.folder:
+        print(json.dumps(one(args.variant, args.folder)))
         return
     rows = {}
     for variant in ("full", "lora", "full", "lora"):  # alternating, the last pair kept
