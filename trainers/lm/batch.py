@@ -40,6 +40,15 @@ class RolloutBatch:
     critic: bool = True  # False: critic-free advantages; `values` are 0, nothing fits them
     loss_kl_beta: float = 0.0  # > 0: the update adds beta * KL(pi || pi_ref) to its loss
     kl_estimator: KLEstimator = "k1"  # the estimator of that KL term
+    # min(pi_old / pi_behavior, cap) per token (truncated importance sampling); None: all 1
+    tis_weights: Tensor | None = None
+
+    @property
+    def is_weights(self) -> Tensor:
+        """The per-token off-policy weights the loss uses (1 everywhere when TIS is off)."""
+        if self.tis_weights is None:
+            return torch.ones_like(self.old_log_probs)
+        return self.tis_weights
 
     @property
     def size(self) -> int:

@@ -50,6 +50,9 @@ class RolloutSettings:
     group_size: int = 1  # responses sampled per prompt, in consecutive rows
     scale_by_std: bool = True  # grpo: divide by the group's std (False: Dr. GRPO)
     kl_placement: KLPlacement = "reward"  # "loss": beta * KL joins the loss instead (GRPO)
+    # Truncated importance sampling: weight each token's loss by min(pi_old / pi_behavior, cap)
+    # where sampling (temperature, top-p, another engine) differs from training; None: off.
+    tis_cap: float | None = None
 
     def __post_init__(self) -> None:
         if self.estimator not in ("gae", *GROUP_ESTIMATORS):
@@ -62,6 +65,8 @@ class RolloutSettings:
             raise LMTrainerError(
                 f"kl_placement must be 'reward' or 'loss', got {self.kl_placement!r}"
             )
+        if self.tis_cap is not None and not self.tis_cap >= 1.0:
+            raise LMTrainerError(f"tis_cap must be >= 1 (None: off), got {self.tis_cap!r}")
         if self.estimator in GROUP_ESTIMATORS and self.group_size < 2:
             raise LMTrainerError(
                 f"estimator {self.estimator!r} compares responses to the same prompt and needs "
@@ -121,6 +126,30 @@ def behavior_gap(generation: Generation, old_log_probs: Tensor) -> dict[str, flo
     return {"lm/behavior_gap_mean": float(gap.mean()), "lm/behavior_gap_max": float(gap.max())}
 
 
+def truncated_is_weights(
+    old_log_probs: Tensor, behavior_log_probs: Tensor, action_mask: Tensor, cap: float
+) -> tuple[Tensor, float]:
+    """min(pi_old / pi_behavior, cap) on the action tokens (1 elsewhere), and the share of
+    action tokens whose weight the cap truncated."""
+    ratio = torch.exp(old_log_probs - behavior_log_probs)
+    weights = torch.where(action_mask, ratio.clamp(max=cap), 1.0)
+    truncated = (ratio > cap) & action_mask
+    share = float(truncated.sum() / action_mask.sum().clamp(min=1))
+    return weights, share
+
+
+def _tis_weights(
+    generation: Generation, old_log_probs: Tensor, cap: float | None, extra: dict[str, float]
+) -> Tensor | None:
+    """The truncated IS weights when a cap is set (their truncated share goes into `extra`)."""
+    if cap is None:
+        return None
+    weights, extra["lm/tis_truncated_fraction"] = truncated_is_weights(
+        old_log_probs, generation.behavior_log_probs, generation.action_mask, cap
+    )
+    return weights
+
+
 def rollout_extra(
     generation: Generation,
     old_log_probs: Tensor,
@@ -174,6 +203,7 @@ def collect_rollout(
         scores, kl, values, actions, generation.terminal_mask, reward_beta, settings
     )
     extra = rollout_extra(generation, terms.log_probs, scores, sampling, settings)
+    tis_weights = _tis_weights(generation, terms.log_probs, settings.tis_cap, extra)
     return RolloutBatch(
         input_ids=ids,
         attention_mask=attention,
@@ -195,6 +225,7 @@ def collect_rollout(
         critic=settings.critic,
         loss_kl_beta=loss_beta,
         kl_estimator=settings.kl_estimator,
+        tis_weights=tis_weights,
     )
 
 

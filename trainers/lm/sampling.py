@@ -75,7 +75,8 @@ def process_logits(logits: Tensor, settings: SamplingSettings) -> Tensor:
 
 def cache_argument(lm: Any) -> str:
     """The KV-cache keyword of `lm.forward`: transformers 5 renamed `past_key_values` to `cache`."""
-    parameters = inspect.signature(lm.forward).parameters
+    base = lm.get_base_model() if hasattr(lm, "get_base_model") else lm  # a peft wrapper: **kw
+    parameters = inspect.signature(base.forward).parameters
     return "cache" if "cache" in parameters else "past_key_values"
 
 

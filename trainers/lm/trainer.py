@@ -25,6 +25,7 @@ from .advantages import KL_ESTIMATORS, KLEstimator
 from .batch import RolloutBatch
 from .epochs import run_update
 from .errors import LMTrainerError
+from .lora import AdapterOffReference, LoRASettings, apply_lora, save_adapter
 from .policy import PolicyWithValueHead, frozen_copy, load_causal_lm, load_tokenizer, max_positions
 from .report import rollout_metrics
 from .rewards import ProgrammaticReward, RewardModel
@@ -76,6 +77,7 @@ class LMPPOTrainer:
         kl_target: float | None = None,
         kl_rule: Literal["lesson", "paper"] = "lesson",
         seed: int = 0,
+        lora: LoRASettings | None = None,
         update_listeners: Sequence[UpdateListener] = (),
     ) -> None:
         _check_kl_arguments(kl_estimator, kl_beta, kl_target, use_reference)
@@ -91,21 +93,26 @@ class LMPPOTrainer:
         self.random = random.Random(seed)
         self.generator = torch.Generator().manual_seed(seed)
         self.tokenizer = load_tokenizer(policy_path)
+        self.policy_path, self.lora = Path(policy_path), lora
+        lm = load_causal_lm(policy_path)
         self.policy = PolicyWithValueHead(
-            load_causal_lm(policy_path), value_head=self.rollout_settings.critic
+            lm if lora is None else apply_lora(lm, lora), value_head=self.rollout_settings.critic
         )
         self.policy.eval()  # dropout off: the ratio is 1 before the first step, as it must be
         self.reference: Any = None
-        if use_reference:
-            self.reference = frozen_copy(
-                self.policy.lm if reference_path is None else load_causal_lm(reference_path)
+        if use_reference and reference_path is not None:
+            self.reference = frozen_copy(load_causal_lm(reference_path))
+        elif use_reference:  # the starting weights: with LoRA, the base with the adapter off
+            self.reference = (
+                frozen_copy(self.policy.lm) if lora is None else AdapterOffReference(self.policy.lm)
             )
         self.reward = reward
         self.kl_controller = (
             AdaptiveKLController(kl_beta, kl_target, kl_rule) if kl_target is not None else None
         )
         self.fixed_beta, self.listeners = kl_beta, list(update_listeners)
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=learning_rate)
+        trainable = [p for p in self.policy.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.Adam(trainable, lr=learning_rate)
         self.learning_rate = (learning_rate, learning_rate_end)
         self.planned_updates = 0  # set by learn(): a linear learning rate decays over them
         self.stop_condition: Callable[[], bool] | None = None
@@ -211,10 +218,14 @@ class LMPPOTrainer:
         return responses
 
     def save(self, folder: str | Path) -> None:
-        """The policy in transformers format (loadable as a model folder) plus its value head
-        when it has one (a critic-free estimator builds none)."""
+        """The policy in transformers format (loadable as a model folder), or with LoRA its
+        adapter and a note of its base; plus its value head when it has one (a critic-free
+        estimator builds none)."""
         out = Path(folder)
-        self.policy.lm.save_pretrained(out)
+        if self.lora is not None:
+            save_adapter(self.policy.lm, out, self.policy_path)
+        else:
+            self.policy.lm.save_pretrained(out)
         self.tokenizer.save_pretrained(out)
         if self.policy.value_head is not None:
             torch.save(self.policy.value_head.state_dict(), out / "value_head.pt")

@@ -95,6 +95,9 @@ def minibatch_loss(
     advantages = batch.advantages[index]
     if settings.normalize_advantage and settings.advantage_scope == "minibatch":
         advantages = normalize(advantages, mask)
+    # A positive per-token weight times A is that token's loss times the weight (PPO-Clip,
+    # CISPO; GSPO averages the weighted advantages over the response).
+    advantages = advantages * batch.is_weights[index]
     policy = policy_objective(
         settings.objective,
         terms.log_probs,

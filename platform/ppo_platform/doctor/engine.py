@@ -48,6 +48,8 @@ LM_RULES: tuple[Rule, ...] = (
     rules_lm.lm_kl_runaway,
     rules_lm.lm_reward_hacking,
     rules_lm.lm_length_collapse,
+    rules_lm.lm_length_at_limit,
+    rules_lm.lm_group_no_signal,
 )
 
 # A cause that explains others: when it is found, they are its symptoms and are not listed.

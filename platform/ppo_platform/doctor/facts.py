@@ -63,7 +63,12 @@ def facts_from_spec(
         "failure": failure,
     }
     if isinstance(spec, LMExperimentSpec):
-        return RunFacts(**common, kl_target=spec.lm.kl.target, kl_beta=spec.lm.kl.beta)
+        return RunFacts(
+            **common,
+            kl_target=spec.lm.kl.target,
+            kl_beta=spec.lm.kl.beta,
+            max_new_tokens=spec.lm.generation.max_new_tokens,
+        )
     return RunFacts(
         **common,
         env_id=spec.env.id,

@@ -144,3 +144,64 @@ def lm_length_collapse(view: View, facts: RunFacts, limits: Limits) -> Verdict:
         "responses shrank to a fraction of their first length: a reward term or the per-token "
         "KL penalty pays for ending early. Check the reward terms' length terms",
     )
+
+
+LENGTH_LIMIT_SHARE = 0.95  # mean response length at or above this share of max_new_tokens
+GROUP_ALIKE_SHARE = 0.8  # groups whose responses all score alike, on most updates
+
+
+def lm_length_at_limit(view: View, facts: RunFacts, limits: Limits) -> Verdict:
+    """Responses drift to max_new_tokens: they stop ending (EOS) and are cut at the limit."""
+    lengths = view.points("lm_length")
+    if len(lengths) < 3 or not facts.max_new_tokens:
+        return None
+    bound = LENGTH_LIMIT_SHARE * facts.max_new_tokens
+    late = lengths[len(lengths) * 2 // 3 :]
+    if lengths[0][1] >= bound or not all(x >= bound for _, x in late):
+        return None  # started there (the limit was always too short) or did not stay there
+    first = next(s for s, x in lengths if x >= bound)
+    return Finding(
+        "lm_length_at_limit",
+        0.7,
+        first,
+        [
+            evidence(
+                view.label("lm_length"),
+                significant(late[-1][1]),
+                threshold=significant(bound),
+                from_step=first,
+                note=f"max_new_tokens {facts.max_new_tokens}; first update: {lengths[0][1]:.3g}",
+            )
+        ],
+        "responses grew until the length limit cuts them: a reward term pays for length, or "
+        "the EOS token lost its probability. Check the reward terms (add length_penalty)",
+    )
+
+
+def lm_group_no_signal(view: View, facts: RunFacts, limits: Limits) -> Verdict:
+    """Every response to a prompt scores alike: the group advantage is 0 and nothing trains."""
+    points = view.points("lm_group_zero_spread")
+    if len(points) < 3:
+        return None
+    alike = [(s, x) for s, x in points if x >= GROUP_ALIKE_SHARE]
+    if len(alike) < len(points) / 2:
+        return None
+    return Finding(
+        "lm_group_no_signal",
+        0.8,
+        alike[0][0],
+        [
+            evidence(
+                view.label("lm_group_zero_spread"),
+                significant(median([x for _, x in alike])),
+                threshold=GROUP_ALIKE_SHARE,
+                updates=len(alike),
+                from_step=alike[0][0],
+                note="share of groups whose responses all score alike (advantage 0)",
+            )
+        ],
+        "within most groups every response gets the same score, so the group advantage is 0 "
+        "and the update has no signal: raise the sampling temperature or advantage.group_size, "
+        "or use a reward with partial credit (the tasks are too hard or too easy)",
+        {"advantage.group_size": 16} if facts.algorithm == "ppo_lm" else {},
+    )

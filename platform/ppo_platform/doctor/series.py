@@ -42,6 +42,7 @@ ALIASES: dict[str, tuple[tuple[str, float], ...]] = {
     "lm_kl_penalty": (("lm/kl_penalty_mean", 1.0),),
     "lm_reward": (("lm/reward_mean", 1.0),),
     "lm_length": (("lm/response_length", 1.0),),
+    "lm_group_zero_spread": (("lm/group_zero_spread_fraction", 1.0),),
     "eval_return": (("eval/mean_reward", 1.0),),
 }
 

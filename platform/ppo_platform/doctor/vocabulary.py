@@ -28,6 +28,8 @@ CauseId = Literal[
     "lm_kl_runaway",
     "lm_reward_hacking",
     "lm_length_collapse",
+    "lm_length_at_limit",
+    "lm_group_no_signal",
 ]
 CAUSES: tuple[CauseId, ...] = get_args(CauseId)
 
@@ -156,5 +158,6 @@ class RunFacts:
     continuous: bool | None = None
     kl_target: float | None = None  # language models: lm.kl.target
     kl_beta: float | None = None  # language models: lm.kl.beta
+    max_new_tokens: int | None = None  # language models: lm.generation.max_new_tokens
     failure: Failure | None = None
     source: str = "ppo-platform"  # ppo-platform | stable-baselines3 | cleanrl

@@ -113,6 +113,35 @@ class LMKLSpec(StrictModel):
     )
 
 
+class LMOffPolicySpec(StrictModel):
+    """Correction where sampling and training differ (temperature, top-p, another engine)."""
+
+    truncated_is_cap: float | None = Field(
+        None,
+        ge=1,
+        le=100,
+        description="Truncated importance sampling: weight each token's loss by "
+        "min(pi_old / pi_behavior, cap); the share of truncated tokens is reported as "
+        "lm/tis_truncated_fraction (null: off; 2 is usual).",
+    )
+
+
+class LoRASpec(StrictModel):
+    """A LoRA adapter (peft) trains instead of the whole policy; the reference is the base
+    model with the adapter off (no second copy in memory)."""
+
+    rank: int = Field(8, ge=1, le=1024, description="The adapter's rank r.")
+    alpha: int = Field(16, ge=1, le=4096, description="Scale alpha (updates x alpha / r).")
+    dropout: float = Field(0.0, ge=0, lt=1, description="Dropout on the adapter's input.")
+    target_modules: list[str] = Field(
+        min_length=1,
+        max_length=64,
+        description="Names of the modules the adapter wraps (suffixes of the model's module "
+        "names, e.g. c_attn for GPT-2, q_proj and v_proj for Llama); each must exist in the "
+        "model (checked at validate).",
+    )
+
+
 class ClipBoundsSpec(StrictModel):
     """The ratio's interval [1 - low, 1 + high]: low = high is PPO's symmetric clip; high >
     low is Clip-Higher (more room to raise a token's probability than to lower it)."""
@@ -202,6 +231,10 @@ class LMSection(StrictModel):
         json_schema_extra=_named_only,
     )
     kl: LMKLSpec = Field(default_factory=LMKLSpec)
+    off_policy: LMOffPolicySpec = Field(default_factory=LMOffPolicySpec)
+    lora: LoRASpec | None = Field(
+        None, description="Train a LoRA adapter instead of the whole policy (null: full)."
+    )
     prompts_per_update: int = Field(
         32,
         ge=1,

@@ -260,8 +260,8 @@ def lm_run_memory(spec: LMExperimentSpec, settings: Settings) -> int:
     policy = check_model_folder(spec.lm.model.policy, "lm.model.policy", root, False)
     others = 0
     reference = spec.lm.model.reference
-    if reference == "initial":
-        others += policy.weight_bytes
+    if reference == "initial":  # with LoRA, the base with the adapter off: no second copy
+        others += policy.weight_bytes if spec.lm.lora is None else 0
     elif reference != "none":
         others += check_model_folder(reference, "lm.model.reference", root, False).weight_bytes
     if spec.lm.model.reward_model is not None:
@@ -295,9 +295,11 @@ def lm_input_issues(
             )
     except InputProblem as problem:
         issues.append(problem.issue)
+    issues += _lora_issues(spec, policy)
     reference = spec.lm.model.reference
+    # With LoRA the reference is the base with the adapter off: no second copy in memory.
     if reference == "initial" and policy is not None:
-        others += policy.weight_bytes
+        others += policy.weight_bytes if spec.lm.lora is None else 0
     elif reference not in ("initial", "none"):
         try:
             others += check_model_folder(
@@ -328,6 +330,14 @@ def lm_input_issues(
     if policy is not None and not issues:
         issues += memory_refusal(spec, policy, others, settings)
     return issues
+
+
+def _lora_issues(spec: LMExperimentSpec, policy: ModelFacts | None) -> list[SpecIssue]:
+    if policy is None or spec.lm.lora is None:
+        return []
+    from ppo_platform.spec.lm_lora import lora_target_issues
+
+    return lora_target_issues(spec.lm.lora, policy.folder)
 
 
 def memory_refusal(

@@ -83,6 +83,7 @@ def build_trainer(spec: LMExperimentSpec, settings: Settings) -> Any:
         group_size=spec.advantage.group_size,
         scale_by_std=spec.advantage.scale_by_std,
         kl_placement=lm.kl.placement,
+        tis_cap=lm.off_policy.truncated_is_cap,
     )
     return LMPPOTrainer(
         lm_path(lm.model.policy, "lm.model.policy", settings),
@@ -100,14 +101,26 @@ def build_trainer(spec: LMExperimentSpec, settings: Settings) -> Any:
         rollout=rollout,
         batch_size=lm.prompts_per_update,
         learning_rate=spec.update.learning_rate.start,
-        learning_rate_end=(
-            spec.update.learning_rate.end
-            if spec.update.learning_rate.schedule == "linear"
-            else None
-        ),
+        learning_rate_end=_end_rate(spec),
         kl_beta=lm.kl.beta,
         kl_estimator=lm.kl.estimator,
         kl_target=lm.kl.target,
         kl_rule=lm.kl.rule,
         seed=spec.budget.seed,
+        lora=lora_settings(spec),
     )
+
+
+def lora_settings(spec: LMExperimentSpec) -> Any:
+    """The trainer's LoRASettings from lm.lora (None: the whole policy trains)."""
+    from ppo_platform.trainers.lm.lora import LoRASettings
+
+    lora = spec.lm.lora
+    if lora is None:
+        return None
+    return LoRASettings(lora.rank, lora.alpha, lora.dropout, tuple(lora.target_modules))
+
+
+def _end_rate(spec: LMExperimentSpec) -> float | None:
+    rate = spec.update.learning_rate
+    return rate.end if rate.schedule == "linear" else None

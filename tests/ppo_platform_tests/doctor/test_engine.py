@@ -26,8 +26,8 @@ def causes(series, facts=CARTPOLE):  # type: ignore[no-untyped-def]
 
 
 def test_vocabulary_is_the_documented_one() -> None:
-    assert len(CAUSES) == 18 and len(set(CAUSES)) == 18
-    assert CAUSES[0] == "step_too_large" and CAUSES[-1] == "lm_length_collapse"
+    assert len(CAUSES) == 20 and len(set(CAUSES)) == 20
+    assert CAUSES[0] == "step_too_large" and CAUSES[-1] == "lm_group_no_signal"
 
 
 @pytest.mark.parametrize("facts", [CARTPOLE, RunFacts()])
@@ -300,3 +300,27 @@ def test_a_continuous_run_collapses_through_its_std() -> None:
     found = top(s, PENDULUM)
     assert found.cause == "step_too_large" and found.first_step == 3 * STEP
     assert found.evidence[-1]["metric"] == "train/std"
+
+
+def test_lm_length_drifting_to_the_limit() -> None:
+    s = healthy_lm()
+    curve(lambda i: min(16.0, 8.0 + 0.4 * i), "lm/response_length", s)
+    found = top(s, replace(LM, max_new_tokens=16))
+    assert found.cause == "lm_length_at_limit" and found.first_step == 19 * STEP
+    assert "lm_length_at_limit" not in causes(s, LM)  # the limit unknown: not judged
+
+
+def test_a_length_that_started_at_the_limit_is_no_drift() -> None:
+    s = healthy_lm()
+    curve(lambda i: 16.0, "lm/response_length", s)
+    assert "lm_length_at_limit" not in causes(s, replace(LM, max_new_tokens=16))
+
+
+def test_lm_group_no_signal_when_groups_score_alike() -> None:
+    s = healthy_lm()
+    curve(lambda i: 0.95 if i >= 5 else 0.3, "lm/group_zero_spread_fraction", s)
+    found = top(s, LM)
+    assert found.cause == "lm_group_no_signal" and found.first_step == 6 * STEP
+    assert found.patch == {"advantage.group_size": 16}
+    curve(lambda i: 0.3 + wiggle(i, 0.1), "lm/group_zero_spread_fraction", s)
+    assert "lm_group_no_signal" not in causes(s, LM)

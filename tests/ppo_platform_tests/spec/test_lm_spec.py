@@ -329,3 +329,36 @@ def test_an_adaptive_beta_from_zero_is_refused(lm_dir):
 def test_an_unknown_kl_placement_names_the_choices(lm_dir):
     (issue,) = issues_of(spec_with(lm__kl={"placement": "advantage"}))
     assert issue.path == "lm.kl.placement" and "'reward' or 'loss'" in issue.message
+
+
+def test_a_lora_target_the_model_lacks_is_refused_at_validate(lm_dir):
+    data = spec_with(lm__lora={"rank": 4, "target_modules": ["c_attn", "q_proj"]})
+    (issue,) = issues_of(data)
+    assert (issue.path, issue.value) == ("lm.lora.target_modules", ["c_attn", "q_proj"])
+    assert "no module named q_proj" in issue.message
+    assert "c_attn" in (issue.fix or "") and "c_fc" in (issue.fix or "")
+
+
+def test_lora_and_the_tis_cap_reach_the_trainer_and_the_reference_is_not_counted(lm_dir):
+    from ppo_platform.spec.lm_inputs import lm_run_memory
+    from ppo_platform.trainers.lm.lora import AdapterOffReference
+    from ppo_platform.training.lm_build import build_trainer
+
+    full = validate_lm_data(BASE)
+    data = spec_with(
+        lm__lora={"rank": 2, "alpha": 4, "target_modules": ["c_attn"]},
+        lm__off_policy={"truncated_is_cap": 2.0},
+    )
+    spec = validate_lm_data(data)
+    settings = get_settings()
+    weights = sum(p.stat().st_size for p in (lm_dir / "m").glob("*.safetensors"))
+    assert lm_run_memory(full, settings) - lm_run_memory(spec, settings) == weights
+    trainer = build_trainer(spec, settings)
+    assert isinstance(trainer.reference, AdapterOffReference)
+    assert trainer.rollout_settings.tis_cap == 2.0
+    assert trainer.lora is not None and trainer.lora.rank == 2
+
+
+def test_a_tis_cap_below_one_is_refused(lm_dir):
+    (issue,) = issues_of(spec_with(lm__off_policy={"truncated_is_cap": 0.5}))
+    assert issue.path == "lm.off_policy.truncated_is_cap" and issue.value == 0.5

@@ -32,7 +32,7 @@ def test_a_model_saved_before_the_namespace_move_loads_and_acts_as_it_did():
 
 
 def test_a_ppo_kl_model_saved_by_the_mixin_classes_loads_with_its_kl_penalty_and_trains_on():
-    """Saved by `MonitoredKLPPO` (trainers.ppo_kl, before the trainers became composition):
+    """Saved by `MonitoredKLPPO` (trainers/ppo_kl.py, before the trainers were composition):
     CartPole, seed 4, 2 x 32 steps, kl_target 1e-6, beta 3 doubled on each of 2 updates."""
     env = make_vec_env("CartPole-v1", n_envs=2, seed=4)
     model = PlatformPPO.load(SAVED / "ppo_kl_model.zip", env=env, device="cpu")
