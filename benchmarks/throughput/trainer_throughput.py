@@ -32,12 +32,12 @@ from benchmarks.harness import (
 from ppo_platform.envs.build import build_train_env
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import load_spec
-from ppo_platform.trainers.ppo import PlatformPPO, kl_penalty_ppo
+from ppo_platform.trainers.ppo import PlatformPPO
 from ppo_platform.training.algorithms import policy_name, ppo_kl_kwargs, ppo_kwargs
 
 STOCK = "stock SB3 PPO"
 OURS = "ours: ppo (PlatformPPO)"
-OURS_KL = "ours: ppo_kl (kl_penalty_ppo)"
+OURS_KL = "ours: ppo_kl (PlatformPPO, KLPenaltyObjective)"
 
 
 def with_update_clock(cls: type[PPO]) -> type[PPO]:
@@ -57,7 +57,7 @@ def stock_kwargs(spec: ExperimentSpec) -> dict[str, Any]:
 TRAINERS: dict[str, tuple[type[PPO], Any]] = {
     STOCK: (with_update_clock(PPO), stock_kwargs),
     OURS: (with_update_clock(PlatformPPO), ppo_kwargs),
-    OURS_KL: (with_update_clock(kl_penalty_ppo), ppo_kl_kwargs),
+    OURS_KL: (with_update_clock(PlatformPPO), ppo_kl_kwargs),
 }
 
 
