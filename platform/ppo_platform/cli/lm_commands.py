@@ -82,17 +82,21 @@ def plan_lm(
     budget: int,
     overrides: list[str],
 ) -> Any:
-    """The rlhf plan: PPO on the model in --model-dir over --prompts (an LMPlan)."""
+    """The rlhf plan (PPO) or the reasoning plan (GRPO) on the model in --model-dir over
+    --prompts (an LMPlan)."""
     from ppo_platform.cli.output import bad_option
     from ppo_platform.planner import plan_lm_experiment
 
-    if use_case != "rlhf":
+    if use_case not in ("rlhf", "reasoning"):
         bad_option(
-            "--use-case", use_case, "must be rlhf with --model-dir.", "pass --use-case rlhf."
+            "--use-case",
+            use_case,
+            "must be rlhf or reasoning with --model-dir.",
+            "pass --use-case rlhf (PPO) or --use-case reasoning (GRPO).",
         )
     if env is not None:
-        bad_option("--env", env, "has no place in an rlhf plan.", "leave out --env.")
+        bad_option("--env", env, f"has no place in an {use_case} plan.", "leave out --env.")
     if model_dir is None or prompts is None:
         missing = "--model-dir" if model_dir is None else "--prompts"
-        bad_option(missing, "", "is required for an rlhf plan.", f"pass {missing}.")
-    return plan_lm_experiment(model_dir, prompts, budget, overrides)
+        bad_option(missing, "", f"is required for an {use_case} plan.", f"pass {missing}.")
+    return plan_lm_experiment(model_dir, prompts, budget, overrides, use_case=use_case)

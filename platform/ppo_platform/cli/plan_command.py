@@ -35,7 +35,9 @@ def plan(
     use_case: Annotated[
         str,
         typer.Option(
-            "--use-case", help="auto | classic-control | continuous-control | atari | rlhf."
+            "--use-case",
+            help="auto | classic-control | continuous-control | atari | rlhf | reasoning "
+            "(rlhf: PPO, reasoning: GRPO, both on a language model with --model-dir).",
         ),
     ] = "auto",
     out: Annotated[

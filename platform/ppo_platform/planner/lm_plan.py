@@ -17,6 +17,7 @@ from typing import Any
 
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.planner.env_info import PLAN_SOURCE
+from ppo_platform.planner.lm_reasoning import reasoning_choices
 from ppo_platform.planner.render import num
 from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.lm_inputs import InputProblem, check_model_folder
@@ -24,6 +25,7 @@ from ppo_platform.spec.lm_loader import validate_lm_data
 from ppo_platform.spec.loader import dump_spec, parse_override, set_dotted
 
 MARKDOWN_TITLE = "# PPO on a language model (rlhf): the plan"
+REASONING_TITLE = "# GRPO on a language model (reasoning): the plan"
 MAX_RESPONSES = 100_000_000
 SMALL_MODEL_PARAMETERS = 50_000_000  # below: the tiny-model learning rate
 LARGE_MODEL_PARAMETERS = (
@@ -49,17 +51,23 @@ class LMPlan:
     def spec_yaml(self) -> str:
         sets = "".join(f" --set {' '.join(a.split())}" for a in self.overrides)
         return (
-            f"# Planned by `ppo-platform plan --use-case rlhf --model-dir {self.model_dir} "
-            f"--prompts {self.prompts} --budget {self.budget}{sets}`.\n"
-            "# PPO on the language model itself (algorithm: ppo_lm); the reason for each value "
+            f"# Planned by `ppo-platform plan --use-case {self.use_case} --model-dir "
+            f"{self.model_dir} --prompts {self.prompts} --budget {self.budget}{sets}`.\n"
+            f"# {self.method()} on the language model itself (algorithm: ppo_lm); the reason "
+            "for each value "
             "is in skill-ppo-trainer.md.\n" + dump_spec(self.spec)
         )
 
+    def method(self) -> str:
+        return "GRPO" if self.spec.advantage.estimator == "grpo" else "PPO"
+
     def summary(self) -> str:
         s = self.spec
+        group = f" x {s.advantage.group_size}" if s.advantage.group_size > 1 else ""
         return (
-            f"planned PPO on the language model {self.model_dir} (rlhf) for {self.budget:,} "
-            f"responses: {s.lm.prompts_per_update} per update ({self.updates} updates), "
+            f"planned {self.method()} on the language model {self.model_dir} ({self.use_case}) "
+            f"for {self.budget:,} responses: {s.lm.prompts_per_update}{group} per update "
+            f"({self.updates} updates), "
             f"K={s.update.epochs}, minibatch {s.update.minibatch_size}, LR "
             f"{num(s.update.learning_rate.start)}, eps {num(s.surrogate.clip_epsilon.start)}, "
             f"KL beta {num(s.lm.kl.beta)}"
@@ -194,12 +202,22 @@ def _choices(model_dir: Path, prompts: Path, budget: int) -> tuple[dict[str, Any
 
 
 def _markdown(spec: LMExperimentSpec, reasons: dict[str, str], updates: int) -> str:
-    lines = [
-        MARKDOWN_TITLE,
-        "",
+    intro = (
         f"PPO on the language model `{spec.lm.model.policy}`: the action is the next token, the "
         "reward scores the whole response on its last token, and r_total = score - beta * "
-        f"KL(pi || pi_ref) per token keeps the policy near its reference. {updates} updates.",
+        f"KL(pi || pi_ref) per token keeps the policy near its reference. {updates} updates."
+    )
+    if spec.advantage.estimator == "grpo":
+        intro = (
+            f"GRPO on the language model `{spec.lm.model.policy}`: {spec.advantage.group_size} "
+            "responses to each prompt, each response's advantage its score against the group's "
+            "mean and std (no critic), and beta * KL(pi || pi_ref) (k3) a term of the loss. "
+            f"{updates} updates."
+        )
+    lines = [
+        MARKDOWN_TITLE if spec.advantage.estimator != "grpo" else REASONING_TITLE,
+        "",
+        intro,
         "",
         "| field | value | why |",
         "|---|---|---|",
@@ -220,20 +238,7 @@ def _markdown(spec: LMExperimentSpec, reasons: dict[str, str], updates: int) -> 
     return "\n".join(lines) + "\n"
 
 
-def plan_lm_experiment(
-    model_dir: str | Path,
-    prompts: str | Path,
-    budget: int,
-    overrides: Iterable[str] = (),
-    spec_paths: tuple[str, str] | None = None,
-) -> LMPlan:
-    """Plan PPO on the model in `model_dir` over the JSONL `prompts`, for `budget` responses.
-    `spec_paths` (the REST API): the (policy, prompts) paths the spec names instead, relative
-    to the LM folder and checked as a spec from outside is.
-
-    Raises SpecError naming --model-dir, --prompts, --budget or the --set assignment at fault.
-    """
-    overrides = tuple(overrides)
+def _check_budget(budget: int) -> None:
     if not 1 <= budget <= MAX_RESPONSES:
         raise _issue(
             "budget",
@@ -241,14 +246,35 @@ def plan_lm_experiment(
             budget,
             "pass --budget, for example 9600 (150 updates of 64 responses).",
         )
+
+
+def plan_lm_experiment(
+    model_dir: str | Path,
+    prompts: str | Path,
+    budget: int,
+    overrides: Iterable[str] = (),
+    spec_paths: tuple[str, str] | None = None,
+    use_case: str = "rlhf",
+) -> LMPlan:
+    """Plan PPO (`use_case` rlhf) or GRPO (reasoning) on the model in `model_dir` over the
+    JSONL `prompts`, for `budget` responses.
+    `spec_paths` (the REST API): the (policy, prompts) paths the spec names instead, relative
+    to the LM folder and checked as a spec from outside is.
+
+    Raises SpecError naming --model-dir, --prompts, --budget or the --set assignment at fault.
+    """
+    overrides = tuple(overrides)
+    _check_budget(budget)
     folder, prompt_file = Path(model_dir).expanduser().resolve(), Path(prompts).expanduser()
     choices, reasons = _choices(folder, prompt_file.resolve(), budget)
+    if use_case == "reasoning":
+        choices, reasons = reasoning_choices(choices, reasons, budget)
     name = "".join(c if c.isalnum() or c in "-_." else "-" for c in folder.name.lower())
     data: dict[str, Any] = {
-        "name": f"{name.strip('-.') or 'model'}-ppo-lm",
+        "name": f"{name.strip('-.') or 'model'}-{'grpo' if use_case == 'reasoning' else 'ppo'}-lm",
         "algorithm": "ppo_lm",
         "diagnostics": {"on_alert": "warn"},
-        "tracking": {"tags": {"planned_by": "ppo-platform plan", "use_case": "rlhf"}},
+        "tracking": {"tags": {"planned_by": "ppo-platform plan", "use_case": use_case}},
     }
     if spec_paths is not None:
         choices["lm.model.policy"], choices["lm.prompts"] = spec_paths[0], {"path": spec_paths[1]}
@@ -277,4 +303,5 @@ def plan_lm_experiment(
         budget=budget,
         updates=updates,
         overrides=overrides,
+        use_case=use_case,
     )

@@ -81,15 +81,16 @@ def _slug(env_id: str) -> str:
 
 
 def _check_use_case_name(use_case: str) -> None:
-    if use_case == RLHF.name:  # PPO on a language model: planned from a model folder
+    if use_case in (RLHF.name, "reasoning"):  # a language model: planned from a model folder
         raise SpecError(
             [
                 SpecIssue(
                     "use_case",
-                    "plans PPO on a language model, not on a gymnasium env.",
+                    "plans PPO or GRPO on a language model, not on a gymnasium env.",
                     use_case,
                     fix="pass the model folder and prompts instead of --env: ppo-platform plan "
-                    "--use-case rlhf --model-dir DIR --prompts FILE.jsonl --budget RESPONSES.",
+                    f"--use-case {use_case} --model-dir DIR --prompts FILE.jsonl --budget "
+                    "RESPONSES.",
                 )
             ],
             PLAN_SOURCE,

@@ -133,6 +133,43 @@ def test_plan_rlhf_writes_an_lm_spec_that_validates_and_trains(demo_home, tmp_pa
     ]
 
 
+@pytest.mark.slow
+def test_plan_reasoning_writes_a_grpo_spec_with_reasons_that_validates_and_trains(
+    demo_home, tmp_path
+):
+    args = plan_rlhf(demo_home, tmp_path)
+    args[args.index("rlhf")] = "reasoning"
+    planned = CliRunner().invoke(app, args)
+    assert planned.exit_code == 0, planned.output
+    # budget 16 responses: the rlhf rollout of 8 responses as one prompt's group of 8
+    assert "planned GRPO" in planned.output and "1 x 8 per update (2 updates)" in planned.output
+    spec = yaml.safe_load((tmp_path / "spec.yaml").read_text())
+    assert spec["name"] == "sft-grpo-lm"
+    assert spec["advantage"]["estimator"] == "grpo" and spec["advantage"]["group_size"] == 8
+    assert spec["lm"]["kl"]["placement"] == "loss" and spec["lm"]["kl"]["estimator"] == "k3"
+    markdown = (tmp_path / "skill-ppo-trainer.md").read_text()
+    assert markdown.startswith("# GRPO on a language model (reasoning): the plan")
+    assert "`advantage.group_size`" in markdown and "no value head" in markdown
+    assert "`surrogate.clip_value`" not in markdown  # no critic, nothing planned for it
+    result = CliRunner().invoke(app, ["run", str(tmp_path / "spec.yaml"), "--quiet"])
+    assert result.exit_code == 0, result.output
+    client = MlflowClient(f"sqlite:///{(demo_home / 'mlflow.db').resolve()}")
+    (experiment,) = [e for e in client.search_experiments() if e.name == "sft-grpo-lm"]
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED"
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "lm/reward_mean")] == [1, 2]
+    artifacts = [a.path for a in client.list_artifacts(run.info.run_id, "model")]
+    assert not any("value_head" in path for path in artifacts)  # no critic saved
+
+
+def test_plan_refuses_a_use_case_that_is_not_for_a_language_model(demo_home, tmp_path):
+    args = plan_rlhf(demo_home, tmp_path)
+    args[args.index("rlhf")] = "atari"
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "--use-case" in result.output and "reasoning" in result.output
+
+
 def test_plan_rlhf_refuses_prompts_without_answers(demo_home, tmp_path):
     prompts = tmp_path / "bare.jsonl"
     prompts.write_text('{"prompt": "1+1="}\n')
