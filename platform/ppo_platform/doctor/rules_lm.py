@@ -58,15 +58,21 @@ def lm_kl_runaway(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     if not view.has("lm_kl_ref"):
         return None
     points = view.points("lm_kl_ref")
+    # beta 0 (no target): nothing holds the policy near its reference, so the KL itself is the
+    # bound the plan can state; one nat past it is a drift the run should be told about.
+    unpenalized = facts.kl_target is None and facts.kl_beta is not None
+    unpenalized = unpenalized and facts.kl_beta <= limits.lm_beta_floor  # type: ignore[operator]
     # A fixed beta has no target: the policy starts at its reference (KL 0), so the first KL
     # is no yardstick; an absolute level is.
     reference = facts.kl_target or max(points[0][1], limits.lm_kl_reference)
-    bound = limits.lm_kl_runaway_factor * reference
+    bound = limits.lm_kl_reference if unpenalized else limits.lm_kl_runaway_factor * reference
     late = points[len(points) * 2 // 3 :]
     high = [(s, x) for s, x in late if x > bound]
     if len(late) < 2 or len(high) < len(late) / 2:
         return None
     kl = median([x for _, x in high])
+    if unpenalized:
+        return _kl_unpenalized(view, high, kl, bound)
     patch: dict[str, Scalar] = {}
     if facts.learning_rate is not None:
         factor = max(2.0, math.sqrt(kl / reference))
@@ -88,6 +94,30 @@ def lm_kl_runaway(view: View, facts: RunFacts, limits: Limits) -> Verdict:
         "the policy runs away from the reference faster than the penalty holds it: lower the "
         "learning rate",
         patch,
+    )
+
+
+def _kl_unpenalized(view: View, high: list[tuple[int, float]], kl: float, bound: float) -> Verdict:
+    """beta 0: the KL to the reference drifted past a nat late in the run, with nothing to
+    hold it; a small penalty (the rlhf plan's beta) puts the bound back."""
+    return Finding(
+        "lm_kl_runaway",
+        0.7,
+        high[0][0],
+        [
+            evidence(
+                view.label("lm_kl_ref"),
+                significant(kl),
+                threshold=significant(bound),
+                updates=len(high),
+                from_step=high[0][0],
+                note="late in the run, with lm.kl.beta 0 (no KL penalty)",
+            )
+        ],
+        "with beta 0 nothing holds the policy near its reference, and its KL to it drifted past "
+        f"{significant(bound)} nat(s): set a small fixed penalty (lm.kl.beta 0.05, the rlhf "
+        "plan's) if the reference's behaviour is to be kept",
+        {"lm.kl.beta": 0.05},
     )
 
 

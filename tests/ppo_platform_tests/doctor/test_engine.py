@@ -203,6 +203,23 @@ def test_a_fixed_beta_whose_kl_stays_near_a_nat_is_no_runaway() -> None:
     assert "lm_kl_runaway" not in causes(s, replace(LM, kl_target=None))
 
 
+def test_beta_zero_whose_kl_drifts_past_a_nat_is_flagged_with_a_small_penalty() -> None:
+    s = healthy_lm()
+    curve(lambda i: 0.05 * i, "lm/kl_ref", s)  # no penalty: the KL climbs past 1 nat
+    found = top(s, replace(LM, kl_target=None, kl_beta=0.0))
+    assert found.cause == "lm_kl_runaway" and found.patch == {"lm.kl.beta": 0.05}
+    assert found.evidence[0]["threshold"] == 1.0 and found.evidence[0]["value"] > 1.0
+    assert "beta 0" in found.evidence[0]["note"]
+    # the same KL with the penalty on (beta 0.05, no target) is within its 10-nat bound
+    assert "lm_kl_runaway" not in causes(s, replace(LM, kl_target=None))
+
+
+def test_beta_zero_whose_kl_stays_under_a_nat_is_not_flagged() -> None:
+    s = healthy_lm()
+    curve(lambda i: 0.01 * i, "lm/kl_ref", s)
+    assert "lm_kl_runaway" not in causes(s, replace(LM, kl_target=None, kl_beta=0.0))
+
+
 def test_rollout_too_short_lengthens_the_rollout() -> None:
     s = healthy()
     flat_return(s, 60.0, 5.0)
