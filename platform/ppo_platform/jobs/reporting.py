@@ -242,6 +242,9 @@ class Watcher:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        # Joined: a thread still in its last look could see the status the job is about to be
+        # finished with and interrupt the process group after the job has ended.
+        self._thread.join(timeout=5 * WATCH_EVERY_SECONDS)
 
     @property
     def stopping(self) -> bool:
@@ -279,6 +282,8 @@ class Watcher:
         return bool(job.cancel_requested) or job.status != "running"
 
     def _trigger(self) -> None:
+        if self._stop.is_set():
+            return  # the job's work is over: nothing left to interrupt
         self.cancel.set()
         if self.interrupt:
             os.killpg(os.getpgid(0), signal.SIGINT)
