@@ -60,8 +60,8 @@ def lm_kl_runaway(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     points = view.points("lm_kl_ref")
     # beta 0 (no target): nothing holds the policy near its reference, so the KL itself is the
     # bound the plan can state; one nat past it is a drift the run should be told about.
-    unpenalized = facts.kl_target is None and facts.kl_beta is not None
-    unpenalized = unpenalized and facts.kl_beta <= limits.lm_beta_floor  # type: ignore[operator]
+    beta = facts.kl_beta
+    unpenalized = facts.kl_target is None and beta is not None and beta <= limits.lm_beta_floor
     # A fixed beta has no target: the policy starts at its reference (KL 0), so the first KL
     # is no yardstick; an absolute level is.
     reference = facts.kl_target or max(points[0][1], limits.lm_kl_reference)
@@ -71,54 +71,37 @@ def lm_kl_runaway(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     if len(late) < 2 or len(high) < len(late) / 2:
         return None
     kl = median([x for _, x in high])
-    if unpenalized:
-        return _kl_unpenalized(view, high, kl, bound)
     patch: dict[str, Scalar] = {}
-    if facts.learning_rate is not None:
-        factor = max(2.0, math.sqrt(kl / reference))
-        patch["update.learning_rate.start"] = significant(facts.learning_rate / factor)
-    return Finding(
-        "lm_kl_runaway",
-        0.8,
-        high[0][0],
-        [
-            evidence(
-                view.label("lm_kl_ref"),
-                significant(kl),
-                threshold=significant(bound),
-                updates=len(high),
-                from_step=high[0][0],
-                note="late in the run",
-            )
-        ],
-        "the policy runs away from the reference faster than the penalty holds it: lower the "
-        "learning rate",
-        patch,
+    if unpenalized:
+        # a small fixed penalty, the rlhf plan's beta, puts a bound back
+        confidence, note, patch = (
+            0.7,
+            "late in the run, with lm.kl.beta 0 (no KL penalty)",
+            {"lm.kl.beta": 0.05},
+        )
+        advice = (
+            "with beta 0 nothing holds the policy near its reference, and its KL to it drifted "
+            f"past {significant(bound)} nat(s): set a small fixed penalty (lm.kl.beta 0.05, the "
+            "rlhf plan's) if the reference's behaviour is to be kept"
+        )
+    else:
+        confidence, note = 0.8, "late in the run"
+        advice = (
+            "the policy runs away from the reference faster than the penalty holds it: lower "
+            "the learning rate"
+        )
+        if facts.learning_rate is not None:
+            factor = max(2.0, math.sqrt(kl / reference))
+            patch["update.learning_rate.start"] = significant(facts.learning_rate / factor)
+    found = evidence(
+        view.label("lm_kl_ref"),
+        significant(kl),
+        threshold=significant(bound),
+        updates=len(high),
+        from_step=high[0][0],
+        note=note,
     )
-
-
-def _kl_unpenalized(view: View, high: list[tuple[int, float]], kl: float, bound: float) -> Verdict:
-    """beta 0: the KL to the reference drifted past a nat late in the run, with nothing to
-    hold it; a small penalty (the rlhf plan's beta) puts the bound back."""
-    return Finding(
-        "lm_kl_runaway",
-        0.7,
-        high[0][0],
-        [
-            evidence(
-                view.label("lm_kl_ref"),
-                significant(kl),
-                threshold=significant(bound),
-                updates=len(high),
-                from_step=high[0][0],
-                note="late in the run, with lm.kl.beta 0 (no KL penalty)",
-            )
-        ],
-        "with beta 0 nothing holds the policy near its reference, and its KL to it drifted past "
-        f"{significant(bound)} nat(s): set a small fixed penalty (lm.kl.beta 0.05, the rlhf "
-        "plan's) if the reference's behaviour is to be kept",
-        {"lm.kl.beta": 0.05},
-    )
+    return Finding("lm_kl_runaway", confidence, high[0][0], [found], advice, patch)
 
 
 def lm_reward_hacking(view: View, facts: RunFacts, limits: Limits) -> Verdict:
