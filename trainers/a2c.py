@@ -15,7 +15,7 @@ from gymnasium import spaces
 from stable_baselines3 import A2C
 from torch.nn import functional as F
 
-from .fast.algorithm import FastPathStrategy, saved_policy_class
+from .fast.algorithm import FastPathStrategy, saving_as_stock
 from .ppo import rollout_statistics
 from .reporting import StopCondition, UpdateHooks, UpdateListener
 
@@ -43,22 +43,15 @@ class PlatformA2C(A2C):
         return self.update_hooks.stop_requested()
 
     def _setup_model(self) -> None:
-        self.fast_paths = FastPathStrategy.current()
-        self.policy_class = self.fast_paths.policy_class(self.policy_class)
-        super()._setup_model()
-        self.fast_paths.after_setup(self.policy)
+        self.fast_paths = FastPathStrategy.set_up(self, super()._setup_model)
 
     def _excluded_save_params(self) -> list[str]:
         return [*super()._excluded_save_params(), "fast_paths", "update_hooks"]
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """SB3's save, naming the stock policy class (stock SB3 loads the file)."""
-        policy_class = self.policy_class
-        self.policy_class = saved_policy_class(policy_class)
-        try:
+        with saving_as_stock(self):
             super().save(*args, **kwargs)
-        finally:
-            self.policy_class = policy_class
 
     def collect_rollouts(self, *args: Any, **kwargs: Any) -> bool:
         if self.update_hooks.stop_requested():

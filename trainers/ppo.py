@@ -21,7 +21,7 @@ from stable_baselines3.common.type_aliases import RolloutBufferSamples
 from torch import Tensor
 from torch.nn import functional as F
 
-from .fast.algorithm import FastPathStrategy, saved_policy_class
+from .fast.algorithm import FastPathStrategy, saving_as_stock
 from .fast.distributions import evaluate_actions
 from .fast.manual import ManualLoss
 from .fast.optimizer_step import MinibatchStep
@@ -174,10 +174,7 @@ class PlatformPPO(PPO):
         return self.update_hooks.stop_requested()
 
     def _setup_model(self) -> None:
-        self.fast_paths = FastPathStrategy.current()
-        self.policy_class = self.fast_paths.policy_class(self.policy_class)
-        super()._setup_model()
-        self.fast_paths.after_setup(self.policy)
+        self.fast_paths = FastPathStrategy.set_up(self, super()._setup_model)
         state = self.__dict__.pop("kl_state", None)  # set by `load` from a ppo_kl model's data
         if state is not None:
             self.objective = KLPenaltyObjective.from_state(state)
@@ -189,14 +186,13 @@ class PlatformPPO(PPO):
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         """SB3's save, naming the stock policy class (stock SB3 loads the file)."""
-        policy_class, state = self.policy_class, self.objective.state()
-        self.policy_class = saved_policy_class(policy_class)
+        state = self.objective.state()
         if state is not None:
             self.kl_state = state
         try:
-            super().save(*args, **kwargs)
+            with saving_as_stock(self):
+                super().save(*args, **kwargs)
         finally:
-            self.policy_class = policy_class
             self.__dict__.pop("kl_state", None)
 
     def collect_rollouts(self, *args: Any, **kwargs: Any) -> bool:

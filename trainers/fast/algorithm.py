@@ -19,7 +19,7 @@ With them off every one of these is SB3's and torch's own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +50,16 @@ class FastPathStrategy:
     def describe(self) -> str:
         return self.paths.describe()
 
+    @classmethod
+    def set_up(cls, model: Any, set_up_model: Callable[[], None]) -> FastPathStrategy:
+        """The switch read once for `model`, whose SB3 set-up (`set_up_model`) then builds the
+        policy class it picks; the strategy to keep as `model.fast_paths`."""
+        strategy = cls.current()
+        model.policy_class = strategy.policy_class(model.policy_class)
+        set_up_model()
+        strategy.after_setup(model.policy)
+        return strategy
+
     def policy_class(self, policy_class: Any) -> Any:
         """The class to build: the fast subclass, or the stock class (a model loaded in a process
         whose fast paths are off)."""
@@ -71,6 +81,13 @@ class FastPathStrategy:
         return distribution_checks_off() if self.on else nullcontext()
 
 
-def saved_policy_class(policy_class: Any) -> Any:
-    """The class a saved model.zip names: the stock one, so stock SB3 loads the file."""
-    return stock_policy_class(policy_class)
+@contextmanager
+def saving_as_stock(model: Any) -> Iterator[None]:
+    """While `model` saves: its policy class is the stock one, so the model.zip names it and
+    stock SB3 loads the file."""
+    policy_class = model.policy_class
+    model.policy_class = stock_policy_class(policy_class)
+    try:
+        yield
+    finally:
+        model.policy_class = policy_class
