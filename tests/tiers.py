@@ -7,7 +7,7 @@ without anyone marking it.
   browser, build the docs site, or train real runs end to end through the CLI or a runner;
   the folders and modules below.
 - the rest are unit tests: `make test-quick` (`pytest -m "not slow and not integration"`)
-  runs them, in <= 3 minutes on 2 cores (measured in the closing notes of #44).
+  runs them, in <= 3 minutes on 2 cores (measured on docs/design/layout.md).
 
 `make test` runs every tier; CI calls it.
 """

@@ -95,8 +95,8 @@ def plan_lm(
             "pass --use-case rlhf (PPO) or --use-case reasoning (GRPO).",
         )
     if env is not None:
-        bad_option("--env", env, f"has no place in an {use_case} plan.", "leave out --env.")
+        bad_option("--env", env, f"has no place in the {use_case} plan.", "leave out --env.")
     if model_dir is None or prompts is None:
         missing = "--model-dir" if model_dir is None else "--prompts"
-        bad_option(missing, "", f"is required for an {use_case} plan.", f"pass {missing}.")
+        bad_option(missing, "", f"is required for the {use_case} plan.", f"pass {missing}.")
     return plan_lm_experiment(model_dir, prompts, budget, overrides, use_case=use_case)

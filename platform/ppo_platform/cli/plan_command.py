@@ -65,6 +65,9 @@ def plan(
     try:
         if model_dir is not None or prompts is not None:
             planned: Any = plan_lm(use_case, env, model_dir, prompts, budget, overrides or [])
+        elif env is None and use_case in ("rlhf", "reasoning"):
+            bad_option("--model-dir", "", f"is required for the {use_case} plan (a language "
+                       "model).", "pass --model-dir DIR --prompts FILE.jsonl.")  # fmt: skip
         elif env is None:
             bad_option("--env", "", "is required.", "pass --env ID (or --use-case rlhf "
                        "--model-dir DIR --prompts FILE for a language model).")  # fmt: skip

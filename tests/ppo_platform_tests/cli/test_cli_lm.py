@@ -201,3 +201,10 @@ def test_an_adaptive_kl_that_halves_beta_to_its_floor_is_named_inert(demo_home, 
 
     patched = load_any_spec(fixed)  # validates
     assert patched.lm.kl.target is None and patched.lm.kl.beta == 0.05  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("use_case", ["rlhf", "reasoning"])
+def test_a_language_model_plan_without_its_model_folder_names_the_missing_option(use_case):
+    result = CliRunner().invoke(app, ["plan", "--use-case", use_case, "--budget", "100"])
+    assert result.exit_code == 2
+    assert "--model-dir" in result.output and f"the {use_case} plan" in result.output
