@@ -74,6 +74,10 @@ PromptsFile = Annotated[
 ]
 
 
+# The plans of a language model (`--model-dir`, `--prompts`): PPO (rlhf) and GRPO (reasoning).
+LM_USE_CASES = ("rlhf", "reasoning")
+
+
 def plan_lm(
     use_case: str,
     env: str | None,
@@ -87,7 +91,7 @@ def plan_lm(
     from ppo_platform.cli.output import bad_option
     from ppo_platform.planner import plan_lm_experiment
 
-    if use_case not in ("rlhf", "reasoning"):
+    if use_case not in LM_USE_CASES:
         bad_option(
             "--use-case",
             use_case,

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from ppo_platform.cli.env_commands import EnvPackages
-from ppo_platform.cli.lm_commands import ModelDir, PromptsFile, plan_lm
+from ppo_platform.cli.lm_commands import LM_USE_CASES, ModelDir, PromptsFile, plan_lm
 from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.errors import PlatformError
@@ -63,11 +63,8 @@ def plan(
     # The same default folder as tune's, read now: relative to this call's working directory.
     folder = out if out is not None else Settings().outputs_dir
     try:
-        if model_dir is not None or prompts is not None:
+        if model_dir or prompts or (env is None and use_case in LM_USE_CASES):
             planned: Any = plan_lm(use_case, env, model_dir, prompts, budget, overrides or [])
-        elif env is None and use_case in ("rlhf", "reasoning"):
-            bad_option("--model-dir", "", f"is required for the {use_case} plan (a language "
-                       "model).", "pass --model-dir DIR --prompts FILE.jsonl.")  # fmt: skip
         elif env is None:
             bad_option("--env", "", "is required.", "pass --env ID (or --use-case rlhf "
                        "--model-dir DIR --prompts FILE for a language model).")  # fmt: skip
