@@ -195,6 +195,10 @@ NOT_PLANTED = {
     "lm_reward_hacking": "needs a reward whose terms can be exploited while a held-out reward "
     "falls; the demo task's reward is exact arithmetic",
     "lm_length_collapse": "needs a reward term that pays for ending early; the demo has none",
+    "lm_length_at_limit": "added to the vocabulary after the corpus was last run; a case "
+    "(max_new_tokens below the answer's length) is cheap but its rates are not measured yet",
+    "lm_group_no_signal": "added to the vocabulary after the corpus was last run; needs a GRPO "
+    "case whose groups all score alike; not measured yet",
 }
 # The LM causes can only be planted on the one LM family: twice there (cases x seeds).
 ONE_FAMILY_CAUSES = ("lm_kl_penalty_inert", "lm_kl_runaway")

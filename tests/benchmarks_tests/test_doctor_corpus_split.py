@@ -50,7 +50,13 @@ def test_every_cause_is_planted_twice_on_two_families_or_declared():
         families[fault.cause].add(family_of(fault))
         cases[fault.cause] += 1
     twice_on_two = {c for c in CAUSES if cases[c] >= 2 and len(families[c]) >= 2}
-    assert set(NOT_PLANTED) == {"entropy_collapse", "lm_reward_hacking", "lm_length_collapse"}
+    assert set(NOT_PLANTED) == {
+        "entropy_collapse",
+        "lm_reward_hacking",
+        "lm_length_collapse",
+        "lm_length_at_limit",
+        "lm_group_no_signal",
+    }
     assert twice_on_two == set(CAUSES) - set(NOT_PLANTED) - set(ONE_FAMILY_CAUSES)
     assert {c: families[c] for c in ONE_FAMILY_CAUSES} == {
         "lm_kl_penalty_inert": {"lm"},
