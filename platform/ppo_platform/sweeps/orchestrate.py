@@ -26,6 +26,8 @@ from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.machine import task_gpus
+from ppo_platform.sweeps.batches import again as run_again
+from ppo_platform.sweeps.batches import member_tasks, per_member
 from ppo_platform.sweeps.events import (
     MemberFinished,
     MemberOutcome,
@@ -39,7 +41,6 @@ from ppo_platform.sweeps.runs import (
     MemberFailure,
     finished_runs,
     open_parent_run,
-    resume_member,
     run_member,
     warm_worker,
 )
@@ -116,13 +117,22 @@ def run_sweep(
             tell(_started(spec, parent_run_id, len(members), earlier, n_workers, resumed))
             by_key = {m.key: m for m in members}
 
-            def collect(result: TaskResult) -> None:
-                outcome = _outcome(by_key[result.key], result)
-                outcomes[result.key] = outcome
-                trained = sum(not o.skipped for o in outcomes.values())
-                tell(MemberFinished(outcome, trained, len(todo), earlier))
+            tasks = member_tasks(
+                todo,
+                parent_run_id,
+                lineage,
+                settings,
+                lambda m: _member_task(m, parent_run_id, {**m.tags, **lineage}, settings),
+            )
+            task_of = {task.key: task for task in tasks}
 
-            tasks = [_member_task(m, parent_run_id, {**m.tags, **lineage}, settings) for m in todo]
+            def collect(result: TaskResult) -> None:
+                for each in per_member(result, task_of[result.key]):
+                    outcome = _outcome(by_key[each.key], each)
+                    outcomes[each.key] = outcome
+                    trained = sum(not o.skipped for o in outcomes.values())
+                    tell(MemberFinished(outcome, trained, len(todo), earlier))
+
             tracing.mark("sweep: parent run opened, training begins")
             if report:  # the report's matplotlib import, once start-up is over
                 threading.Thread(target=warm_plotting, name="warm-plotting", daemon=True).start()
@@ -191,9 +201,9 @@ def _train(
     """Train the members; one whose worker process or node died runs again (resumed)."""
 
     def again(task: Task, lost: TaskResult) -> Task:
-        tell(MemberRestarted(task.args[0].name, lost.error or "lost"))
-        # From its last checkpoint, on the resources it had.
-        return Task(task.key, resume_member, task.args, num_gpus=task.num_gpus)
+        for spec in _specs_of(task):
+            tell(MemberRestarted(spec.name, lost.error or "lost"))
+        return run_again(task)  # from its last checkpoints, on the resources it had
 
     run_tasks(
         tasks,
@@ -202,6 +212,12 @@ def _train(
         max_attempts=settings.max_attempts,
         again=again,
     )
+
+
+def _specs_of(task: Task) -> list[ExperimentSpec]:
+    """The specs a task trains: a lone member's, or each of a batch's (sweeps/batches.py)."""
+    first = task.args[0]
+    return [first] if isinstance(first, ExperimentSpec) else [spec for _, _, spec, _ in first]
 
 
 def _threshold(spec: ExperimentSpec) -> float | None:

@@ -144,23 +144,31 @@ class _Seed:
 
 @dataclass(frozen=True)
 class SeedsResult:
-    """Each seed's run: the results of those that ended, and why the others failed."""
+    """Each seed's run: the results of those that ended, why the others failed, and every
+    seed's run id (a failed seed's run is closed FAILED with why)."""
 
     results: dict[int, RunResult]
     failures: dict[int, str]
+    run_ids: dict[int, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class BatchMember:
+    """One seed of a batch as its own run: its spec (the batch's with its seed; a sweep's
+    member also has its own name) and its run's tags."""
+
+    seed: int
+    spec: ExperimentSpec
+    tags: dict[str, str]
 
 
 def _open(
-    spec: ExperimentSpec,
-    seed: int,
-    stack: contextlib.ExitStack,
-    options: dict[str, Any],
-    alongside: bool,
+    member: BatchMember, stack: contextlib.ExitStack, options: dict[str, Any], alongside: bool
 ) -> _Seed:
-    """Seed `seed`'s model, run and session; `alongside`: the batch's earlier runs are open."""
-    seed_spec = spec.with_seed(seed)
+    """`member`'s model, run and session; `alongside`: the batch's earlier runs are open."""
+    seed, seed_spec = member.seed, member.spec
     model = build_model(seed_spec, build_train_env(seed_spec))
-    tags = {**member_tags(spec, seed, options["tags"]), tag.TRAINING_PATH: "compiled"}
+    tags = {**member.tags, tag.TRAINING_PATH: "compiled"}
     tracker = RemoteRun.open(
         options["process"],
         options["settings"],
@@ -176,32 +184,49 @@ def _open(
     )
     session.path = {
         "training_path": "compiled",
-        "training_path_reason": f"compiled: {spec.compiled}",
+        "training_path_reason": f"compiled: {seed_spec.compiled}",
     }
     evaluator = session.begin(model, build_eval_env(seed_spec))
     evaluator.init_callback(model)
-    first_eval = spec.evaluation.every_timesteps
-    return _Seed(
-        seed, seed_spec, session, model, evaluator, first_eval, spec.checkpoints.every_timesteps
+    first_eval, first_checkpoint = (
+        seed_spec.evaluation.every_timesteps,
+        seed_spec.checkpoints.every_timesteps,
     )
+    return _Seed(seed, seed_spec, session, model, evaluator, first_eval, first_checkpoint)
 
 
 def run_seeds(
     spec: ExperimentSpec,
     seeds: Sequence[int],
     *,
+    tags: dict[str, str] | None = None,
+    **options: Any,
+) -> SeedsResult:
+    """Train `seeds` of `spec` together on the compiled path, one MLflow run each, named and
+    tagged as a batch's seeds (`member_tags`); `options` as for `run_members`."""
+    members = [BatchMember(s, spec.with_seed(s), member_tags(spec, s, tags)) for s in seeds]
+    return run_members(members, **options)
+
+
+def run_members(
+    batch: Sequence[BatchMember],
+    *,
     on_progress: Callable[[ProgressEvent], None] | None = None,
     cancel: threading.Event | None = None,
     settings: Settings | None = None,
     parent_run_id: str | None = None,
-    tags: dict[str, str] | None = None,
     defer_plot: bool = False,
     progress_for: Callable[[int], Callable[[ProgressEvent], None] | None] | None = None,
 ) -> SeedsResult:
-    """Train `seeds` of `spec` together on the compiled path, one MLflow run each (under
+    """Train `batch` together on the compiled path, one MLflow run each (under
     `parent_run_id`; `progress_for(seed)`: that seed's `on_progress`, else `on_progress`
-    hears every seed). A seed that diverges closes FAILED with why; the others go on. Ctrl-C
-    and SIGTERM checkpoint every seed and close its run KILLED, as for one run."""
+    hears every seed). The members' specs may differ in name and seed only. A seed that
+    diverges closes FAILED with why; the others go on. Ctrl-C and SIGTERM checkpoint every
+    seed and close its run KILLED, as for one run."""
+    config = compiled_config(batch[0].spec)
+    other = [m.seed for m in batch if compiled_config(m.spec) != config]
+    if other or len({m.seed for m in batch}) != len(batch):
+        raise ValueError(f"a compiled batch trains one configuration on distinct seeds: {other}")
     process = shared_tracking_process()
     settings = settings or get_settings()
     pin_threads(settings.torch_threads)
@@ -210,17 +235,17 @@ def run_seeds(
         "process": process,
         "settings": settings,
         "parent": parent_run_id,
-        "tags": tags or {},
         "progress_for": progress_for or (lambda seed: on_progress),
         "cancel": cancel,
         "defer_plot": defer_plot,
     }
     use_compilation_cache(settings.home / COMPILE_CACHE_FOLDER)
-    program = CompiledPPO(compiled_config(spec))
+    program = CompiledPPO(config)
+    seeds = [m.seed for m in batch]
     with runs_closed_on_interrupt(), contextlib.ExitStack() as stack:
-        members = [_open(spec, seed, stack, options, i > 0) for i, seed in enumerate(seeds)]
+        members = [_open(member, stack, options, i > 0) for i, member in enumerate(batch)]
         try:
-            program.train(list(seeds), _on_chunk(members, cancel), _next_chunk(members))
+            program.train(seeds, _on_chunk(members, cancel), _next_chunk(members))
         except KeyboardInterrupt:
             for member in members:
                 if not member.failure:
@@ -230,7 +255,8 @@ def run_seeds(
             for member in members:
                 member.model.env.close()
         results = {m.seed: m.session.finish(m.model, m.evaluator) for m in members if not m.failure}
-    return SeedsResult(results, {m.seed: m.failure for m in members if m.failure})
+    failures = {m.seed: m.failure for m in members if m.failure}
+    return SeedsResult(results, failures, {m.seed: m.session.tracker.run_id for m in members})
 
 
 def _on_chunk(members: list[_Seed], cancel: threading.Event) -> Callable[..., bool]:
@@ -283,10 +309,14 @@ def _seed_of(tree: Any, index: int) -> Any:
     return jax.tree_util.tree_map(lambda x: x[index], tree)
 
 
-def run_one(spec: ExperimentSpec, **options: Any) -> RunResult:
-    """One seed (`budget.seed`) on the compiled path, as `run_spec` trains one on torch's: a
-    diverged run raises TrainingError."""
-    done = run_seeds(spec, [spec.budget.seed], **options)
+def run_one(
+    spec: ExperimentSpec, *, tags: dict[str, str] | None = None, **options: Any
+) -> RunResult:
+    """One seed (`budget.seed`) on the compiled path, as `run_spec` trains one on torch's: its
+    own run with its own name and `tags` (a sweep member's stay its own); a diverged run
+    raises TrainingError."""
+    seed = spec.budget.seed
+    done = run_members([BatchMember(seed, spec, dict(tags or {}))], **options)
     if done.failures:
-        raise TrainingError(f"{done.failures[spec.budget.seed]}. Lower the learning rate or K.")
-    return done.results[spec.budget.seed]
+        raise TrainingError(f"{done.failures[seed]}. Lower the learning rate or K.")
+    return done.results[seed]
