@@ -4,7 +4,9 @@ Searched scores are noisy (a few seeds, a few evaluation episodes) and the sampl
 exploit that noise, so the winner of a search often does not hold on fresh seeds. With
 `tune.verify`, the `top_trials` best completed trials (by searched score) train again on each of
 `verify.seeds`, through the same `run_spec` path and the same worker pool a search uses, each as
-an MLflow run (kind `verify`, a child of the study run, with one training run per seed). A
+an MLflow run (kind `verify`, a child of the study run, with one training run per seed). On
+the compiled path (training/compiled_path.py) a trial's held-out seeds train together, as one
+batch in one process (training/compiled_batch.py), each still a training run of its own. A
 verified trial's held-out score is the same aggregate (mean or quantile) the search uses; the
 study's best is then the best by held-out score.
 
@@ -30,6 +32,8 @@ from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun
+from ppo_platform.training.compiled_path import training_path
+from ppo_platform.training.result import RunResult
 from ppo_platform.workloads import run_experiment
 
 if TYPE_CHECKING:
@@ -107,22 +111,22 @@ def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[
     values: list[float] = []
     timesteps = alerts = 0
     with run.tracker:
-        for index, seed in enumerate(spec.tune.verify.seeds):
-            curve = SeedCurve()
-            result = run_experiment(
-                held_out_spec(spec, trial_spec, seed),
-                on_progress=_curve_collector(curve),
-                cancel=threading.Event(),
-                settings=config.settings,
-                parent_run_id=run.run_id,
-                tags=_seed_tags(config.study_name, trial.number, seed),
-            )
+        seeds = spec.tune.verify.seeds
+        specs = [held_out_spec(spec, trial_spec, seed) for seed in seeds]
+        curves = {seed: SeedCurve() for seed in seeds}
+        tags = {seed: _seed_tags(config.study_name, trial.number, seed) for seed in seeds}
+        trained = _train_held_out(config, specs, curves, tags, run.run_id)
+        for index, seed in enumerate(seeds):
+            result = trained[seed]
+            if isinstance(result, str):  # diverged in a compiled batch: as a lone run raises
+                run.finish("FAIL", None, timesteps, alerts, f"seed {seed}: diverged")
+                raise TrainingError(f"held-out seed {seed}: {result}")
             timesteps, alerts = timesteps + result.timesteps, alerts + result.alerts
             if result.outcome != "completed" or result.final_eval_mean is None:
                 run.finish("FAIL", None, timesteps, alerts, f"seed {seed}: {result.outcome}")
                 raise RuntimeError(f"held-out seed {seed}: {result.outcome} {result.message}")
             total = trial_spec.budget.total_timesteps
-            values.append(seed_scores(spec.tune, result.final_eval_mean, curve, total)[0])
+            values.append(seed_scores(spec.tune, result.final_eval_mean, curves[seed], total)[0])
             run.log_seed(index, values[-1], result.timesteps, result.alerts)
         score = aggregate(values, spec.tune)
         run.finish("COMPLETE", score, timesteps, alerts)
@@ -136,6 +140,42 @@ def verify_trial(config: VerifyConfig, trial: optuna.trial.FrozenTrial) -> dict[
         "run_id": run.run_id,
         **spread(values, spec.tune.verify.solve_threshold),
     }
+
+
+def _train_held_out(
+    config: VerifyConfig,
+    specs: list[ExperimentSpec],
+    curves: dict[int, Any],
+    tags: dict[int, dict[str, str]],
+    parent_run_id: str,
+) -> dict[int, RunResult | str]:
+    """Each held-out seed's run: together as one batch on the compiled path (a seed that
+    diverged: why, as text), else one after another, stopping at the first that fails."""
+    seeds = [s.budget.seed for s in specs]
+    if len(specs) > 1 and training_path(specs[0])["training_path"] == "compiled":
+        from ppo_platform.training.compiled_batch import BatchMember, run_members  # jax
+
+        batch = [BatchMember(s.budget.seed, s, tags[s.budget.seed]) for s in specs]
+        done = run_members(
+            batch,
+            settings=config.settings,
+            parent_run_id=parent_run_id,
+            progress_for=lambda seed: _curve_collector(curves[seed]),
+        )
+        return {seed: done.results.get(seed) or done.failures[seed] for seed in seeds}
+    trained: dict[int, RunResult | str] = {}
+    for seed, seed_spec in zip(seeds, specs, strict=True):
+        trained[seed] = result = run_experiment(
+            seed_spec,
+            on_progress=_curve_collector(curves[seed]),
+            cancel=threading.Event(),
+            settings=config.settings,
+            parent_run_id=parent_run_id,
+            tags=tags[seed],
+        )
+        if result.outcome != "completed" or result.final_eval_mean is None:
+            break
+    return trained
 
 
 def _curve_collector(curve: Any) -> Any:

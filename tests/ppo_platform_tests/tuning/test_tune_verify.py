@@ -196,3 +196,33 @@ def _check_tracking(home: Settings, parent_run_id: str, verified: list[dict]) ->
             [experiment], filter_string=f"tags.mlflow.parentRunId = '{run.info.run_id}'"
         )
         assert sorted(s.data.tags[tag.SEED] for s in seeds) == ["10", "11"]
+
+
+@pytest.mark.slow
+def test_on_the_compiled_path_a_trials_held_out_seeds_train_together(
+    home: Settings, tiny_spec: Callable[..., ExperimentSpec], tmp_path: Path
+) -> None:
+    verify = {"seeds": [10, 11, 12], "top_trials": 1, "episodes": 2}
+    changes = {"budget.total_timesteps": 512, "evaluation.every_timesteps": 256}
+    spec = tiny_spec(**changes, **{"tune.verify": verify, "compiled": "on"})
+    result = run_study(spec, study_name="compiled", out_dir=tmp_path / "out", live=False)
+    verified = json.loads(result.outputs.summary_json.read_text())["verification"]
+    assert len(verified) == 1 and "error" not in verified[0]
+    entry = verified[0]
+    assert entry["seeds"] == [10, 11, 12] and len(entry["seed_values"]) == 3
+    assert entry["held_out_value"] == pytest.approx(np.mean(entry["seed_values"]))
+    assert entry["timesteps"] == 3 * 512
+    client = MlflowClient(home.tracking_uri)
+    experiment = client.get_run(entry["run_id"]).info.experiment_id
+    seeds = client.search_runs(
+        [experiment], filter_string=f"tags.mlflow.parentRunId = '{entry['run_id']}'"
+    )
+    assert sorted(s.data.tags[tag.SEED] for s in seeds) == ["10", "11", "12"]
+    assert {s.data.tags[tag.TRAINING_PATH] for s in seeds} == {"compiled"}
+    assert all(s.data.tags[tag.KIND] == "seed" for s in seeds)
+    by_seed = {int(s.data.tags[tag.SEED]): s for s in seeds}
+    for value, seed in zip(entry["seed_values"], [10, 11, 12], strict=True):
+        assert by_seed[seed].data.params["budget.seed"] == str(seed)
+        assert value == pytest.approx(by_seed[seed].data.metrics["eval/mean_reward"])
+    # One batch: every seed's run was open before any of them closed.
+    assert max(s.info.start_time for s in seeds) < min(s.info.end_time for s in seeds)
