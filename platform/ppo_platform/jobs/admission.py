@@ -1,7 +1,8 @@
 """Machine-wide memory admission: the dispatcher starts a job only if the estimated memory of
 every running job plus its own fits the memory budget, so two jobs that each fit cannot
 together take the machine. The estimate is validation's (`spec/resources.py`), per run, times
-the runs a job trains at once (a sweep's parallel members, a compiled batch's seeds)."""
+the runs a job trains at once (a sweep's parallel members, a compiled batch's seeds, and on the
+compiled path a sweep's parallel grid points with all their seeds)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from ppo_platform.errors import TrainingError
 from ppo_platform.execution.local import default_workers
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -28,11 +30,20 @@ def job_memory(spec_data: dict[str, Any], kind: str, settings: Settings | None =
     if kind == "sweep" and spec.sweep is not None:
         sweep = spec.sweep
         points = math.prod(len(values) for values in sweep.grid.values())
-        members = points * max(1, len(sweep.variants)) * len(sweep.seeds)
-        return per_run * max(1, min(members, default_workers()))
-    if kind == "seeds" and training_path(spec)["training_path"] == "compiled":
+        points *= max(1, len(sweep.variants))
+        if len(sweep.seeds) > 1 and _compiled(spec):  # a worker trains a point's seeds at once
+            return per_run * len(sweep.seeds) * max(1, min(points, default_workers()))
+        return per_run * max(1, min(points * len(sweep.seeds), default_workers()))
+    if kind == "seeds" and _compiled(spec):
         return per_run * len(spec.budget.seeds or [None])  # every seed's envs and model at once
     return per_run
+
+
+def _compiled(spec: ExperimentSpec) -> bool:
+    try:
+        return training_path(spec)["training_path"] == "compiled"
+    except TrainingError:  # `compiled: on` it cannot run: the run fails fast, alone
+        return False
 
 
 class MemoryAdmission:
