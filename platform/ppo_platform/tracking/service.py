@@ -268,7 +268,7 @@ class TrackingService:
     def rows(self, request: dict[str, Any]) -> dict[str, Any]:
         run = self._current(request)
         rows = [tuple(row) for row in request["rows"]]
-        write_rows(run.client, run.run_id, rows)  # type: ignore[arg-type]
+        write_rows(run.client, run.run_id, rows, run.uri)  # type: ignore[arg-type]
         for key, value, _, step in rows:
             if key in PLOTTED_METRICS:
                 run.history[key].append((step, value))

@@ -10,6 +10,7 @@ from typing import Any
 from ppo_platform.spec.names import path_inside
 from ppo_platform.tracking.gateway import retry
 from ppo_platform.tracking.process import MetricRow
+from ppo_platform.tracking.sqlite_metrics import write_metric_rows
 
 MAX_BATCH_PARAMS = 100
 MAX_BATCH_METRICS = 1000
@@ -33,10 +34,13 @@ def ensure_experiment(client: Any, name: str, artifact_root: Path | None = None)
         return str(found.experiment_id)
 
 
-def write_rows(client: Any, run_id: str, rows: list[MetricRow]) -> None:
-    """Write rows with `log_batch` in MLflow-sized chunks (retrying on SQLite locks)."""
+def write_rows(client: Any, run_id: str, rows: list[MetricRow], uri: str = "") -> None:
+    """Write rows: straight into a local SQLite store at `uri` (tracking/sqlite_metrics.py),
+    else with `log_batch` in MLflow-sized chunks (retrying on SQLite locks)."""
     from mlflow.entities import Metric
 
+    if write_metric_rows(uri, run_id, rows):
+        return
     metrics = [Metric(key, value, timestamp, step) for key, value, timestamp, step in rows]
     for start in range(0, len(metrics), MAX_BATCH_METRICS):
         chunk = metrics[start : start + MAX_BATCH_METRICS]
