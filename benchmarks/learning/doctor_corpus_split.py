@@ -8,7 +8,7 @@ and Acrobot-v1, the corpus of issue #35); its rates are reported on the held-out
 
 from __future__ import annotations
 
-from benchmarks.learning.doctor_corpus_cases import BASES, FAULTS, GOOD, Fault, Good
+from benchmarks.learning.doctor_corpus_cases import BASES, FAULTS, GOOD, LM_GOOD_SETS, Fault, Good
 
 TUNING_FAMILIES = ("classic_control",)
 HELD_OUT_FAMILIES = ("classic_continuous", "mujoco", "user_python", "lm", "atari")
@@ -39,6 +39,46 @@ def part_of(case: Fault | Good) -> str:
 def _env(kind: str, base: str) -> str:
     return f"Faulty{kind}-{base}"
 
+
+GRPO = ("advantage.estimator=grpo", "advantage.group_size=4")
+# The two LM causes added after the corpus first ran, each planted by two faults a user meets.
+LM_LENGTH_AND_GROUP_FAULTS = (
+    Fault(
+        "length_bonus",
+        "lm",
+        "length_penalty with its weight's sign flipped (-1 x per_token 1.0): every token pays "
+        "as much as a right answer; 120 updates (the drift shows late)",
+        "lm_length_at_limit",
+        (
+            *LM_GOOD_SETS,
+            "lm.rewards=[{name: exact_answer}, "
+            "{name: length_penalty, weight: -1.0, params: {per_token: 1.0}}]",
+        ),
+        budget=120,
+    ),
+    Fault(
+        "max_new_tokens_short",
+        "lm",
+        "max_new_tokens 1, below the two-digit answers' length: every response is cut",
+        "lm_length_at_limit",
+        (*LM_GOOD_SETS, "lm.generation.max_new_tokens=1"),
+    ),
+    Fault(
+        "grpo_near_greedy",
+        "lm",
+        "GRPO groups of 4 sampled at temperature 0.05: a group's responses are one response",
+        "lm_group_no_signal",
+        (*LM_GOOD_SETS, *GRPO, "lm.generation.temperature=0.05"),
+    ),
+    Fault(
+        "grpo_format_never_met",
+        "lm",
+        "GRPO groups of 4 rewarded only for a format the SFT model never writes "
+        "(regex ^<answer>): every score is 0",
+        "lm_group_no_signal",
+        (*LM_GOOD_SETS, *GRPO, "lm.rewards=[{name: regex, params: {pattern: '^<answer>'}}]"),
+    ),
+)
 
 GROWN_FAULTS = (
     # The first-update collapse (issue #47): a learning rate so large that one update
@@ -178,12 +218,17 @@ GROWN_FAULTS = (
         "lm_kl_runaway",
         ("lm.kl.target=null", "lm.kl.beta=0.001", "update.learning_rate.start=3.0e-3"),
     ),
+    *LM_LENGTH_AND_GROUP_FAULTS,
 )
 # Known-good configs of the held-out families at budgets where they learn (seeds: configs).
 GROWN_GOOD = (
     *(Good(f"reach seed {s}", base="reach", seed=s) for s in range(1, 6)),
     *(Good(f"reach_discrete seed {s}", base="reach_discrete", seed=s) for s in range(1, 6)),
     *(Good(f"lm seed {s}", base="lm", seed=s) for s in (1, 2)),
+    # the new LM causes' known-good: a GRPO run (its groups' spread is logged) and the demo at
+    # the length fault's 120 updates
+    *(Good(f"lm grpo seed {s}", base="lm", seed=s, sets=GRPO) for s in (0, 1)),
+    Good("lm 120 updates", base="lm", budget=120),
 )
 ALL_FAULTS = (*FAULTS, *GROWN_FAULTS)
 ALL_GOOD = (*GOOD, *GROWN_GOOD)
@@ -195,10 +240,11 @@ NOT_PLANTED = {
     "lm_reward_hacking": "needs a reward whose terms can be exploited while a held-out reward "
     "falls; the demo task's reward is exact arithmetic",
     "lm_length_collapse": "needs a reward term that pays for ending early; the demo has none",
-    "lm_length_at_limit": "added to the vocabulary after the corpus was last run; a case "
-    "(max_new_tokens below the answer's length) is cheap but its rates are not measured yet",
-    "lm_group_no_signal": "added to the vocabulary after the corpus was last run; needs a GRPO "
-    "case whose groups all score alike; not measured yet",
 }
 # The LM causes can only be planted on the one LM family: twice there (cases x seeds).
-ONE_FAMILY_CAUSES = ("lm_kl_penalty_inert", "lm_kl_runaway")
+ONE_FAMILY_CAUSES = (
+    "lm_kl_penalty_inert",
+    "lm_kl_runaway",
+    "lm_length_at_limit",
+    "lm_group_no_signal",
+)
