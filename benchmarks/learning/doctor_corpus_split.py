@@ -230,6 +230,31 @@ GROWN_GOOD = (
     *(Good(f"lm grpo seed {s}", base="lm", seed=s, sets=GRPO) for s in (0, 1)),
     Good("lm 120 updates", base="lm", budget=120),
 )
+# What was measured while the LM length and group cases were chosen (the page shows it): the
+# cases were fixed after these probes, so they are disclosed, not hidden.
+PLANTING_NOTES = (
+    "Each of the four LM length and group cases was probed (seed 0, outside the corpus, the "
+    "doctor's answer seen) before the corpus run: these rows are not blind to the case "
+    "choice; no threshold or rule was changed after the probes.",
+    "lm/length_bonus was probed before its size and budget were fixed (runs outside the corpus, "
+    "seed 0; from 60 updates seeds 0 and 1): per_token 0.1 and 0.5 at 5 updates and 0.5 at 30 "
+    "left the mean "
+    "length at 2.9-3.5 of 4 (no drift to the limit); per_token 1.0 and 2.0 at 60 updates drifted "
+    "to 3.6-4.0 with 3-34% of responses still ending (EOS), and the doctor named nothing (1.0) "
+    "or `lm_kl_runaway` (2.0, KL to the reference ~9 nats); per_token 1.0 at 120 updates is the "
+    "case.",
+    "lm/max_new_tokens_short: `lm_length_at_limit` fires only on a drift (the first update "
+    "below 95% of the limit); responses at the limit from the first update are left out by "
+    "design, and the LM rules have no rule for a reward that is 0 on every response (GAE runs "
+    "log no group spread; `no_reward_signal` reads episode returns, which LM runs do not log). "
+    "Not changed: the tuning part has no LM family to justify a rule on.",
+    "LM recovery is not judged (the page's rule needs a known-good return above a random "
+    "policy's; the LM demo reports a final eval reward, and at 5 updates its known-good run does "
+    "not move from the SFT start). The group faults' patched re-runs (advantage.group_size 16) "
+    "were read from the kept runs: groups scoring alike 0.69-0.94 (near-greedy; the fault's "
+    "0.72-0.94; a known-good GRPO run's 0.25-0.53) and 1.0 (format never met, as the fault): "
+    "the patch restores no signal on either.",
+)
 ALL_FAULTS = (*FAULTS, *GROWN_FAULTS)
 ALL_GOOD = (*GOOD, *GROWN_GOOD)
 

@@ -115,7 +115,6 @@ def test_a_finished_run_reports_result_alerts_metrics_artifacts(
     assert all(f'<strong class="mono">{c["cause"]}</strong>' in html for c in causes)
 
 
-
 def test_a_run_too_short_to_judge_says_not_judged_on_its_page(
     alice, post_spec, tiny, wait, server, keys
 ) -> None:
@@ -129,6 +128,7 @@ def test_a_run_too_short_to_judge_says_not_judged_on_its_page(
     html = page.get(f"/experiments/{job_id}").text
     assert f'<p id="thin-evidence">Not judged: {diagnosis["thin_evidence"]}</p>' in html
     assert "No cause found" not in html
+
 
 def _sse(client: httpx.Client, job_id: str, last: int | None = None, count: int | None = None):
     headers = {"Last-Event-ID": str(last)} if last is not None else {}
