@@ -229,6 +229,18 @@ GROWN_GOOD = (
     # the length fault's 120 updates
     *(Good(f"lm grpo seed {s}", base="lm", seed=s, sets=GRPO) for s in (0, 1)),
     Good("lm 120 updates", base="lm", budget=120),
+    # a user's env whose optimum is deterministic (found while trying to plant entropy_collapse)
+    *(
+        Good(
+            f"lock seed {s}",
+            what="benchmarks/learning/corpus_specs/lock.yaml",
+            budget=20_000,
+            quick=20_000,
+            family="user_python",
+            seed=s,
+        )
+        for s in (0, 1)
+    ),
 )
 # What was measured while the LM length and group cases were chosen (the page shows it): the
 # cases were fixed after these probes, so they are disclosed, not hidden.
