@@ -229,7 +229,8 @@ GROWN_GOOD = (
     # the length fault's 120 updates
     *(Good(f"lm grpo seed {s}", base="lm", seed=s, sets=GRPO) for s in (0, 1)),
     Good("lm 120 updates", base="lm", budget=120),
-    # a user's env whose optimum is deterministic (found while trying to plant entropy_collapse)
+    # a user's env whose optimum is deterministic: found while trying to plant entropy_collapse,
+    # added after the doctor's answer on this spec was seen (a false alarm kept, not hidden)
     *(
         Good(
             f"lock seed {s}",
@@ -273,7 +274,11 @@ ALL_GOOD = (*GOOD, *GROWN_GOOD)
 # Causes of the vocabulary no case plants yet, and why (the case-list test holds them to this).
 NOT_PLANTED = {
     "entropy_collapse": "no cheap fault collapses a discrete policy's entropy early without a "
-    "step too large (which the doctor names instead, as it should); not found in time",
+    "step too large (which the doctor names instead, as it should). Tried: a negative entropy "
+    "coefficient (the spec refuses it), a combination lock with a decoy (Lock-v0, 5-7 stages, "
+    "decoy 0.1-0.3, entropy_coef 0-0.05, 2 seeds each): PPO opened every lock, so there was no "
+    "fault to plant; every one of those solved runs was named entropy_collapse (see lock seed "
+    "0 and 1 in the known-good set)",
     "lm_reward_hacking": "needs a reward whose terms can be exploited while a held-out reward "
     "falls; the demo task's reward is exact arithmetic",
     "lm_length_collapse": "needs a reward term that pays for ending early; the demo has none",
