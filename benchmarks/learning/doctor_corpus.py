@@ -146,7 +146,8 @@ def fault_row(fault: Any, seed: int, budgets: dict[str, int], work: Path, home: 
     """One planted fault, one seed: its run, the doctor's verdict, and the patched spec."""
     base = BASES[fault.base]
     spec = base_spec(base.source, base.what, base.budget, work / "specs", home)
-    sets = [*base.sets, *fault.sets, *budget_sets(base, budgets[base.name]), f"budget.seed={seed}"]
+    budget = fault.budget or budgets[base.name]
+    sets = [*base.sets, *fault.sets, *budget_sets(base, budget), f"budget.seed={seed}"]
     if fault.env:
         sets.append(f"env.id={fault.env}")
     run = train(spec, sets, home)
@@ -186,8 +187,8 @@ def good_row(good: Any, seed: int, budgets: dict[str, int], work: Path, home: Pa
     base = BASES[good.base] if good.base else None
     if base is not None:
         spec = base_spec(base.source, base.what, base.budget, work / "specs", home)
-        sets = [*base.sets, *budget_sets(base, budgets[base.name])]
-        sets += list(LM_GOOD_SETS) if base.name == "lm" else []
+        sets = [*base.sets, *budget_sets(base, good.budget or budgets[base.name])]
+        sets += [*LM_GOOD_SETS, *good.sets] if base.name == "lm" else list(good.sets)
     else:
         spec = base_spec(good.source, good.what, good.budget, work / "specs", home)
         sets = budget_sets(None, good.quick if budgets.get("quick") else good.budget)

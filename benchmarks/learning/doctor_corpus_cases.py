@@ -76,7 +76,8 @@ BASES = {
 class Fault:
     """One documented fault planted in a base: `sets` (spec fields) and/or `env` (a faulty env
     id); `cause` the doctor should name first; `fixable`: a spec patch can fix it; `onset` the
-    env step (of one env) the fault starts at."""
+    env step (of one env) the fault starts at; `budget` its own (LM: updates) where the fault
+    shows only late (0: the base's)."""
 
     name: str
     base: str
@@ -86,6 +87,7 @@ class Fault:
     env: str | None = None
     fixable: bool = True
     onset: int = 0
+    budget: int = 0
 
 
 FAULTS = (
@@ -183,7 +185,8 @@ FAULTS = (
 
 @dataclass(frozen=True)
 class Good:
-    """A known-good config: a base (its budget) or a spec of its own, `budget` env steps."""
+    """A known-good config: a base (its budget unless `budget`; `sets` on top of the base's) or
+    a spec of its own, `budget` env steps."""
 
     name: str
     base: str | None = None

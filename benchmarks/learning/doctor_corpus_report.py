@@ -6,7 +6,11 @@ from typing import Any
 
 from benchmarks.harness import header
 from benchmarks.learning.doctor_corpus_cases import BASES, DROPPED, Base
-from benchmarks.learning.doctor_corpus_split import HELD_OUT_FAMILIES, TUNING_FAMILIES
+from benchmarks.learning.doctor_corpus_split import (
+    HELD_OUT_FAMILIES,
+    PLANTING_NOTES,
+    TUNING_FAMILIES,
+)
 from benchmarks.learning.doctor_corpus_stats import (
     calibration_lines,
     confusion_lines,
@@ -191,6 +195,10 @@ def render(report: dict[str, Any]) -> str:
         "Faults tried and dropped (no fault at this budget):",
         "",
         *(f"- {line}" for line in DROPPED),
+        "",
+        "Notes on planting (measured while the cases were chosen):",
+        "",
+        *(f"- {line}" for line in PLANTING_NOTES),
         "",
         "## Known-good set",
         "",

@@ -8,7 +8,7 @@ and Acrobot-v1, the corpus of issue #35); its rates are reported on the held-out
 
 from __future__ import annotations
 
-from benchmarks.learning.doctor_corpus_cases import BASES, FAULTS, GOOD, Fault, Good
+from benchmarks.learning.doctor_corpus_cases import BASES, FAULTS, GOOD, LM_GOOD_SETS, Fault, Good
 
 TUNING_FAMILIES = ("classic_control",)
 HELD_OUT_FAMILIES = ("classic_continuous", "mujoco", "user_python", "lm", "atari")
@@ -39,6 +39,46 @@ def part_of(case: Fault | Good) -> str:
 def _env(kind: str, base: str) -> str:
     return f"Faulty{kind}-{base}"
 
+
+GRPO = ("advantage.estimator=grpo", "advantage.group_size=4")
+# The two LM causes added after the corpus first ran, each planted by two faults a user meets.
+LM_LENGTH_AND_GROUP_FAULTS = (
+    Fault(
+        "length_bonus",
+        "lm",
+        "length_penalty with its weight's sign flipped (-1 x per_token 1.0): every token pays "
+        "as much as a right answer; 120 updates (the drift shows late)",
+        "lm_length_at_limit",
+        (
+            *LM_GOOD_SETS,
+            "lm.rewards=[{name: exact_answer}, "
+            "{name: length_penalty, weight: -1.0, params: {per_token: 1.0}}]",
+        ),
+        budget=120,
+    ),
+    Fault(
+        "max_new_tokens_short",
+        "lm",
+        "max_new_tokens 1, below the two-digit answers' length: every response is cut",
+        "lm_length_at_limit",
+        (*LM_GOOD_SETS, "lm.generation.max_new_tokens=1"),
+    ),
+    Fault(
+        "grpo_near_greedy",
+        "lm",
+        "GRPO groups of 4 sampled at temperature 0.05: a group's responses are one response",
+        "lm_group_no_signal",
+        (*LM_GOOD_SETS, *GRPO, "lm.generation.temperature=0.05"),
+    ),
+    Fault(
+        "grpo_format_never_met",
+        "lm",
+        "GRPO groups of 4 rewarded only for a format the SFT model never writes "
+        "(regex ^<answer>): every score is 0",
+        "lm_group_no_signal",
+        (*LM_GOOD_SETS, *GRPO, "lm.rewards=[{name: regex, params: {pattern: '^<answer>'}}]"),
+    ),
+)
 
 GROWN_FAULTS = (
     # The first-update collapse (issue #47): a learning rate so large that one update
@@ -178,12 +218,55 @@ GROWN_FAULTS = (
         "lm_kl_runaway",
         ("lm.kl.target=null", "lm.kl.beta=0.001", "update.learning_rate.start=3.0e-3"),
     ),
+    *LM_LENGTH_AND_GROUP_FAULTS,
 )
 # Known-good configs of the held-out families at budgets where they learn (seeds: configs).
 GROWN_GOOD = (
     *(Good(f"reach seed {s}", base="reach", seed=s) for s in range(1, 6)),
     *(Good(f"reach_discrete seed {s}", base="reach_discrete", seed=s) for s in range(1, 6)),
     *(Good(f"lm seed {s}", base="lm", seed=s) for s in (1, 2)),
+    # the new LM causes' known-good: a GRPO run (its groups' spread is logged) and the demo at
+    # the length fault's 120 updates
+    *(Good(f"lm grpo seed {s}", base="lm", seed=s, sets=GRPO) for s in (0, 1)),
+    Good("lm 120 updates", base="lm", budget=120),
+    # a user's env whose optimum is deterministic: found while trying to plant entropy_collapse,
+    # added after the doctor's answer on this spec was seen (a false alarm kept, not hidden)
+    *(
+        Good(
+            f"lock seed {s}",
+            what="benchmarks/learning/corpus_specs/lock.yaml",
+            budget=20_000,
+            quick=20_000,
+            family="user_python",
+            seed=s,
+        )
+        for s in (0, 1)
+    ),
+)
+# What was measured while the LM length and group cases were chosen (the page shows it): the
+# cases were fixed after these probes, so they are disclosed, not hidden.
+PLANTING_NOTES = (
+    "Each of the four LM length and group cases was probed (seed 0, outside the corpus, the "
+    "doctor's answer seen) before the corpus run: these rows are not blind to the case "
+    "choice; no threshold or rule was changed after the probes.",
+    "lm/length_bonus was probed before its size and budget were fixed (runs outside the corpus, "
+    "seed 0; from 60 updates seeds 0 and 1): per_token 0.1 and 0.5 at 5 updates and 0.5 at 30 "
+    "left the mean "
+    "length at 2.9-3.5 of 4 (no drift to the limit); per_token 1.0 and 2.0 at 60 updates drifted "
+    "to 3.6-4.0 with 3-34% of responses still ending (EOS), and the doctor named nothing (1.0) "
+    "or `lm_kl_runaway` (2.0, KL to the reference ~9 nats); per_token 1.0 at 120 updates is the "
+    "case.",
+    "lm/max_new_tokens_short: `lm_length_at_limit` fires only on a drift (the first update "
+    "below 95% of the limit); responses at the limit from the first update are left out by "
+    "design, and the LM rules have no rule for a reward that is 0 on every response (GAE runs "
+    "log no group spread; `no_reward_signal` reads episode returns, which LM runs do not log). "
+    "Not changed: the tuning part has no LM family to justify a rule on.",
+    "LM recovery is not judged (the page's rule needs a known-good return above a random "
+    "policy's; the LM demo reports a final eval reward, and at 5 updates its known-good run does "
+    "not move from the SFT start). The group faults' patched re-runs (advantage.group_size 16) "
+    "were read from the kept runs: groups scoring alike 0.69-0.94 (near-greedy; the fault's "
+    "0.72-0.94; a known-good GRPO run's 0.25-0.53) and 1.0 (format never met, as the fault): "
+    "the patch restores no signal on either.",
 )
 ALL_FAULTS = (*FAULTS, *GROWN_FAULTS)
 ALL_GOOD = (*GOOD, *GROWN_GOOD)
@@ -191,14 +274,19 @@ ALL_GOOD = (*GOOD, *GROWN_GOOD)
 # Causes of the vocabulary no case plants yet, and why (the case-list test holds them to this).
 NOT_PLANTED = {
     "entropy_collapse": "no cheap fault collapses a discrete policy's entropy early without a "
-    "step too large (which the doctor names instead, as it should); not found in time",
+    "step too large (which the doctor names instead, as it should). Tried: a negative entropy "
+    "coefficient (the spec refuses it), a combination lock with a decoy (Lock-v0, 5-7 stages, "
+    "decoy 0.1-0.3, entropy_coef 0-0.05, 2 seeds each): PPO opened every lock, so there was no "
+    "fault to plant; every one of those solved runs was named entropy_collapse (see lock seed "
+    "0 and 1 in the known-good set)",
     "lm_reward_hacking": "needs a reward whose terms can be exploited while a held-out reward "
     "falls; the demo task's reward is exact arithmetic",
     "lm_length_collapse": "needs a reward term that pays for ending early; the demo has none",
-    "lm_length_at_limit": "added to the vocabulary after the corpus was last run; a case "
-    "(max_new_tokens below the answer's length) is cheap but its rates are not measured yet",
-    "lm_group_no_signal": "added to the vocabulary after the corpus was last run; needs a GRPO "
-    "case whose groups all score alike; not measured yet",
 }
 # The LM causes can only be planted on the one LM family: twice there (cases x seeds).
-ONE_FAMILY_CAUSES = ("lm_kl_penalty_inert", "lm_kl_runaway")
+ONE_FAMILY_CAUSES = (
+    "lm_kl_penalty_inert",
+    "lm_kl_runaway",
+    "lm_length_at_limit",
+    "lm_group_no_signal",
+)

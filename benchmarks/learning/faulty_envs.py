@@ -14,8 +14,9 @@ right?"). An operator env package: name it with `--env-package benchmarks.learni
 | ZeroReward | every reward is 0 (nothing to follow) | the first step |
 | NarrowActions | the action Box is `NARROW` x the base's (most samples clipped) | the first step |
 
-It also registers a user's plain Python env, `Reach-v0` (continuous) and `ReachDiscrete-v0`:
-the env family the doctor's thresholds were never chosen on (its held-out part).
+It also registers a user's plain Python envs, `Reach-v0` (continuous), `ReachDiscrete-v0` and
+`Lock-v0` (a short combination lock with a decoy): the env family the doctor's thresholds were
+never chosen on (its held-out part).
 """
 
 from __future__ import annotations
@@ -117,6 +118,36 @@ class Reach(gym.Env):  # type: ignore[type-arg]
         return self._obs(), -abs(self.target - self.position), False, False, {}
 
 
+class Lock(gym.Env):  # type: ignore[type-arg]
+    """A user's plain Python env: `stages` steps of a combination lock. Each step either cashes
+    out (action 0: `decoy`, the episode ends) or goes on (action 1); going on past the last
+    stage pays 1. Observation: the stage, one-hot. The optimal policy is deterministic."""
+
+    def __init__(self, stages: int = 5, decoy: float = 0.1) -> None:
+        self.stages, self.decoy = stages, decoy
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (stages,), dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(2)
+        self.stage = 0
+
+    def _obs(self) -> np.ndarray:
+        return np.eye(self.stages, dtype=np.float32)[self.stage]
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        super().reset(seed=seed)
+        self.stage = 0
+        return self._obs(), {}
+
+    def step(self, action: Any) -> tuple[Any, SupportsFloat, bool, bool, dict[str, Any]]:
+        if int(action) == 0:
+            return self._obs(), self.decoy, True, False, {}
+        if self.stage == self.stages - 1:
+            return self._obs(), 1.0, True, False, {}
+        self.stage += 1
+        return self._obs(), 0.0, False, False, {}
+
+
 class ObsScale(gym.ObservationWrapper):  # type: ignore[type-arg]
     def __init__(self, env: gym.Env) -> None:  # type: ignore[type-arg]
         super().__init__(env)
@@ -155,6 +186,8 @@ def env_id(kind: str, base: str) -> str:
 
 
 def register() -> None:
+    if "Lock-v0" not in gym.registry:
+        gym.register("Lock-v0", entry_point=Lock, max_episode_steps=50)
     for name, discrete in zip(REACH, (False, True), strict=True):
         if name not in gym.registry:
             gym.register(

@@ -115,6 +115,21 @@ def test_a_finished_run_reports_result_alerts_metrics_artifacts(
     assert all(f'<strong class="mono">{c["cause"]}</strong>' in html for c in causes)
 
 
+def test_a_run_too_short_to_judge_says_not_judged_on_its_page(
+    alice, post_spec, tiny, wait, server, keys
+) -> None:
+    job_id = post_spec(alice, tiny(128, name="thin")).json()["id"]  # 2 updates of 64 steps
+    assert wait(alice, job_id)["status"] == "succeeded"
+    diagnosis = alice.get(f"/v1/experiments/{job_id}/diagnosis").json()
+    assert diagnosis["causes"] == []
+    assert diagnosis["thin_evidence"].startswith("the run logged 2 update(s); a cause is judged")
+    page = httpx.Client(base_url=server.url, timeout=30)
+    assert page.post("/login", data={"api_key": keys["alice"]}).status_code == 303
+    html = page.get(f"/experiments/{job_id}").text
+    assert f'<p id="thin-evidence">Not judged: {diagnosis["thin_evidence"]}</p>' in html
+    assert "No cause found" not in html
+
+
 def _sse(client: httpx.Client, job_id: str, last: int | None = None, count: int | None = None):
     headers = {"Last-Event-ID": str(last)} if last is not None else {}
     events = []

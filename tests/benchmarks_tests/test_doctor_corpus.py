@@ -66,6 +66,16 @@ def test_the_raising_env_raises_its_own_error_at_the_claimed_step():
     assert steps == faulty_envs.ONSET_STEPS - 1
 
 
+def test_the_lock_pays_its_decoy_on_cashing_out_and_one_past_its_last_stage():
+    env = gym.make("Lock-v0")
+    env.reset(seed=0)
+    assert env.step(0)[1:3] == (0.1, True)  # cash out at stage 0
+    env.reset(seed=0)
+    outcomes = [env.step(1) for _ in range(5)]
+    assert [(r, done) for _, r, done, _, _ in outcomes] == [(0.0, False)] * 4 + [(1.0, True)]
+    assert [int(np.argmax(obs)) for obs, *_ in outcomes[:4]] == [1, 2, 3, 4]
+
+
 def test_the_corpus_is_the_size_the_issue_asks():
     envs = {fault.base for fault in FAULTS}
     assert len(FAULTS) * 2 >= 14 and len(envs) >= 5

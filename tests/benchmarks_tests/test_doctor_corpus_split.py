@@ -54,14 +54,15 @@ def test_every_cause_is_planted_twice_on_two_families_or_declared():
         "entropy_collapse",
         "lm_reward_hacking",
         "lm_length_collapse",
-        "lm_length_at_limit",
-        "lm_group_no_signal",
     }
     assert twice_on_two == set(CAUSES) - set(NOT_PLANTED) - set(ONE_FAMILY_CAUSES)
     assert {c: families[c] for c in ONE_FAMILY_CAUSES} == {
         "lm_kl_penalty_inert": {"lm"},
         "lm_kl_runaway": {"lm"},
+        "lm_length_at_limit": {"lm"},
+        "lm_group_no_signal": {"lm"},
     }
+    assert cases["lm_length_at_limit"] == cases["lm_group_no_signal"] == 2
     assert {"critic_not_learning", "action_saturation"} <= twice_on_two
 
 
