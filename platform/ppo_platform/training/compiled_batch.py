@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ppo_platform import tracing
 from ppo_platform.envs.build import build_eval_env, build_train_env
 from ppo_platform.errors import TrainingError
 from ppo_platform.execution.threads import pin_threads
@@ -242,10 +243,13 @@ def run_members(
     use_compilation_cache(settings.home / COMPILE_CACHE_FOLDER)
     program = CompiledPPO(config)
     seeds = [m.seed for m in batch]
+    tracing.mark("compiled: program built")
     with runs_closed_on_interrupt(), contextlib.ExitStack() as stack:
         members = [_open(member, stack, options, i > 0) for i, member in enumerate(batch)]
+        tracing.mark("compiled: runs opened, models built")
         try:
             program.train(seeds, _on_chunk(members, cancel), _next_chunk(members))
+            tracing.mark("compiled: training done")
         except KeyboardInterrupt:
             for member in members:
                 if not member.failure:
@@ -261,6 +265,7 @@ def run_members(
 
 def _on_chunk(members: list[_Seed], cancel: threading.Event) -> Callable[..., bool]:
     def on_chunk(first: int, metrics: dict[str, np.ndarray], state: dict[str, Any]) -> bool:
+        tracing.mark(f"compiled: chunk from update {first} trained")
         names = list(metrics)
         params = jax_to_numpy(state["params"])
         opt = jax_to_numpy(state["opt"])
@@ -272,6 +277,7 @@ def _on_chunk(members: list[_Seed], cancel: threading.Event) -> Callable[..., bo
                 continue
             member.take(_seed_of(params, index), _seed_of(opt, index))
             member.stopped = member.session._stop_requested()
+        tracing.mark(f"compiled: chunk from update {first} fed to the sessions")
         return cancel.is_set() or all(m.stopped or m.failure for m in members)
 
     return on_chunk
