@@ -238,7 +238,9 @@ def run_members(
         "parent": parent_run_id,
         "progress_for": progress_for or (lambda seed: on_progress),
         "cancel": cancel,
-        "defer_plot": defer_plot,
+        # A batch's seeds close one after another: their plots are drawn while the next
+        # seed is evaluated and saved, not before each close is answered.
+        "defer_plot": defer_plot or len(batch) > 1,
     }
     use_compilation_cache(settings.home / COMPILE_CACHE_FOLDER)
     program = CompiledPPO(config)

@@ -97,6 +97,11 @@ def test_run_seeds_trains_each_seed_as_a_run_under_one_parent(platform_home, tmp
     assert sorted(r.data.params["budget.seed"] for r in children) == ["1", "2", "4"]
     assert all(r.info.status == "FINISHED" for r in children)
     assert all("eval/mean_reward" in r.data.metrics for r in children)
+    # Each seed's plot was drawn after its close was answered, before the command ended.
+    for child in children:
+        assert [a.path for a in client.list_artifacts(child.info.run_id, "plots")] == [
+            "plots/training_curves.png"
+        ]
 
 
 def test_a_second_process_loads_the_compiled_programs_and_trains_the_same(platform_home, tmp_path):
