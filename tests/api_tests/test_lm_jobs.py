@@ -103,7 +103,10 @@ def test_an_lm_spec_with_tune_runs_as_a_study_job(lm_server):
 
 @pytest.mark.slow
 def test_an_lm_spec_with_a_sweep_runs_as_a_sweep_job(lm_server):
-    variants = [{"advantage.estimator": "gae"}, {"advantage.estimator": "rloo"}]
+    variants = [
+        {"advantage.estimator": "gae"},
+        {"advantage.estimator": "rloo", "advantage.group_size": 2},
+    ]
     sweep = {"variants": variants, "seeds": [0]}
     with lm_server.client("alice") as alice:
         response = submit(alice, short_spec(budget__updates=2, sweep=sweep))
@@ -112,7 +115,8 @@ def test_an_lm_spec_with_a_sweep_runs_as_a_sweep_job(lm_server):
         job = wait_for(alice, response.json()["id"], timeout=600)
         assert job["status"] == "succeeded", job["error"]
         runs = job["result"]["runs"]
-        assert [r["name"] for r in runs] == ["lm-arithmetic-gae-s0", "lm-arithmetic-rloo-s0"]
+        names = [r["name"] for r in runs]
+        assert names == ["lm-arithmetic-gae-s0", "lm-arithmetic-rloo-group_size2-s0"]
         assert all(r["status"] == "FINISHED" and 0.0 <= r["final_eval_mean"] <= 1.0 for r in runs)
         assert job["result"]["parent_run_id"] == job["mlflow_run_id"]
 
