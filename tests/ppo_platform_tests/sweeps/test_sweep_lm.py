@@ -140,3 +140,19 @@ def test_an_lm_sweep_from_outside_counts_every_members_tokens(demo_home: Path, t
     (issue,) = refused.value.issues
     assert issue.path == "budget.updates" and issue.rule == "max_env_steps"
     assert "the sweep could generate 192 tokens" in issue.message
+
+
+def test_the_shipped_comparison_expands_into_four_variants_of_five_seeds(demo_home: Path):
+    spec = load_any_spec(SPEC.parent / "lm_compare.yaml")
+    members = expand_sweep(spec)
+    assert len(members) == 20 and {m.seed for m in members} == {1, 2, 3, 4, 5}
+    kinds = {
+        (m.spec.advantage.estimator, m.spec.surrogate.objective)
+        for m in members
+        if isinstance(m.spec, LMExperimentSpec)
+    }
+    assert kinds == {("gae", "ppo"), ("grpo", "ppo"), ("rloo", "ppo"), ("grpo", "gspo")}
+    for member in members:  # every variant samples 128 responses per update
+        assert isinstance(member.spec, LMExperimentSpec)
+        assert member.spec.responses_per_update == 128
+        assert member.spec.critic_free == (member.spec.advantage.estimator != "gae")
