@@ -108,9 +108,8 @@ def render(result: dict[str, Any]) -> str:
         )
     lines += ["", "| A | B | P(A > B) [95% CI] | verdict |", "|---|---|---|---|"]
     for p in found["pairs"]:
-        lines.append(
-            f"| {p['a']} | {p['b']} | {p['probability_of_improvement']:.2f} {_ci(p['ci'])} | {p['verdict']} |"
-        )
+        chance = p["probability_of_improvement"]
+        lines.append(f"| {p['a']} | {p['b']} | {chance:.2f} {_ci(p['ci'])} | {p['verdict']} |")
     lines += [
         "",
         "Intervals: stratified percentile bootstrap (seeded); verdict `better`/`worse` when "

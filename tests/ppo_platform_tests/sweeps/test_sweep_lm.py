@@ -93,6 +93,7 @@ def test_an_lm_sweep_trains_lm_members_under_one_parent_and_compares_them(
     assert result.exit_code == 0, result.output
     assert "2 runs (2 variants x 1 seeds)" in result.output
     assert "final held-out reward mean ± std" in result.output
+    assert "lm-sweep-gae-s3: FINISHED, final held-out reward" in result.output
     client = MlflowClient(f"sqlite:///{(demo_home / 'mlflow.db').resolve()}")
     (parent,) = client.search_runs(
         [client.get_experiment_by_name("lm-sweep").experiment_id],
