@@ -68,6 +68,8 @@ def sweep_parent(home: Path) -> str:
 def score(home: Path, parent: str) -> dict[str, Any]:
     """The comparison of the sweep's variants, the SFT model's accuracy, and per variant the
     seeds above it."""
+    from mlflow.tracking import MlflowClient
+
     from ppo_platform.reports.compare import compare_runs
     from ppo_platform.training.lm_demo import greedy_accuracy, split_records
 
@@ -75,7 +77,14 @@ def score(home: Path, parent: str) -> dict[str, Any]:
     sft = greedy_accuracy(home / "lm" / "arithmetic" / "sft", split_records()[1])
     found = comparison.to_json()
     above = {g["name"]: sum(s > sft for s in g["scores"]) for g in found["groups"]}
-    return {"parent_run_id": parent, "sft_accuracy": sft, "comparison": found, "above": above}
+    info = MlflowClient(f"sqlite:///{home / 'mlflow.db'}").get_run(parent).info
+    return {
+        "parent_run_id": parent,
+        "parent_wall_s": (info.end_time - info.start_time) / 1000,  # the sweep's parent run
+        "sft_accuracy": sft,
+        "comparison": found,
+        "above": above,
+    }
 
 
 def _ci(pair: list[float]) -> str:
@@ -84,8 +93,7 @@ def _ci(pair: list[float]) -> str:
 
 def render(result: dict[str, Any]) -> str:
     found, sft = result["comparison"], result["sft_accuracy"]
-    wall = result.get("sweep_wall_s")
-    timing = "" if wall is None else f" The sweep took {wall / 60:.0f} min of wall time."
+    timing = f" The sweep's parent run lasted {result['parent_wall_s'] / 60:.1f} min."
     lines = [
         "# The language-model demo as a comparison: PPO, GRPO, RLOO, GSPO",
         "",
@@ -115,6 +123,9 @@ def render(result: dict[str, Any]) -> str:
         "Intervals: stratified percentile bootstrap (seeded); verdict `better`/`worse` when "
         "the 95% interval of P(A > B) lies wholly above/below 0.5 (docs/guides/"
         "comparing-runs.md).",
+        "",
+        "The sweep's own report (its parent run's `report/` artifacts, copied): "
+        "[lm_compare_report/report.md](lm_compare_report/report.md).",
     ]
     return "\n".join(lines) + "\n"
 
