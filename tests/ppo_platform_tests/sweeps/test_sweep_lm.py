@@ -157,3 +157,19 @@ def test_the_shipped_comparison_expands_into_four_variants_of_five_seeds(demo_ho
         assert isinstance(member.spec, LMExperimentSpec)
         assert member.spec.responses_per_update == 128
         assert member.spec.critic_free == (member.spec.advantage.estimator != "gae")
+
+
+def test_an_lm_sweep_job_is_admitted_for_the_members_it_trains_at_once(
+    demo_home: Path, tmp_path: Path
+):
+    from ppo_platform.execution.local import default_workers
+    from ppo_platform.jobs.admission import job_memory
+    from ppo_platform.spec.lm_inputs import lm_run_memory
+
+    spec = load_any_spec(lm_sweep_spec(tmp_path))  # 2 members
+    assert isinstance(spec, LMExperimentSpec)
+    settings = Settings(home=demo_home)
+    one_run = lm_run_memory(spec, settings)
+    data = spec.resolved()
+    assert job_memory(data, "run", settings) == one_run
+    assert job_memory(data, "sweep", settings) == one_run * min(2, default_workers())
