@@ -101,6 +101,26 @@ def test_an_lm_spec_with_tune_runs_as_a_study_job(lm_server):
         assert "tune" not in best
 
 
+@pytest.mark.slow
+def test_an_lm_spec_with_a_sweep_runs_as_a_sweep_job(lm_server):
+    variants = [
+        {"advantage.estimator": "gae"},
+        {"advantage.estimator": "rloo", "advantage.group_size": 2},
+    ]
+    sweep = {"variants": variants, "seeds": [0]}
+    with lm_server.client("alice") as alice:
+        response = submit(alice, short_spec(budget__updates=2, sweep=sweep))
+        assert response.status_code == 202, response.text
+        assert response.json()["kind"] == "sweep"
+        job = wait_for(alice, response.json()["id"], timeout=600)
+        assert job["status"] == "succeeded", job["error"]
+        runs = job["result"]["runs"]
+        names = [r["name"] for r in runs]
+        assert names == ["lm-arithmetic-gae-s0", "lm-arithmetic-rloo-group_size2-s0"]
+        assert all(r["status"] == "FINISHED" and 0.0 <= r["final_eval_mean"] <= 1.0 for r in runs)
+        assert job["result"]["parent_run_id"] == job["mlflow_run_id"]
+
+
 @pytest.mark.parametrize(
     ("changes", "path"),
     [
@@ -110,6 +130,8 @@ def test_an_lm_spec_with_tune_runs_as_a_study_job(lm_server):
         ({"surrogate__clip_epsilon": 0.35}, "surrogate.clip_epsilon.start"),
         ({"lm__reduction": None}, "lm.reduction"),
         ({"tune": tune_section({"lm.max_tokens": [2, 4]})}, "tune.space.lm.max_tokens.choices[0]"),
+        ({"sweep": {"variants": [{"lm.model.policy": "/etc"}]}}, "lm.model.policy"),
+        ({"sweep": {"variants": [{"advantage.estimator": "grpo"}]}}, "advantage.group_size"),
     ],
 )
 def test_bad_lm_specs_are_422_naming_the_field(lm_server, changes, path):

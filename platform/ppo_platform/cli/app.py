@@ -45,7 +45,7 @@ from ppo_platform.errors import (
 )
 from ppo_platform.process_exit import exit_now
 from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.loader import dump_spec, load_spec
+from ppo_platform.spec.loader import dump_spec
 from ppo_platform.spec.names import check_run_id, path_inside
 from ppo_platform.workloads import load_experiment, run_experiment
 
@@ -218,7 +218,7 @@ def sweep(
         typer.echo(event.describe())
 
     try:
-        experiment = load_spec(spec, overrides or [])
+        experiment = load_experiment(spec, overrides or [], check_env=False)
         result = run_sweep(experiment, workers=workers, source=str(spec), on_event=tell)
     except PlatformError as error:
         fail(error)

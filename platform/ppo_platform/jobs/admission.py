@@ -23,10 +23,13 @@ from ppo_platform.training.compiled_path import training_path
 def job_memory(spec_data: dict[str, Any], kind: str, settings: Settings | None = None) -> int:
     """Estimated bytes a queued job needs while it runs (observations of unknown size count
     as one float: validation checked each run against the budget with the real size)."""
+    spec: ExperimentSpec | LMExperimentSpec
     if is_lm_data(spec_data):
-        return lm_run_memory(LMExperimentSpec.model_validate(spec_data), settings or get_settings())
-    spec = ExperimentSpec.model_validate(spec_data)
-    per_run = estimate(spec, known_observation_size(spec) or 1).memory
+        spec = LMExperimentSpec.model_validate(spec_data)
+        per_run = lm_run_memory(spec, settings or get_settings())
+    else:
+        spec = ExperimentSpec.model_validate(spec_data)
+        per_run = estimate(spec, known_observation_size(spec) or 1).memory
     if kind == "sweep" and spec.sweep is not None:
         sweep = spec.sweep
         points = math.prod(len(values) for values in sweep.grid.values())
@@ -34,12 +37,14 @@ def job_memory(spec_data: dict[str, Any], kind: str, settings: Settings | None =
         if len(sweep.seeds) > 1 and _compiled(spec):  # a worker trains a point's seeds at once
             return per_run * len(sweep.seeds) * max(1, min(points, default_workers()))
         return per_run * max(1, min(points * len(sweep.seeds), default_workers()))
-    if kind == "seeds" and _compiled(spec):
+    if kind == "seeds" and isinstance(spec, ExperimentSpec) and _compiled(spec):
         return per_run * len(spec.budget.seeds or [None])  # every seed's envs and model at once
     return per_run
 
 
-def _compiled(spec: ExperimentSpec) -> bool:
+def _compiled(spec: ExperimentSpec | LMExperimentSpec) -> bool:
+    if isinstance(spec, LMExperimentSpec):
+        return False
     try:
         return training_path(spec)["training_path"] == "compiled"
     except TrainingError:  # `compiled: on` it cannot run: the run fails fast, alone

@@ -39,13 +39,14 @@ from ppo_platform.spec.yaml_source import PathKey, Position, check_spec_size, pa
 _WRAPPERS: TypeAdapter[list[Any]] = TypeAdapter(list[WrapperSpec])
 
 
-def kind_of(spec: ExperimentSpec) -> str:
+def kind_of(spec: AnySpec) -> str:
     """run, seeds, sweep or tune: what the spec asks for follows from its sections."""
     if spec.tune is not None:
         return "tune"
     if spec.sweep is not None:
         return "sweep"
-    return "run" if spec.budget.seeds is None else "seeds"
+    seeds = spec.budget.seeds if isinstance(spec, ExperimentSpec) else None
+    return "run" if seeds is None else "seeds"
 
 
 @lru_cache(maxsize=256)
@@ -196,11 +197,12 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
     if kind == "sweep":
         from ppo_platform.sweeps.expand import expand_sweep
 
-        members = expand_sweep(spec, source)
-        for member in members:  # a grid may change the env's kwargs or n_envs
-            refuse_rollout_over_budget(member.spec, source)
-            check_env_remembered(member.spec, source)
-        return sum(trained_steps(m.spec) for m in members)
+        specs = [m.spec for m in expand_sweep(spec, source, from_outside=True)]
+        gym_specs = [member for member in specs if isinstance(member, ExperimentSpec)]
+        for member in gym_specs:  # a grid may change the env's kwargs or n_envs
+            refuse_rollout_over_budget(member, source)
+            check_env_remembered(member, source)
+        return sum(trained_steps(member) for member in gym_specs)
     if kind == "tune":
         from ppo_platform.tuning import check_space
 
@@ -257,26 +259,38 @@ def prepare_lm_submission(text: str, max_env_steps: int, source: str) -> Submiss
         check_space(spec, from_outside=True)  # every path and value, before anything is queued
         runs = study_runs(spec)
     tokens *= runs
+    kind = kind_of(spec)
+    if kind == "sweep":  # every member validated, its own tokens counted
+        from ppo_platform.sweeps.expand import expand_sweep
+
+        members = [m.spec for m in expand_sweep(spec, source, from_outside=True)]
+        tokens = sum(lm_tokens_bound(m) for m in members if isinstance(m, LMExperimentSpec))
     if tokens > max_env_steps:
         issue = SpecIssue(
             "budget.updates",
-            f"the {'study' if runs > 1 else 'run'} could generate {tokens} tokens (updates x "
-            f"prompts_per_update x max_new_tokens{' x seeds x trials' if runs > 1 else ''}, "
-            f"at the space's highest values), over the limit max_env_steps = {max_env_steps} "
-            "per experiment.",
+            f"the {kind if kind != 'tune' else 'study'} could generate {tokens} tokens "
+            f"(updates x prompts_per_update x max_new_tokens{_lm_runs_words(kind)}), over the "
+            f"limit max_env_steps = {max_env_steps} per experiment.",
             spec.budget.updates,
             fix="lower budget.updates, lm.prompts_per_update or lm.generation.max_new_tokens "
-            "(or tune.n_trials and the seeds).",
+            "(or tune.n_trials and the seeds, or a sweep's variants and seeds).",
             rule="max_env_steps",
         )
         raise SpecError([issue], source)
     return Submission(
-        kind="tune" if spec.tune is not None else "run",
+        kind=kind,
         name=spec.name,
         spec=spec.resolved(),
         spec_hash=spec.spec_hash(),
         total_timesteps=tokens,
     )
+
+
+def _lm_runs_words(kind: str) -> str:
+    """How an LM experiment's token bound multiplies out, for its refusal's message."""
+    if kind == "tune":
+        return " x seeds x trials, at the space's highest values"
+    return ", summed over the sweep's runs" if kind == "sweep" else ""
 
 
 LM_SIZE_PATHS = ("budget.updates", "lm.prompts_per_update", "lm.generation.max_new_tokens")

@@ -93,7 +93,7 @@ def _run_kind(
             return "cancelled", None, None
         if job.kind == "tune":  # either kind of spec: the study dispatches on it
             return _tune(store, job.id, spec)
-        if job.kind == "sweep" and isinstance(spec, ExperimentSpec):
+        if job.kind == "sweep":  # either kind of spec: its members are of its workload
             return _sweep(spec, writer)
         if job.kind == "seeds" and isinstance(spec, ExperimentSpec):
             return _seeds(job, spec, writer, watcher)
@@ -221,16 +221,21 @@ def _batch_summary(name: str, outcome: Any) -> dict[str, Any]:
     return {"parent_run_id": outcome.parent_run_id, "runs": runs, "failed": len(outcome.failures)}
 
 
-def _sweep(spec: ExperimentSpec, writer: EventWriter) -> tuple[str, str | None, dict[str, Any]]:
+def _sweep(
+    spec: ExperimentSpec | LMExperimentSpec, writer: EventWriter
+) -> tuple[str, str | None, dict[str, Any]]:
     from ppo_platform.sweeps import run_sweep
     from ppo_platform.sweeps.expand import expand_sweep
     from ppo_platform.tracking.tags import JOB_ID, JOB_OWNER
 
-    total = len(expand_sweep(spec))  # member events move runs_done on as members finish
+    # Member events move runs_done on as members finish.
+    total = len(expand_sweep(spec, from_outside=True))
     writer.store.update(writer.job_id, progress={"runs_done": 0, "runs_total": total})
     job = writer.store.get(writer.job_id)
     lineage = {JOB_OWNER: job.owner, JOB_ID: job.id}  # only this job's own parent is resumed
-    result = run_sweep(spec, on_event=writer.sweep_event, report=True, lineage=lineage)
+    result = run_sweep(
+        spec, on_event=writer.sweep_event, report=True, lineage=lineage, from_outside=True
+    )
     runs = [
         {
             "name": o.member.spec.name,

@@ -28,12 +28,15 @@ from ppo_platform.reports.stats import (
     ALERTS_KEY,
     CLIP_KEY,
     EVAL_KEY,
+    GYM_WORDS,
     KL_KEY,
     KL_POST_KEY,
+    ScoreWords,
     SeedRun,
     SweepReport,
     default_threshold,
     final_return,
+    score_words,
     summarize,
 )
 from ppo_platform.tracking import tags as tag
@@ -103,6 +106,7 @@ def compare_variants(
     env_id: str,
     threshold: float | None,
     baseline: str | None = None,
+    words: ScoreWords = GYM_WORDS,
 ) -> Comparison | None:
     """Final returns per variant compared against `baseline` (default: the first variant);
     None when fewer than one variant has a finished run."""
@@ -114,7 +118,8 @@ def compare_variants(
     if not scores:
         return None
     first = baseline if baseline is not None else next(iter(scores))
-    return compare_scores(scores, "final eval return", baseline=first, threshold=threshold)
+    label = "final eval return" if words is GYM_WORDS else words.score
+    return compare_scores(scores, label, baseline=first, threshold=threshold)
 
 
 def build_report(sweep: dict[str, Any], out_dir: Path, baseline: str | None = None) -> SweepReport:
@@ -135,15 +140,16 @@ def build_report(sweep: dict[str, Any], out_dir: Path, baseline: str | None = No
     report = SweepReport(
         parent_run_id, tags.get(tag.RUN_NAME, parent_run_id), env_id, threshold, variants, runs
     )
+    report.words = score_words(tags.get(tag.ALGORITHM))
     out_dir.mkdir(parents=True, exist_ok=True)
     kl_alert = _diagnostics_limit(sweep, runs, "kl_alert")
     drift = _diagnostics_limit(sweep, runs, "drift_clip_fraction")
     report.files = [
-        plot_returns(groups, threshold, out_dir / "returns.png", report.name),
+        plot_returns(groups, threshold, out_dir / "returns.png", report.name, report.words),
         plot_kl(groups, kl_alert, out_dir / "kl.png", report.name),
         plot_update_size(groups, kl_alert, drift, out_dir / "update_size.png", report.name),
     ]
-    report.comparison = compare_variants(groups, env_id, threshold, baseline)
+    report.comparison = compare_variants(groups, env_id, threshold, baseline, report.words)
     report.markdown = render_markdown(report, tags)
     (out_dir / "report.md").write_text(report.markdown, encoding="utf-8")
     summary: dict[str, Any] = {"threshold": threshold, "variants": [asdict(v) for v in variants]}

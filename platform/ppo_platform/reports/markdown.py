@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ppo_platform.reports.compare_render import render_comparison
 from ppo_platform.reports.stats import (
+    ScoreWords,
     SeedRun,
     SweepReport,
     VariantSummary,
@@ -40,13 +41,13 @@ def _alerts_cell(summary: VariantSummary) -> str:
     return f"{summary.alerts} ({signals})"
 
 
-def _runs_table(runs: list[SeedRun], threshold: float | None) -> list[str]:
+def _runs_table(runs: list[SeedRun], threshold: float | None, words: ScoreWords) -> list[str]:
     """The "Runs" section: one row per run, with the doctor's top cause."""
     lines = [
         "## Runs",
         "",
-        "| run | variant | seed | status | final return | steps to threshold | mean KL | alerts "
-        "| top cause |",
+        f"| run | variant | seed | status | {words.score} | {words.steps} to threshold "
+        "| mean KL | alerts | top cause |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for run in runs:
@@ -60,7 +61,7 @@ def _runs_table(runs: list[SeedRun], threshold: float | None) -> list[str]:
 
 
 def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
-    threshold = report.threshold
+    threshold, words = report.threshold, report.words
     t_text = "n/a" if threshold is None else f"{threshold:g}"
     seeds = parent_tags.get(tag.SWEEP_SEEDS, "?")
     finished = sum(run.finished for run in report.runs)
@@ -68,9 +69,10 @@ def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
         f"# Sweep report: {report.name}",
         "",
         f"Parent run `{report.parent_run_id}` · env `{report.env_id}` · seeds {seeds} · "
-        f"{len(report.runs)} runs, {finished} finished · return threshold {t_text}",
+        f"{len(report.runs)} runs, {finished} finished · {words.curve} threshold {t_text}",
         "",
-        f"| variant | runs ok | final return mean ± std | min | env steps to return ≥ {t_text} "
+        f"| variant | runs ok | {words.score} mean ± std | min "
+        f"| {words.steps} to {words.curve} ≥ {t_text} "
         "| stability (std, last 25%) | mean approx KL | mean post-update KL "
         "| max post-update KL | mean clip fraction | alerts |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
@@ -85,9 +87,10 @@ def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
         )
     lines += [
         "",
-        "Final return: last evaluation (mean eval return) of each seed; std over seeds "
-        "(population). Env steps: first evaluation at or above the threshold, mean over the "
-        "seeds that reached it. Stability: std of the eval return over the last 25% of "
+        f"{words.score.capitalize()}: last evaluation ({words.evaluation}) of each seed; std "
+        f"over seeds (population). {words.steps.capitalize()}: first evaluation at or above "
+        "the threshold, mean over the seeds that reached it. Stability: std of the "
+        f"evaluation's {words.curve} over the last 25% of "
         "training, averaged over seeds. KL and clip fraction: mean per update (approx KL on "
         "each minibatch before its step; post-update KL: the rollout policy against the "
         "updated one, its max over every update of every seed). Alerts: diagnostics alerts, "
@@ -96,7 +99,7 @@ def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
     ]
     if report.comparison is not None:
         lines += [render_comparison(report.comparison, "Variants compared").rstrip(), ""]
-    lines += _runs_table(report.runs, threshold)
+    lines += _runs_table(report.runs, threshold, words)
     failed = [run for run in report.runs if not run.finished]
     if failed:
         lines += ["", "## Failed runs", ""]
@@ -104,6 +107,7 @@ def render_markdown(report: SweepReport, parent_tags: dict[str, str]) -> str:
             f"- `{run.name}` ({run.run_id}): {run.status}: {run.error or 'no error recorded'}"
             for run in failed
         ]
-    lines += ["", "![return vs env steps](returns.png)", "", "![approx KL per update](kl.png)"]
+    lines += ["", f"![{words.curve} vs {words.steps}](returns.png)", ""]
+    lines += ["![approx KL per update](kl.png)"]
     lines += ["", "![post-update KL and clip fraction per update](update_size.png)", ""]
     return "\n".join(lines)

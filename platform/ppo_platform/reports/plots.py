@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ppo_platform.reports.stats import SeedRun, Series
+from ppo_platform.reports.stats import GYM_WORDS, ScoreWords, SeedRun, Series
 from ppo_platform.tracking.plots import TITLE_Y
 
 # Fixed margins, not tight_layout: that draws the whole figure once more to measure it (half
@@ -66,16 +66,22 @@ def _plot_bands(axis: Any, groups: dict[str, list[SeedRun]], attribute: str) -> 
 
 
 def plot_returns(
-    groups: dict[str, list[SeedRun]], threshold: float | None, path: Path, title: str
+    groups: dict[str, list[SeedRun]],
+    threshold: float | None,
+    path: Path,
+    title: str,
+    words: ScoreWords = GYM_WORDS,
 ) -> Path:
-    """Eval return vs env steps: mean over seeds per variant, min-max band."""
+    """Eval return (an LM sweep: held-out reward) vs env steps (updates): mean over seeds per
+    variant, min-max band."""
     fig, axis = _pyplot().subplots(figsize=(9, 5.5))
     _plot_bands(axis, groups, "evals")
     if threshold is not None:
         axis.axhline(
             threshold, color="black", linestyle=":", linewidth=1, label=f"threshold {threshold:g}"
         )
-    _finish(fig, axis, path, f"{title}: eval return (mean over seeds, min-max band)", "return")
+    heading = f"{title}: {words.curve} (mean over seeds, min-max band)"
+    _finish(fig, axis, path, heading, words.curve, words.steps)
     return path
 
 
@@ -145,9 +151,11 @@ def _kl_bands(
         )
 
 
-def _finish(fig: Any, axis: Any, path: Path, title: str, ylabel: str) -> None:
+def _finish(
+    fig: Any, axis: Any, path: Path, title: str, ylabel: str, xlabel: str = "env steps"
+) -> None:
     axis.set_title(title, fontsize=10, y=TITLE_Y)
-    axis.set_xlabel("env steps")
+    axis.set_xlabel(xlabel)
     axis.set_ylabel(ylabel)
     axis.grid(alpha=0.3)
     if axis.get_legend_handles_labels()[0]:

@@ -23,6 +23,32 @@ ALERT_SIGNAL_PREFIX = "diagnostics/alerts/"
 STABILITY_TAIL = 0.25  # "stability": the last quarter of training (not the monitor's late_fraction)
 
 
+@dataclass(frozen=True)
+class ScoreWords:
+    """What a report calls its score and its steps: a gymnasium sweep scores the final eval
+    return over env steps; an LM sweep the mean reward of greedy responses to the held-out
+    prompts (with `exact_answer` alone: held-out accuracy) over updates. Same metric key."""
+
+    score: str  # "final return"
+    steps: str  # "env steps"
+    evaluation: str  # what one evaluation's number is
+    curve: str  # the plot's y axis
+
+
+GYM_WORDS = ScoreWords("final return", "env steps", "mean eval return", "return")
+LM_WORDS = ScoreWords(
+    "final held-out reward",
+    "updates",
+    "mean reward of greedy responses to the held-out prompts; with exact_answer alone, accuracy",
+    "held-out reward",
+)
+
+
+def score_words(algorithm: str | None) -> ScoreWords:
+    """The words for a sweep of `algorithm` (its parent's tag)."""
+    return LM_WORDS if algorithm == "ppo_lm" else GYM_WORDS
+
+
 # ---- per-run numbers (pure functions) ---------------------------------------------------------
 
 
@@ -129,6 +155,7 @@ class SweepReport:
     markdown: str = ""
     files: list[Path] = field(default_factory=list)
     comparison: Any = None  # reports.compare.Comparison of the variants' final returns
+    words: ScoreWords = GYM_WORDS
 
 
 def _mean(values: Sequence[float | None]) -> float | None:

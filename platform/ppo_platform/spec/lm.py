@@ -2,7 +2,7 @@
 (docs/guides/language-models.md).
 
 It shares the gymnasium spec's sections where they mean the same thing (update, surrogate,
-advantage, diagnostics, tracking, tune), so the refusal rules apply unchanged; what is new
+advantage, diagnostics, tracking, sweep, tune), so the refusal rules apply unchanged; what is new
 lives under `lm:`. Paths are checked against the file system by `spec.lm_inputs`.
 """
 
@@ -22,7 +22,7 @@ from ppo_platform.spec.experiment import (
     TrackingSpec,
     UpdateSpec,
 )
-from ppo_platform.spec.search import TuneSpec
+from ppo_platform.spec.search import SweepSpec, TuneSpec
 from ppo_platform.trainers.lm.errors import LMTrainerError
 from ppo_platform.trainers.lm.rewards import VOCABULARY, build_reward
 
@@ -277,6 +277,9 @@ class LMExperimentSpec(WholeSpec):
     diagnostics: DiagnosticsSpec = Field(default_factory=DiagnosticsSpec)
     evaluation: LMEvaluationSpec = Field(default_factory=LMEvaluationSpec)
     tracking: TrackingSpec = Field(default_factory=TrackingSpec)
+    sweep: SweepSpec | None = Field(
+        None, description="Optional variants x grid x seeds (ppo-platform sweep)."
+    )
     tune: TuneSpec | None = Field(None, description="Optional Optuna study (ppo-platform tune).")
 
     @field_validator("surrogate")

@@ -43,10 +43,10 @@ from ppo_platform.spec.yaml_source import (
 MAX_ISSUES = 10
 LM_ELSEWHERE = SpecIssue(
     "algorithm",
-    "ppo_lm specs are taken by `ppo-platform validate`, `ppo-platform run` and the jobs API "
-    "only (not yet by sweep, tune or plan).",
+    "this step takes gymnasium specs only; ppo_lm specs are taken by validate, run, sweep, "
+    "tune and the jobs API.",
     "ppo_lm",
-    fix="run it with `ppo-platform run <spec>` or submit it to the jobs API.",
+    fix="run it with `ppo-platform run <spec>` (or sweep, tune) or submit it to the jobs API.",
 )
 
 __all__ = [

@@ -52,12 +52,15 @@ def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str,
 
 
 def set_dotted(data: dict[str, Any], path: str, value: Any, source: str | None = None) -> None:
-    """Set data['a']['b'] = value for path 'a.b', creating mappings on the way."""
+    """Set data['a']['b'] = value for path 'a.b', creating mappings on the way (also in place
+    of an optional section left null, e.g. a resolved spec's `surrogate.clip`)."""
     node = data
     parts = path.split(".")
     for depth, part in enumerate(parts[:-1]):
         child = node.setdefault(part, {})
-        if isinstance(child, (int, float)) and parts[depth + 1] in {"start", "schedule", "end"}:
+        if child is None:
+            child = node[part] = {}
+        elif isinstance(child, (int, float)) and parts[depth + 1] in {"start", "schedule", "end"}:
             child = node[part] = {"start": child}  # `learning_rate: 1e-3` shorthand, now a mapping
         elif depth == 0 and part == "env" and isinstance(child, str):
             child = node[part] = {"id": child}  # `env: CartPole-v1` shorthand, now a mapping

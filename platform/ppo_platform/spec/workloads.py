@@ -115,6 +115,12 @@ def spec_workload(value: Any) -> SpecWorkload:
     return SPEC_WORKLOADS.get(algorithm_of(value), SPEC_WORKLOADS[DEFAULT_ALGORITHM])
 
 
+def spec_subject(spec: AnySpec) -> str:
+    """What a spec trains, as runs record it (the `env_id` tag): the env id, or `lm:` and the
+    policy folder (an LM run has no env)."""
+    return spec.env.id if isinstance(spec, ExperimentSpec) else f"lm:{spec.lm.model.policy}"
+
+
 def validate_any(
     data: Any,
     positions: dict[PathKey, Position] | None = None,
@@ -165,6 +171,7 @@ __all__ = [
     "load_any_spec",
     "load_any_spec_text",
     "spec_issues",
+    "spec_subject",
     "spec_workload",
     "stored_spec",
     "validate_any",

@@ -21,6 +21,7 @@ from ppo_platform.errors import SpecError, TrainingError
 from ppo_platform.execution.base import Task, TaskResult, describe_error
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
+from ppo_platform.spec.workloads import AnySpec
 from ppo_platform.sweeps.expand import SweepMember
 from ppo_platform.sweeps.runs import MemberFailure, record_failure, resume_member
 from ppo_platform.tracking import tags as tag
@@ -35,7 +36,9 @@ BATCH_PREFIX = "batch:"
 Planned = tuple[str, int, ExperimentSpec, dict[str, str]]
 
 
-def _compiled(spec: ExperimentSpec) -> bool:
+def _compiled(spec: AnySpec) -> bool:
+    if not isinstance(spec, ExperimentSpec):  # an LM member: never compiled
+        return False
     try:
         return training_path(spec)["training_path"] == "compiled"
     except (TrainingError, SpecError):  # `compiled: on` it cannot run: the member says why

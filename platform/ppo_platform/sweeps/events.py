@@ -34,7 +34,9 @@ class MemberOutcome:
             return f"{name}: FAILED: {self.error}"
         score = "-" if self.final_eval_mean is None else f"{self.final_eval_mean:.2f}"
         secs = "" if self.seconds is None else f" in {self.seconds:.1f} s"
-        return f"{name}: {self.status}, final eval return {score}{secs} (run {self.run_id})"
+        # An LM run's evaluation is the mean reward of greedy responses to held-out prompts.
+        what = "held-out reward" if self.member.spec.algorithm == "ppo_lm" else "eval return"
+        return f"{name}: {self.status}, final {what} {score}{secs} (run {self.run_id})"
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,8 @@
 """Sweep expansion: a spec's `sweep:` section -> grid points x seeds -> validated member specs.
 
 Every member is validated before anything trains, so one refused grid point refuses the sweep.
+A spec of either workload (gymnasium or `ppo_lm`) expands the same way: its members are specs of
+its workload, validated by it.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ppo_platform.errors import SpecError, SpecIssue
-from ppo_platform.spec.experiment import ExperimentSpec
-from ppo_platform.spec.loader import set_dotted, validate_data
+from ppo_platform.spec.loader import set_dotted
+from ppo_platform.spec.workloads import AnySpec, validate_any
 from ppo_platform.tracking import tags as tag
 
 # Set by the sweep itself for every member: a grid over them would be overwritten or nonsense.
@@ -51,7 +53,7 @@ class SweepMember:
 
     point: GridPoint
     seed: int
-    spec: ExperimentSpec
+    spec: AnySpec
 
     @property
     def key(self) -> str:
@@ -92,7 +94,7 @@ def member_key(point: GridPoint, seed: int) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def sweep_hash(spec: ExperimentSpec) -> str:
+def sweep_hash(spec: AnySpec) -> str:
     """Same base spec, variants, grid and seeds -> same hash -> the same parent run (resume)."""
     assert spec.sweep is not None
     sweep = spec.sweep.model_dump(mode="json", include={"grid", "variants", "seeds"})
@@ -104,7 +106,7 @@ def sweep_hash(spec: ExperimentSpec) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def grid_points(spec: ExperimentSpec) -> list[GridPoint]:
+def grid_points(spec: AnySpec) -> list[GridPoint]:
     """Each variant (or the base spec) crossed with the grid, first path varying slowest."""
     assert spec.sweep is not None
     combos: list[tuple[tuple[str, Any], ...]] = [
@@ -124,7 +126,7 @@ def _reserved_issue(where: str, path: str) -> SpecIssue | None:
     return SpecIssue(where, "cannot be swept: the sweep sets it for every run.", fix=fix)
 
 
-def _grid_issues(spec: ExperimentSpec) -> list[SpecIssue]:
+def _grid_issues(spec: AnySpec) -> list[SpecIssue]:
     """Problems of the sweep section itself: reserved paths, duplicated values or seeds."""
     sweep = spec.sweep
     assert sweep is not None
@@ -183,7 +185,7 @@ def _member_name(base: str, point: GridPoint, seed: int) -> str:
     return name
 
 
-def sweep_size(spec: ExperimentSpec) -> int:
+def sweep_size(spec: AnySpec) -> int:
     """Runs in the sweep (variants x grid x seeds), counted before anything is built."""
     assert spec.sweep is not None
     size = max(1, len(spec.sweep.variants)) * len(spec.sweep.seeds)
@@ -192,7 +194,7 @@ def sweep_size(spec: ExperimentSpec) -> int:
     return size
 
 
-def _size_issues(spec: ExperimentSpec) -> list[SpecIssue]:
+def _size_issues(spec: AnySpec) -> list[SpecIssue]:
     size = sweep_size(spec)
     if size <= MAX_SWEEP_RUNS:
         return []
@@ -207,8 +209,12 @@ def _size_issues(spec: ExperimentSpec) -> list[SpecIssue]:
     ]
 
 
-def expand_sweep(spec: ExperimentSpec, source: str | None = None) -> list[SweepMember]:
-    """Grid x seeds -> validated member specs. Raises SpecError naming every bad grid point."""
+def expand_sweep(
+    spec: AnySpec, source: str | None = None, *, from_outside: bool = False
+) -> list[SweepMember]:
+    """Grid x seeds -> validated member specs of the spec's workload. Raises SpecError naming
+    every bad grid point. `from_outside` (the service): an LM member's paths must stay inside
+    the LM folder, as the base spec's did."""
     if spec.sweep is None:
         raise SpecError(
             [
@@ -238,7 +244,8 @@ def expand_sweep(spec: ExperimentSpec, source: str | None = None) -> list[SweepM
                 data["name"] = _member_name(spec.name, point, seed)
                 set_dotted(data, "budget.seed", seed)
                 set_dotted(data, "tracking.experiment", spec.experiment_name)
-                members.append(SweepMember(point, seed, validate_data(data, source=source)))
+                member = validate_any(data, source=source, from_outside=from_outside)
+                members.append(SweepMember(point, seed, member))
             except SpecError as error:
                 where = f"grid point {point.label}, seed {seed}"
                 for issue in error.issues:

@@ -26,6 +26,7 @@ from ppo_platform.reports.stats import default_threshold
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.machine import task_gpus
+from ppo_platform.spec.workloads import AnySpec
 from ppo_platform.sweeps.batches import again as run_again
 from ppo_platform.sweeps.batches import member_tasks, per_member
 from ppo_platform.sweeps.events import (
@@ -78,7 +79,7 @@ class SweepResult:
 
 
 def run_sweep(
-    spec: ExperimentSpec,
+    spec: AnySpec,
     *,
     workers: int | None = None,
     settings: Settings | None = None,
@@ -86,17 +87,20 @@ def run_sweep(
     source: str | None = None,
     report: bool = True,
     lineage: Mapping[str, str] | None = None,
+    from_outside: bool = False,
 ) -> SweepResult:
     """Validate every member, then train the unfinished ones in parallel under one parent run.
     `on_event` receives the sweep's progress as data (`sweeps/events.py`). `lineage` (the job
     service's owner and job id tags) goes on the parent and every member, and only a parent of
-    the same lineage is resumed."""
+    the same lineage is resumed. `from_outside` (the service): members obey its path rules."""
     lineage = dict(lineage or {})
-    members = expand_sweep(spec, source)  # refuses before anything is created or trained
-    # The base spec's env, before any parent run: an unusable env id is bad input. Members
-    # whose variants change env.kwargs are checked as they start (a failing member is
-    # recorded FAILED and does not stop the others).
-    check_env_usable(spec.env.id, spec.env.kwargs, source)
+    # Refuses before anything is created or trained.
+    members = expand_sweep(spec, source, from_outside=from_outside)
+    if isinstance(spec, ExperimentSpec):
+        # The base spec's env, before any parent run: an unusable env id is bad input.
+        # Members whose variants change env.kwargs are checked as they start (a failing
+        # member is recorded FAILED and does not stop the others).
+        check_env_usable(spec.env.id, spec.env.kwargs, source)
 
     assert spec.sweep is not None
     settings = settings or get_settings()
@@ -149,7 +153,7 @@ MAX_SOCKET_PATH = 100
 
 
 @contextlib.contextmanager
-def _warm_executor(first: ExperimentSpec, settings: Settings, n_workers: int) -> Iterator[Executor]:
+def _warm_executor(first: AnySpec, settings: Settings, n_workers: int) -> Iterator[Executor]:
     """Warm workers, started now: forked from a fork server that imported torch and SB3 once
     (`execution/local.py`), they run one throwaway update of `first` while this process
     creates the store and the parent run; each then trains member
@@ -171,7 +175,7 @@ def _warm_executor(first: ExperimentSpec, settings: Settings, n_workers: int) ->
 
 
 def _started(
-    spec: ExperimentSpec,
+    spec: AnySpec,
     parent_run_id: str,
     members: int,
     earlier: int,
@@ -188,7 +192,9 @@ def _member_task(
 ) -> Task:
     """A member's run as a task, with the GPU its run trains on (`policy.device: cuda`)."""
     args = (member.spec, parent_run_id, tags, settings)
-    return Task(member.key, run_member, args, num_gpus=task_gpus(member.spec.policy.device))
+    spec = member.spec
+    device = spec.policy.device if isinstance(spec, ExperimentSpec) else None  # an LM run: CPU
+    return Task(member.key, run_member, args, num_gpus=task_gpus(device))
 
 
 def _train(
@@ -214,22 +220,23 @@ def _train(
     )
 
 
-def _specs_of(task: Task) -> list[ExperimentSpec]:
+def _specs_of(task: Task) -> list[AnySpec]:
     """The specs a task trains: a lone member's, or each of a batch's (sweeps/batches.py)."""
     first = task.args[0]
-    return [first] if isinstance(first, ExperimentSpec) else [spec for _, _, spec, _ in first]
+    return [spec for _, _, spec, _ in first] if isinstance(first, list) else [first]
 
 
-def _threshold(spec: ExperimentSpec) -> float | None:
-    """The return a variant must reach: the sweep's, else the env's default."""
+def _threshold(spec: AnySpec) -> float | None:
+    """The score a variant must reach: the sweep's, else the env's default (an LM spec has
+    none)."""
     assert spec.sweep is not None
-    if spec.sweep.threshold is not None:
+    if spec.sweep.threshold is not None or not isinstance(spec, ExperimentSpec):
         return spec.sweep.threshold
     return default_threshold(spec.env.id)
 
 
 def _finished_earlier(
-    spec: ExperimentSpec, parent_run_id: str, members: list[SweepMember], settings: Settings
+    spec: AnySpec, parent_run_id: str, members: list[SweepMember], settings: Settings
 ) -> dict[str, MemberOutcome]:
     """Skipped outcomes for the members an earlier invocation of this sweep finished."""
     finished = finished_runs(spec.experiment_name, parent_run_id, settings)

@@ -15,12 +15,13 @@ from ppo_platform.execution.base import describe_error
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.spec.loader import dump_spec
+from ppo_platform.spec.workloads import AnySpec, spec_subject
 from ppo_platform.sweeps.expand import SweepMember, sweep_hash
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.process import use_tracking_process
 from ppo_platform.tracking.remote import RemoteRun, run_tags, shared_tracking_process
 from ppo_platform.tracking.requests import find_runs, terminate_run
-from ppo_platform.workloads import run_experiment
+from ppo_platform.workloads import run_experiment, workload_of
 
 if TYPE_CHECKING:
     from ppo_platform.training.progress import ProgressEvent
@@ -37,7 +38,7 @@ def same_lineage(run_tags: Mapping[str, str], lineage: Mapping[str, str]) -> boo
 
 
 def open_parent_run(
-    spec: ExperimentSpec,
+    spec: AnySpec,
     members: list[SweepMember],
     threshold: float | None,
     settings: Settings,
@@ -69,7 +70,7 @@ def open_parent_run(
         tag.SWEEP_VARIANTS: json.dumps(spec.sweep.variants),
         tag.SWEEP_SEEDS: json.dumps(spec.sweep.seeds),
         tag.SWEEP_MEMBERS: str(len(members)),
-        tag.ENV_ID: spec.env.id,
+        tag.ENV_ID: spec_subject(spec),
         tag.ALGORITHM: spec.algorithm,
         tag.SPEC_HASH: spec.spec_hash(),
         tag.THRESHOLD: threshold_text,
@@ -110,20 +111,24 @@ class MemberFailure:
     error: str
 
 
-def warm_worker(spec: ExperimentSpec, tracking_address: str | None = None) -> None:
+def warm_worker(spec: AnySpec, tracking_address: str | None = None) -> None:
     """A sweep worker's start-up, once for every member it trains: the trainer's imports and
-    torch's first-use costs, paid by one throwaway update of `spec` (a first member's) that is
-    tracked nowhere, then its tracking: the connection to the sweep's tracking process at
-    `tracking_address`, else a tracking process of its own (started first, so that MLflow's
-    import overlaps torch's). Each member seeds its own model, so this changes no member's
-    result. A failure here is left to the first member, which reports it as data."""
+    torch's first-use costs, paid by one throwaway update of `spec` (a first member's; an LM
+    spec's trainer is only imported) that is tracked nowhere, then its tracking: the
+    connection to the sweep's tracking process at `tracking_address`, else a tracking process
+    of its own (started first, so that MLflow's import overlaps torch's). Each member seeds
+    its own model, so this changes no member's result. A failure here is left to the first
+    member, which reports it as data."""
     with contextlib.suppress(Exception):
         if tracking_address is None:
             shared_tracking_process()
-        from ppo_platform.training.warm import warm_up  # heavy: torch and SB3
+        if isinstance(spec, ExperimentSpec):
+            from ppo_platform.training.warm import warm_up  # heavy: torch and SB3
 
-        tracing.mark("warm-up: torch and SB3 imported")
-        warm_up(spec)
+            tracing.mark("warm-up: torch and SB3 imported")
+            warm_up(spec)
+        else:
+            import ppo_platform.training.lm_runner  # noqa: F401  (heavy: torch, transformers)
     if tracking_address is not None:
         use_tracking_process(tracking_address)
         with contextlib.suppress(Exception):
@@ -142,7 +147,7 @@ class _RunId:
 
 
 def run_member(
-    spec: ExperimentSpec, parent_run_id: str, tags: dict[str, str], settings: Settings
+    spec: AnySpec, parent_run_id: str, tags: dict[str, str], settings: Settings
 ) -> RunResult | MemberFailure:
     """Train one member in a worker process; a failure is recorded as a FAILED child run."""
 
@@ -164,13 +169,13 @@ def run_member(
 
 
 def resume_member(
-    spec: ExperimentSpec, parent_run_id: str, tags: dict[str, str], settings: Settings
+    spec: AnySpec, parent_run_id: str, tags: dict[str, str], settings: Settings
 ) -> RunResult | MemberFailure:
     """Run a member again after its worker process or node died: its newest child run (left
     RUNNING, or closed KILLED by its tracking process) continues from its last checkpoint, in
-    the same MLflow run; with no checkpoint yet the member trains afresh in a new run."""
-    from ppo_platform.training.runner import resume_run  # heavy: torch and SB3
-
+    the same MLflow run; with no checkpoint yet, or a workload that keeps none (an LM run),
+    the member trains afresh in a new run."""
+    resume = workload_of(spec).resume
     uri = settings.tracking_uri
     mine = find_runs(
         spec.experiment_name, {tag.SWEEP_KEY: tags[tag.SWEEP_KEY]}, parent=parent_run_id, uri=uri
@@ -179,7 +184,9 @@ def resume_member(
     if newest is not None and newest["status"] in ("RUNNING", "KILLED"):
         run_id = newest["run_id"]
         try:
-            return resume_run(run_id, settings=settings, defer_plot=True)
+            if resume is None:
+                raise RunNotFoundError(f"run {run_id} keeps no checkpoints")
+            return resume(run_id, settings=settings, defer_plot=True)
         except RunNotFoundError:  # died before its first checkpoint
             terminate_run(run_id, "KILLED", only_running=True, uri=uri)
         except Exception as error:  # the resumed run failed: it is the member's FAILED run
@@ -192,7 +199,7 @@ def resume_member(
 
 def record_failure(
     settings: Settings,
-    spec: ExperimentSpec,
+    spec: AnySpec,
     parent_run_id: str,
     tags: dict[str, str],
     message: str,

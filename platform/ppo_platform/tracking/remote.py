@@ -27,6 +27,7 @@ from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
 from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.loader import dump_spec
+from ppo_platform.spec.workloads import spec_subject
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.liveness import owner_tags, this_process
 from ppo_platform.tracking.process import INTERRUPTED_REPLY_TIMEOUT, MetricRow
@@ -78,10 +79,7 @@ def run_tags(
         tag.RUN_NAME: spec.name,
         tag.SPEC_HASH: spec.spec_hash(),
         tag.ALGORITHM: spec.algorithm,
-        # An LM run has no env: its policy folder says what it trains.
-        tag.ENV_ID: spec.env.id
-        if isinstance(spec, ExperimentSpec)
-        else f"lm:{spec.lm.model.policy}",
+        tag.ENV_ID: spec_subject(spec),  # an LM run has no env: its policy folder
         **spec.tracking.tags,
         **(tags or {}),
         **owner_tags(),

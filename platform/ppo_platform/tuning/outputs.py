@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ppo_platform.errors import BadInputError, SpecIssue
-from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.loader import dump_spec
-from ppo_platform.spec.workloads import AnySpec, load_any_spec_text
+from ppo_platform.spec.workloads import AnySpec, load_any_spec_text, spec_subject
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tuning.errors import TuningError
 from ppo_platform.tuning.events import failure_reason
@@ -61,11 +60,6 @@ def _decoded(spec: AnySpec, path: str, value: Any) -> Any:
     assert spec.tune is not None
     dist = spec.tune.space.get(path)
     return decode(dist, value) if dist is not None else value
-
-
-def _subject(spec: AnySpec) -> str:
-    """What the study trains: the env id, or `lm:` and the policy folder."""
-    return spec.env.id if isinstance(spec, ExperimentSpec) else f"lm:{spec.lm.model.policy}"
 
 
 def _fmt(value: Any) -> str:
@@ -130,7 +124,7 @@ def summary_markdown(
     lines = [
         f"# Study `{study.study_name}`",
         "",
-        f"- spec: `{spec.name}` ({_subject(spec)}, {eval_schedule(spec)[1]} "
+        f"- spec: `{spec.name}` ({spec_subject(spec)}, {eval_schedule(spec)[1]} "
         f"{budget_unit(spec)} per seed)",
         f"- storage: `{storage_label}`",
         *method_lines(spec, rows),

@@ -15,8 +15,8 @@ from typing import Any
 
 from ppo_platform.errors import TrackingError
 from ppo_platform.settings import Settings
-from ppo_platform.spec.experiment import ExperimentSpec, flatten
-from ppo_platform.spec.workloads import AnySpec
+from ppo_platform.spec.experiment import flatten
+from ppo_platform.spec.workloads import AnySpec, spec_subject
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import RemoteRun, interrupted_tags, shared_tracking_process
 
@@ -56,10 +56,7 @@ def open_study_run(
         tag.STUDY: study_name,
         tag.STORAGE: storage_label,
         tag.SPEC_HASH: spec.spec_hash(),
-        # A ppo_lm study has no env: its policy folder says what it tunes (as its runs).
-        tag.ENV_ID: spec.env.id
-        if isinstance(spec, ExperimentSpec)
-        else f"lm:{spec.lm.model.policy}",
+        tag.ENV_ID: spec_subject(spec),  # a ppo_lm study: its policy folder (as its runs)
     }
     tune = spec.tune.model_dump(mode="json")
     tune["space"] = json.dumps(tune["space"])

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec, is_lm_data
+from ppo_platform.spec.lm_rules import LM_GROUP_RULE
 from ppo_platform.spec.loader import set_dotted
 from ppo_platform.spec.rules import ROLLOUT_BUDGET_RULE, search_space_refusal
 from ppo_platform.spec.search import (
@@ -312,7 +313,35 @@ def lm_tune_issues(spec: LMExperimentSpec) -> list[SpecIssue]:
                 fix="remove tune.verify (raise tune.seeds_per_trial to score on more seeds).",
             )
         )
-    return issues
+    return [*issues, *_group_of_one_issues(spec)]
+
+
+def _group_of_one_issues(spec: LMExperimentSpec) -> list[SpecIssue]:
+    """A space that can sample a group estimator together with a group of one response: each
+    probe sets one value on the base spec (`_probe_issues`), so with `gae` and a group of two
+    or more in the spec, each value alone passes and only the pair is refused, here."""
+    assert spec.tune is not None
+    space = spec.tune.space
+    if "advantage.estimator" not in space or "advantage.group_size" not in space:
+        return []
+    if spec.critic_free or spec.advantage.group_size < 2:
+        return []  # the probes already refuse the pair
+    estimators = [value for _, value in reachable_values(space["advantage.estimator"])]
+    grouped = sorted({e for e in estimators if e in ("grpo", "rloo")})
+    smallest = sampled_range(spec, "advantage.group_size", spec.advantage.group_size)[0]
+    if not grouped or smallest >= 2:
+        return []
+    return [
+        SpecIssue(
+            "tune.space.advantage.group_size",
+            f"refused: the space can sample advantage.estimator {' or '.join(grouped)} with "
+            f"advantage.group_size {smallest}: a group of one response has none to compare "
+            "(every advantage 0).",
+            smallest,
+            fix="sample advantage.group_size from 2 up, or set it to 2 or more in the spec.",
+            rule=LM_GROUP_RULE,
+        )
+    ]
 
 
 def grid_search_space(tune: TuneSpec) -> dict[str, list[Any]]:

@@ -147,3 +147,42 @@ def test_each_trial_is_checked_under_its_callers_rules(demo_home: Path, tmp_path
     (issue,) = refused.value.issues
     assert issue.path == "lm.eval_prompts.path" and "absolute path" in issue.message
     assert str(tmp_path) not in issue.message
+
+
+def _checked_space(folder: Path, space: dict[str, Any], **advantage: Any) -> None:
+    from ppo_platform.tuning import check_space
+
+    path = lm_tune_spec(folder, space)
+    data = yaml.safe_load(path.read_text())
+    data["advantage"].update(advantage)
+    path.write_text(yaml.safe_dump(data))
+    check_space(load_any_spec(path), from_outside=True)
+
+
+def test_a_space_over_the_estimator_objective_and_clip_bounds_is_taken(
+    demo_home: Path, tmp_path: Path
+):
+    space = {
+        "advantage.estimator": {"type": "categorical", "choices": ["grpo", "rloo"]},
+        "advantage.group_size": {"type": "int", "low": 2, "high": 8},
+        "surrogate.objective": {"type": "categorical", "choices": ["ppo", "gspo", "cispo"]},
+        # the spec writes no surrogate.clip: each trial's clip range is made from its values
+        "surrogate.clip.high": {"type": "float", "low": 0.2, "high": 0.28},
+    }
+    _checked_space(tmp_path, space, group_size=4)  # raises SpecError if any value is refused
+
+
+def test_a_space_pairing_a_group_estimator_with_a_group_of_one_is_refused(
+    demo_home: Path, tmp_path: Path
+):
+    from ppo_platform.errors import SpecError
+
+    space = {
+        "advantage.estimator": {"type": "categorical", "choices": ["gae", "grpo"]},
+        "advantage.group_size": {"type": "int", "low": 1, "high": 4},
+    }
+    with pytest.raises(SpecError) as refused:  # gae with 1 passes, grpo with 4 passes
+        _checked_space(tmp_path, space, group_size=4)
+    (issue,) = refused.value.issues
+    assert issue.path == "tune.space.advantage.group_size" and issue.rule == "group_of_one"
+    assert "advantage.estimator grpo with advantage.group_size 1" in issue.message
