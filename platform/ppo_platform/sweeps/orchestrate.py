@@ -119,8 +119,6 @@ def run_sweep(
                 tell(SweepWarning(crowded))
             earlier = len(outcomes)
             tell(_started(spec, parent_run_id, len(members), earlier, n_workers, resumed))
-            by_key = {m.key: m for m in members}
-
             tasks = member_tasks(
                 todo,
                 parent_run_id,
@@ -128,15 +126,7 @@ def run_sweep(
                 settings,
                 lambda m: _member_task(m, parent_run_id, {**m.tags, **lineage}, settings),
             )
-            task_of = {task.key: task for task in tasks}
-
-            def collect(result: TaskResult) -> None:
-                for each in per_member(result, task_of[result.key]):
-                    outcome = _outcome(by_key[each.key], each)
-                    outcomes[each.key] = outcome
-                    trained = sum(not o.skipped for o in outcomes.values())
-                    tell(MemberFinished(outcome, trained, len(todo), earlier))
-
+            collect = _collector(members, tasks, outcomes, len(todo), earlier, tell)
             tracing.mark("sweep: parent run opened, training begins")
             if report:  # the report's matplotlib import, once start-up is over
                 threading.Thread(target=warm_plotting, name="warm-plotting", daemon=True).start()
@@ -146,6 +136,29 @@ def run_sweep(
             result = SweepResult(parent_run_id, ordered, time.perf_counter() - started, resumed)
             _close_parent(parent, result, settings, report)
     return result
+
+
+def _collector(
+    members: list[SweepMember],
+    tasks: list[Task],
+    outcomes: dict[str, MemberOutcome],
+    todo: int,
+    earlier: int,
+    tell: SweepListener,
+) -> Callable[[TaskResult], None]:
+    """What hears each task's result: its members' outcomes (a batch's, one per seed) into
+    `outcomes`, each told as it is known."""
+    by_key = {m.key: m for m in members}
+    task_of = {task.key: task for task in tasks}
+
+    def collect(result: TaskResult) -> None:
+        for each in per_member(result, task_of[result.key]):
+            outcome = _outcome(by_key[each.key], each)
+            outcomes[each.key] = outcome
+            trained = sum(not o.skipped for o in outcomes.values())
+            tell(MemberFinished(outcome, trained, todo, earlier))
+
+    return collect
 
 
 # Longest Unix socket path (108 bytes with its terminating NUL on Linux), with room to spare.
