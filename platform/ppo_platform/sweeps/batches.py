@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from ppo_platform.errors import SpecError, TrainingError
+from ppo_platform.errors import SpecError, SpecIssue, TrainingError
 from ppo_platform.execution.base import Task, TaskResult, describe_error
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
@@ -26,7 +26,7 @@ from ppo_platform.sweeps.expand import SweepMember
 from ppo_platform.sweeps.runs import MemberFailure, record_failure, resume_member
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.requests import find_runs
-from ppo_platform.training.compiled_path import training_path
+from ppo_platform.training.compiled_path import compiled_problem, training_path
 
 if TYPE_CHECKING:
     from ppo_platform.training.result import RunResult
@@ -43,6 +43,27 @@ def _compiled(spec: AnySpec) -> bool:
         return training_path(spec)["training_path"] == "compiled"
     except (TrainingError, SpecError):  # `compiled: on` it cannot run: the member says why
         return False
+
+
+def refuse_uncompilable(members: list[SweepMember], source: str | None = None) -> None:
+    """`compiled: on` where the compiled path cannot run a grid point is bad input: refused
+    (SpecError naming each such point and why) before any run is created."""
+    issues: dict[str, SpecIssue] = {}
+    for member in members:
+        spec = member.spec
+        if not isinstance(spec, ExperimentSpec) or spec.compiled != "on":
+            continue
+        problem = compiled_problem(spec)
+        if problem and member.point.label not in issues:
+            issues[member.point.label] = SpecIssue(
+                "compiled",
+                f"is on, but the compiled path cannot run this spec: {problem} "
+                f"[at grid point {member.point.label}]",
+                "on",
+                fix="set compiled: auto (the torch path then trains it) or change what is named.",
+            )
+    if issues:
+        raise SpecError(list(issues.values()), source)
 
 
 def member_tasks(
@@ -94,15 +115,12 @@ def _all_failed(
     planned: list[Planned], parent_run_id: str, settings: Settings, message: str
 ) -> dict[str, RunResult | MemberFailure]:
     """Each member's FAILED run recording why the batch broke: its run if it had one."""
+    spec = planned[0][2]
+    runs = find_runs(spec.experiment_name, {}, parent=parent_run_id, uri=settings.tracking_uri)
+    opened = {run["tags"].get(tag.SWEEP_KEY): run["run_id"] for run in runs}  # newest last
     found: dict[str, RunResult | MemberFailure] = {}
     for key, _, spec, tags in planned:
-        runs = find_runs(
-            spec.experiment_name,
-            {tag.SWEEP_KEY: key},
-            parent=parent_run_id,
-            uri=settings.tracking_uri,
-        )
-        run_id = runs[-1]["run_id"] if runs else None
+        run_id = opened.get(key)
         found[key] = MemberFailure(
             record_failure(settings, spec, parent_run_id, tags, message, run_id), message
         )

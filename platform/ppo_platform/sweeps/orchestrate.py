@@ -28,7 +28,7 @@ from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.machine import task_gpus
 from ppo_platform.spec.workloads import AnySpec
 from ppo_platform.sweeps.batches import again as run_again
-from ppo_platform.sweeps.batches import member_tasks, per_member
+from ppo_platform.sweeps.batches import member_tasks, per_member, refuse_uncompilable
 from ppo_platform.sweeps.events import (
     MemberFinished,
     MemberOutcome,
@@ -101,6 +101,7 @@ def run_sweep(
         # Members whose variants change env.kwargs are checked as they start (a failing
         # member is recorded FAILED and does not stop the others).
         check_env_usable(spec.env.id, spec.env.kwargs, source)
+    refuse_uncompilable(members, source)
 
     assert spec.sweep is not None
     settings = settings or get_settings()

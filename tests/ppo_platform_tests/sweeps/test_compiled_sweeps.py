@@ -6,11 +6,11 @@ Real worker processes, a real MLflow store."""
 from __future__ import annotations
 
 from collections import defaultdict
-from pathlib import Path
 
 import pytest
 from mlflow.tracking import MlflowClient
 
+from ppo_platform.errors import SpecError
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.loader import load_spec_text
 from ppo_platform.sweeps import expand_sweep, run_sweep
@@ -31,22 +31,13 @@ sweep: {grid: {update.epochs: [1, 4]}, seeds: [0, 1, 2]}
 """
 
 
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    monkeypatch.setenv("PPO_PLATFORM_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
-    get_settings.cache_clear()
-    yield tmp_path / "home"
-    get_settings.cache_clear()
-
-
 def _children(parent_run_id: str) -> list:
     client = MlflowClient(get_settings().tracking_uri)
     parent = client.get_run(parent_run_id)
     return child_runs(client, parent.info.experiment_id, parent_run_id)
 
 
-def test_a_compiled_points_seeds_are_one_task_and_a_torch_points_each_its_own(home):
+def test_a_compiled_points_seeds_are_one_task_and_a_torch_points_each_its_own(platform_home):
     compiled = expand_sweep(load_spec_text(SWEEP, "s.yaml"))
     tasks = member_tasks(compiled, "parent", {}, get_settings(), lambda m: None)
     assert [t.key for t in tasks] == ["batch:0", "batch:1"]
@@ -61,7 +52,7 @@ def test_a_compiled_points_seeds_are_one_task_and_a_torch_points_each_its_own(ho
 
 
 @pytest.mark.slow
-def test_each_points_seeds_train_together_each_a_member_run(home):
+def test_each_points_seeds_train_together_each_a_member_run(platform_home):
     spec = load_spec_text(SWEEP, "s.yaml")
     result = run_sweep(spec, workers=2, report=False)
     assert [o.status for o in result.outcomes] == ["FINISHED"] * 6
@@ -81,7 +72,7 @@ def test_each_points_seeds_train_together_each_a_member_run(home):
         assert run.data.params["update.epochs"] == str(outcome.member.spec.update.epochs)
         assert run.data.params["budget.seed"] == str(outcome.member.seed)
         assert outcome.final_eval_mean == pytest.approx(run.data.metrics["eval/mean_reward"])
-        assert (home / "runs" / outcome.run_id / "final" / "model.zip").is_file()
+        assert (platform_home / "runs" / outcome.run_id / "final" / "model.zip").is_file()
         pids[run.data.tags[tag.GRID_POINT]].add(run.data.tags[tag.WORKER_PID])
     # One process trained each point's three seeds: they were one batch.
     assert sorted(pids) == ["update.epochs=1", "update.epochs=4"]
@@ -97,7 +88,7 @@ def test_each_points_seeds_train_together_each_a_member_run(home):
 
 
 @pytest.mark.slow
-def test_rerunning_an_interrupted_compiled_sweep_trains_only_the_unfinished(home):
+def test_rerunning_an_interrupted_compiled_sweep_trains_only_the_unfinished(platform_home):
     spec = load_spec_text(SWEEP.replace("[1, 4]", "[4]"), "s.yaml")
     first = run_sweep(spec, workers=1, report=False)
     client = MlflowClient(get_settings().tracking_uri)
@@ -114,3 +105,18 @@ def test_rerunning_an_interrupted_compiled_sweep_trains_only_the_unfinished(home
     assert rerun.data.tags[tag.TRAINING_PATH] == "compiled"
     assert rerun.data.tags[tag.SWEEP_KEY] == killed.member.key
     assert client.get_run(first.parent_run_id).info.status == "FINISHED"
+
+
+def test_compiled_on_where_it_cannot_run_refuses_the_sweep_before_any_run(platform_home):
+    spec = load_spec_text(SWEEP.replace("CartPole-v1", "Pendulum-v1"), "s.yaml")
+    with pytest.raises(SpecError) as refused:
+        run_sweep(spec, workers=1, report=False)
+    issues = refused.value.issues  # one per grid point, named
+    assert [i.message.rsplit("[", 1)[1] for i in issues] == [
+        "at grid point update.epochs=1]",
+        "at grid point update.epochs=4]",
+    ]
+    for issue in issues:
+        assert issue.path == "compiled" and issue.value == "on"
+        assert "Pendulum-v1 has no JAX port" in issue.message and "compiled: auto" in issue.fix
+    assert not (platform_home / "runs").exists()
