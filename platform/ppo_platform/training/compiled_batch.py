@@ -29,6 +29,7 @@ import numpy as np
 from ppo_platform import tracing
 from ppo_platform.envs.build import build_eval_env, build_train_env
 from ppo_platform.errors import TrainingError
+from ppo_platform.execution import signals
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec, Schedule
@@ -249,20 +250,33 @@ def run_members(
     with runs_closed_on_interrupt(), contextlib.ExitStack() as stack:
         members = [_open(member, stack, options, i > 0) for i, member in enumerate(batch)]
         tracing.mark("compiled: runs opened, models built")
+        mark = signals.received()
         try:
             program.train(seeds, _on_chunk(members, cancel), _next_chunk(members))
             tracing.mark("compiled: training done")
         except KeyboardInterrupt:
-            for member in members:
-                if not member.failure:
-                    member.session._checkpoint_interrupted(member.model)
+            _checkpoint_interrupted(members)
             raise
+        except Exception as error:
+            # Raised while torch wrote a checkpoint, an interrupt comes out as a RuntimeError.
+            interrupt = signals.interrupt_since(mark)
+            if interrupt is None:
+                raise
+            _checkpoint_interrupted(members)
+            raise interrupt from error
         finally:
             for member in members:
                 member.model.env.close()
         results = {m.seed: m.session.finish(m.model, m.evaluator) for m in members if not m.failure}
     failures = {m.seed: m.failure for m in members if m.failure}
     return SeedsResult(results, failures, {m.seed: m.session.tracker.run_id for m in members})
+
+
+def _checkpoint_interrupted(members: list[_Seed]) -> None:
+    """Each seed still training checkpointed where it stands, for its resume."""
+    for member in members:
+        if not member.failure:
+            member.session._checkpoint_interrupted(member.model)
 
 
 def _on_chunk(members: list[_Seed], cancel: threading.Event) -> Callable[..., bool]:

@@ -4,6 +4,7 @@ refuses what it cannot run. Real MLflow store, real CLI processes."""
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 
@@ -11,12 +12,15 @@ import pytest
 from mlflow.tracking import MlflowClient
 from stable_baselines3 import PPO
 
-from ppo_platform.errors import TrainingError
+from ppo_platform.errors import Terminated, TrainingError
 from ppo_platform.settings import get_settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
+from ppo_platform.training.checkpoints import latest_checkpoint
 from ppo_platform.training.compiled_path import compiled_problem, training_path
+from ppo_platform.training.session import TrainingSession
 from ppo_platform.workloads import run_experiment
+from tests.ppo_platform_tests.training.test_runner import SignalsItselfMidWrite
 
 
 def _spec(**changes) -> ExperimentSpec:
@@ -135,3 +139,44 @@ def test_a_second_process_loads_the_compiled_programs_and_trains_the_same(platfo
     assert read_at[1].keys() == read_at[0].keys()
     assert all(read_at[1][name] != read_at[0][name] for name in read_at[0])  # each one read
     assert len(histories[0]) == 4 and histories[1] == histories[0]
+
+
+def test_sigterm_while_torch_writes_a_batch_checkpoint_kills_every_seed(platform_home, monkeypatch):
+    """torch.save turns the handler's Terminated into a RuntimeError: the batch must still
+    checkpoint each seed where it stands, close every run KILLED and raise Terminated."""
+    import torch
+
+    from ppo_platform.execution.signals import terminate_as_interrupt
+    from ppo_platform.training.compiled_batch import run_seeds
+
+    real_save = TrainingSession.save_checkpoint
+    signalled: list[int] = []
+
+    def save_checkpoint(self: TrainingSession, steps: int) -> None:
+        if steps >= 1024 and not signalled:
+            signalled.append(steps)
+            torch.save({"weights": torch.zeros(64)}, SignalsItselfMidWrite())
+        real_save(self, steps)
+
+    monkeypatch.setattr(TrainingSession, "save_checkpoint", save_checkpoint)
+    previous = signal.getsignal(signal.SIGTERM)
+    terminate_as_interrupt()
+    try:
+        with pytest.raises(Terminated) as raised:
+            run_seeds(_spec(name="compiled-sigterm-mid-save"), [1, 2])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert isinstance(raised.value.__cause__, RuntimeError)  # what torch made of it
+    client = MlflowClient(get_settings().tracking_uri)
+    experiment = client.get_experiment_by_name("compiled-sigterm-mid-save")
+    runs = client.search_runs([experiment.experiment_id])
+    assert sorted(r.data.params["budget.seed"] for r in runs) == ["1", "2"]
+    assert [r.info.status for r in runs] == ["KILLED", "KILLED"]
+    assert {r.data.tags[tag.FAILURE] for r in runs} == {"terminated (SIGTERM)"}
+    steps = {}
+    for run in runs:
+        last = latest_checkpoint(platform_home / "runs" / run.info.run_id / "checkpoints")
+        assert last is not None
+        steps[run.data.params["budget.seed"]] = last.timesteps
+    # The first seed was being saved at 1024; the second had not yet taken that chunk.
+    assert steps == {"1": 1024, "2": 512}
