@@ -53,3 +53,28 @@ def test_bad_budget_seeds_are_refused_naming_the_field(alice, post_spec):
     assert refused.status_code == 422, refused.text
     issue = refused.json()["issues"][0]
     assert issue["path"] == "budget.seeds" and "more than once" in issue["message"]
+
+
+def test_compiled_on_where_it_cannot_run_is_refused_at_submission(alice, post_spec):
+    """A run, a batch or a sweep asking compiled: on that the compiled path cannot train is
+    bad input (422 naming `compiled` and why), not a job that fails once it starts."""
+    pendulum = BATCH.replace("CartPole-v1", "Pendulum-v1")
+    sweep = (
+        BATCH.replace(
+            "budget: {total_timesteps: 512, seeds: '3,1'}", "budget: {total_timesteps: 512}"
+        )
+        + "sweep: {grid: {surrogate.target_kl: [null, 0.02]}, seeds: [0, 1]}\n"
+    )
+    listed = {"limit": 100}
+    before = alice.get("/v1/experiments", params=listed).json()["items"]
+    for text, where in [
+        (pendulum, "env Pendulum-v1 has no JAX port"),
+        (pendulum.replace("seeds: '3,1'", "seed: 3"), "env Pendulum-v1 has no JAX port"),
+        (sweep, "at grid point surrogate.target_kl=0.02: surrogate.target_kl (early stopping)."),
+    ]:
+        refused = post_spec(alice, text)
+        assert refused.status_code == 422, refused.text
+        [issue] = refused.json()["issues"]
+        assert issue["path"] == "compiled" and issue["value"] == "on"
+        assert where in issue["message"] and "compiled: auto" in issue["fix"]
+    assert alice.get("/v1/experiments", params=listed).json()["items"] == before  # none queued

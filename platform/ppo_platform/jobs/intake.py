@@ -34,6 +34,7 @@ from ppo_platform.spec.rules import (
 from ppo_platform.spec.workloads import AnySpec, load_any_spec_text
 from ppo_platform.spec.wrappers import WrapperSpec
 from ppo_platform.spec.yaml_source import PathKey, Position, check_spec_size, parse_yaml
+from ppo_platform.training.compiled_path import uncompilable_issue
 
 # env.wrappers back from the JSON the remembered env check is keyed by.
 _WRAPPERS: TypeAdapter[list[Any]] = TypeAdapter(list[WrapperSpec])
@@ -195,14 +196,20 @@ def total_env_steps(spec: ExperimentSpec, source: str) -> int:
     kind = kind_of(spec)
     refuse_rollout_over_budget(spec, source)
     if kind == "sweep":
+        from ppo_platform.sweeps.batches import refuse_uncompilable
         from ppo_platform.sweeps.expand import expand_sweep
 
-        specs = [m.spec for m in expand_sweep(spec, source, from_outside=True)]
+        members = expand_sweep(spec, source, from_outside=True)
+        refuse_uncompilable(members, source)
+        specs = [m.spec for m in members]
         gym_specs = [member for member in specs if isinstance(member, ExperimentSpec)]
         for member in gym_specs:  # a grid may change the env's kwargs or n_envs
             refuse_rollout_over_budget(member, source)
             check_env_remembered(member, source)
         return sum(trained_steps(member) for member in gym_specs)
+    issue = uncompilable_issue(spec)
+    if issue is not None:  # a run, a batch or a study's base spec
+        raise SpecError([issue], source)
     if kind == "tune":
         from ppo_platform.tuning import check_space
 

@@ -26,7 +26,7 @@ from ppo_platform.sweeps.expand import SweepMember
 from ppo_platform.sweeps.runs import MemberFailure, record_failure, resume_member
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.requests import find_runs
-from ppo_platform.training.compiled_path import compiled_problem, training_path
+from ppo_platform.training.compiled_path import training_path, uncompilable_issue
 
 if TYPE_CHECKING:
     from ppo_platform.training.result import RunResult
@@ -50,18 +50,12 @@ def refuse_uncompilable(members: list[SweepMember], source: str | None = None) -
     (SpecError naming each such point and why) before any run is created."""
     issues: dict[str, SpecIssue] = {}
     for member in members:
-        spec = member.spec
-        if not isinstance(spec, ExperimentSpec) or spec.compiled != "on":
+        label = member.point.label
+        if not isinstance(member.spec, ExperimentSpec) or label in issues:
             continue
-        problem = compiled_problem(spec)
-        if problem and member.point.label not in issues:
-            issues[member.point.label] = SpecIssue(
-                "compiled",
-                f"is on, but the compiled path cannot run this spec: {problem} "
-                f"[at grid point {member.point.label}]",
-                "on",
-                fix="set compiled: auto (the torch path then trains it) or change what is named.",
-            )
+        issue = uncompilable_issue(member.spec, f"grid point {label}")
+        if issue is not None:
+            issues[label] = issue
     if issues:
         raise SpecError(list(issues.values()), source)
 

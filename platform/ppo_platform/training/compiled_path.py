@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.util
 from typing import Any
 
-from ppo_platform.errors import TrainingError
+from ppo_platform.errors import SpecIssue, TrainingError
 from ppo_platform.spec.experiment import ExperimentSpec
 
 # trainers/compiled/envs.py's ports (named here so the choice needs no jax import).
@@ -45,6 +45,20 @@ def compiled_problem(spec: ExperimentSpec) -> str:
         (importlib.util.find_spec("jax") is None, "jax is not installed (the `compiled` extra)"),
     ]
     return "; ".join(reason for failed, reason in checks if failed)
+
+
+def uncompilable_issue(spec: ExperimentSpec, where: str = "") -> SpecIssue | None:
+    """`compiled: on` where the compiled path cannot run `spec`, as bad input (`where`: e.g.
+    "grid point update.epochs=4", said in the message); None when the spec is fine."""
+    problem = compiled_problem(spec) if spec.compiled == "on" else ""
+    if not problem:
+        return None
+    return SpecIssue(
+        "compiled",
+        f"the compiled path cannot run this spec{f' at {where}' if where else ''}: {problem}.",
+        "on",
+        fix="set compiled: auto (the torch path then trains it) or change what is named.",
+    )
 
 
 def training_path(spec: ExperimentSpec, make_env: Any = None) -> dict[str, str]:

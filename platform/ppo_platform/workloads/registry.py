@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from ppo_platform.errors import SpecError
 from ppo_platform.settings import Settings
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.workloads import (
@@ -114,8 +115,15 @@ def workload_of(spec: Any) -> Workload:
 
 def load_experiment(path: str | Path, overrides: Iterable[str] = (), check_env: bool = True) -> Any:
     """A spec file of any workload, validated; `check_env`: a gymnasium spec's env is also
-    made once to check its id and spaces (what `validate` has always done)."""
+    made once to check its id and spaces (what `validate` has always done). `compiled: on`
+    where the compiled path cannot run the spec is refused here, before any run."""
     spec = load_any_spec(path, overrides)
+    if isinstance(spec, ExperimentSpec):
+        from ppo_platform.training.compiled_path import uncompilable_issue
+
+        issue = uncompilable_issue(spec)
+        if issue is not None:
+            raise SpecError([issue], str(path))
     if check_env and isinstance(spec, ExperimentSpec):
         from ppo_platform.envs.ids import check_spec_env  # gymnasium
 

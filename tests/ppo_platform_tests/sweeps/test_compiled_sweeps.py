@@ -112,9 +112,9 @@ def test_compiled_on_where_it_cannot_run_refuses_the_sweep_before_any_run(platfo
     with pytest.raises(SpecError) as refused:
         run_sweep(spec, workers=1, report=False)
     issues = refused.value.issues  # one per grid point, named
-    assert [i.message.rsplit("[", 1)[1] for i in issues] == [
-        "at grid point update.epochs=1]",
-        "at grid point update.epochs=4]",
+    assert [i.message.split(":", 1)[0] for i in issues] == [
+        "the compiled path cannot run this spec at grid point update.epochs=1",
+        "the compiled path cannot run this spec at grid point update.epochs=4",
     ]
     for issue in issues:
         assert issue.path == "compiled" and issue.value == "on"

@@ -73,6 +73,24 @@ def test_auto_names_why_the_torch_path_runs_and_on_refuses_with_the_reason():
     assert training_path(_spec(compiled="off"))["training_path_reason"] == "compiled: off"
 
 
+@pytest.mark.parametrize("command", ["validate", "run"])
+def test_validate_and_run_refuse_compiled_on_that_cannot_run_with_exit_2(
+    platform_home, tmp_path, command
+):
+    spec = tmp_path / "pendulum.yaml"
+    spec.write_text("name: p\nenv: Pendulum-v1\ncompiled: 'on'\nbudget: {total_timesteps: 4096}\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "ppo_platform.cli", command, str(spec)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "compiled = 'on': the compiled path cannot run this spec: env Pendulum-v1" in done.stderr
+    assert "Fix: set compiled: auto" in done.stderr
+    assert not (platform_home / "runs").exists()
+
+
 def test_the_path_is_not_a_hyperparameter_the_spec_hash_stays():
     assert _spec(compiled="on").spec_hash() == _spec(compiled="off").spec_hash()
 
