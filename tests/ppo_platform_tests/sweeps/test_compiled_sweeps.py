@@ -120,3 +120,34 @@ def test_compiled_on_where_it_cannot_run_refuses_the_sweep_before_any_run(platfo
         assert issue.path == "compiled" and issue.value == "on"
         assert "Pendulum-v1 has no JAX port" in issue.message and "compiled: auto" in issue.fix
     assert not (platform_home / "runs").exists()
+
+
+def test_a_batch_that_breaks_closes_each_member_failed_naming_why(platform_home):
+    """A batch whose training raises (here: its points' configurations differ, which
+    run_members refuses) records every member FAILED with the error: the run the batch had
+    opened for a member is closed so, a member without one gets a FAILED run of its own."""
+    from ppo_platform.tracking.remote import run_tags
+
+    members = expand_sweep(load_spec_text(SWEEP, "s.yaml"))
+    settings = get_settings()
+    client = MlflowClient(settings.tracking_uri)
+    experiment = client.create_experiment(members[0].spec.experiment_name)
+    parent = client.create_run(experiment).info.run_id
+    first, other = members[0], members[3]  # update.epochs=1 seed 0, update.epochs=4 seed 0
+    planned = [(m.key, m.seed, m.spec, dict(m.tags)) for m in (first, other)]
+    # The run the batch opened for its first member before it broke, left RUNNING.
+    opened = client.create_run(experiment, tags=run_tags(first.spec, parent, dict(first.tags))).info
+    found = run_batch(planned, parent, settings)
+    assert list(found) == [first.key, other.key]
+    assert found[first.key].run_id == opened.run_id
+    assert found[other.key].run_id not in (None, opened.run_id)
+    for failure in found.values():
+        assert "a compiled batch trains one configuration on distinct seeds" in failure.error
+        run = client.get_run(failure.run_id)
+        assert run.info.status == "FAILED"
+        assert run.data.tags[tag.PARENT_RUN_ID] == parent
+        assert run.data.tags[tag.FAILURE] == failure.error
+    assert {client.get_run(f.run_id).data.tags[tag.SWEEP_KEY] for f in found.values()} == {
+        first.key,
+        other.key,
+    }
