@@ -71,6 +71,13 @@ class Settings(BaseSettings):
         ge=1,
         description="torch intra-op threads per training process (small nets: 1 is fastest).",
     )
+    compiled_threads: int = Field(
+        0,
+        ge=0,
+        description="threads a batch of seeds on the compiled path trains on, each a group of "
+        "its seeds (0: one per core this process may use; a sweep's batches take 1, as its "
+        "workers already run in parallel).",
+    )
     metrics_flush_seconds: float = Field(
         2.0,
         gt=0,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ from ppo_platform.trainers.compiled.network import (
     init_params,
     logits_and_value,
 )
+from ppo_platform.trainers.compiled.seed_groups import group_sizes, joined, keys_of, split
 
 # start, end, linear?  SB3's LinearSchedule(start, end, end_fraction=1) or a constant.
 Schedule = tuple[float, float, bool]
@@ -321,56 +323,63 @@ class CompiledPPO:
         self.config = config
         self._init = jax.jit(jax.vmap(lambda key: _carry(config, key)))
         self._chunk = jax.jit(jax.vmap(_chunk_program(config), in_axes=(0, None)))
+        self._prepared: dict[int, tuple[Any, Any]] = {}  # seeds -> (init, chunk) compiled
+
+    def prepare(self, n_seeds: int, threads: int = 1) -> None:
+        """Trace and compile (or load from XLA's cache) the programs for a batch of `n_seeds`
+        on `threads` threads now, from their shapes alone; `train` then runs them as they are."""
+        for size in set(group_sizes(n_seeds, threads)):
+            if size not in self._prepared:
+                self._prepared[size] = self._compile(size)
+
+    def _compile(self, n_seeds: int) -> tuple[Any, Any]:
+        keys = jax.eval_shape(lambda: jnp.stack([jax.random.PRNGKey(0)] * n_seeds))
+        init = self._init.lower(keys).compile()
+        count = jax.ShapeDtypeStruct((), jnp.int32)
+        return init, self._chunk.lower(jax.eval_shape(self._init, keys), count).compile()
 
     def train(
         self,
         seeds: Sequence[int],
         on_chunk: ChunkCallback | None = None,
         next_chunk: Callable[[int], int] | None = None,
+        threads: int = 1,
     ) -> CompiledRun:
         """Train every seed together. `on_chunk(first_update, metrics, state)` sees each
         chunk's metrics, (seeds, updates_in_chunk) arrays, and the weights and Adam state at its
         end (batched over seeds), and stops the batch by returning True. `next_chunk(done)`
-        caps the next chunk's updates (a caller's next evaluation, say); at most `chunk`."""
+        caps the next chunk's updates (a caller's next evaluation, say); at most `chunk`.
+        `threads` > 1 splits the seeds into that many groups, each run on its own thread (XLA
+        runs without the GIL): each seed still trains as it would alone."""
         config = self.config
-        keys = jnp.stack([jax.random.PRNGKey(seed) for seed in seeds])
-        carry = self._init(keys)
+        self.prepare(len(seeds), threads)
+        groups = split(list(seeds), group_sizes(len(seeds), threads))
+        carries = [self._prepared[len(g)][0](keys_of(g)) for g in groups]
         names = metric_names(config)
         collected: dict[str, list[np.ndarray]] = {name: [] for name in names}
         done = 0
-        while done < config.n_updates:
-            wanted = next_chunk(done) if next_chunk is not None else config.chunk
-            count = max(1, min(config.chunk, wanted, config.n_updates - done))
-            carry, buffer = self._chunk(carry, jnp.int32(count))
-            chunk = {name: np.asarray(buffer[name])[:, :count] for name in names}
-            for name in names:
-                collected[name].append(chunk[name])
-            state = {"params": carry["params"], "opt": carry["opt"]}
-            stop = on_chunk(done, chunk, state) if on_chunk is not None else None
-            done += count
-            if stop:
-                break
+        with ThreadPoolExecutor(len(groups), thread_name_prefix="compiled") as pool:
+            while done < config.n_updates:
+                wanted = next_chunk(done) if next_chunk is not None else config.chunk
+                count = max(1, min(config.chunk, wanted, config.n_updates - done))
+                ran = list(pool.map(self._run_chunk, carries, [count] * len(carries)))
+                carries = [carry for carry, _ in ran]
+                chunk = {
+                    name: np.concatenate([np.asarray(b[name])[:, :count] for _, b in ran])
+                    for name in names
+                }
+                for name in names:
+                    collected[name].append(chunk[name])
+                state = {key: joined([c[key] for c in carries]) for key in ("params", "opt")}
+                stop = on_chunk(done, chunk, state) if on_chunk is not None else None
+                done += count
+                if stop:
+                    break
+        params = joined([c["params"] for c in carries])
         metrics = {name: np.concatenate(parts, axis=1) for name, parts in collected.items()}
-        return CompiledRun(list(seeds), carry["params"], metrics, done, done * config.batch_size)
+        return CompiledRun(list(seeds), params, metrics, done, done * config.batch_size)
 
-
-def greedy_returns(config: CompiledConfig, params: Any, seed: int, episodes: int) -> np.ndarray:
-    """Deterministic (argmax) returns of `episodes` episodes of one seed's policy, in JAX."""
-    env = config.env
-
-    def episode(key: Any) -> Any:
-        def cond(state: Any) -> Any:
-            return ~state[3]
-
-        def body(state: Any) -> Any:
-            physics, elapsed, total, _ = state
-            logits, _ = logits_and_value(params, env.observe(physics)[None], config.activation)
-            physics, reward, terminated = env.step_physics(physics, jnp.argmax(logits[0]))
-            elapsed = elapsed + 1
-            return physics, elapsed, total + reward, terminated | (elapsed >= env.max_episode_steps)
-
-        start = (env.reset_physics(key), jnp.int32(0), jnp.float32(0.0), jnp.bool_(False))
-        return jax.lax.while_loop(cond, body, start)[2]
-
-    keys = jax.random.split(jax.random.PRNGKey(seed + 1_000_003), episodes)
-    return np.asarray(jax.jit(jax.vmap(episode))(keys))
+    def _run_chunk(self, carry: Any, count: int) -> tuple[Any, Any]:
+        run = self._prepared[len(carry["update"])][1]
+        carry, buffer = run(carry, jnp.int32(count))
+        return carry, jax.block_until_ready(buffer)

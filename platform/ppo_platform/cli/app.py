@@ -126,10 +126,15 @@ def _load_for_run(
         return None, None
     try:
         experiment = load_experiment(spec, overrides, check_env=False)
-        return experiment, seeds_to_train(experiment, seeds)
+        batch = seeds_to_train(experiment, seeds)
     except PlatformError as error:
         lifecycle.note_reaped(reaped())
         fail(error)
+    if isinstance(experiment, ExperimentSpec):  # jax's side while torch imports, if compiled
+        from ppo_platform.training.compiled_warmup import start
+
+        start(experiment, len(batch) if batch else 1)
+    return experiment, batch
 
 
 @app.command()

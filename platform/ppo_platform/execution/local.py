@@ -54,17 +54,14 @@ from ppo_platform.execution.base import (
     describe_error,
 )
 from ppo_platform.execution.body import run_body
-from ppo_platform.execution.threads import THREAD_ENV_VARS, pin_threads
+from ppo_platform.execution.threads import THREAD_ENV_VARS, pin_threads, usable_cpus
 
 INTERRUPT_GRACE = 30.0  # after Ctrl-C or SIGTERM, seconds running tasks get to close their runs
 
 
 def default_workers() -> int:
     """One worker per core this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    return usable_cpus()
 
 
 def worker_count(requested: int | None, work: int) -> tuple[int, str | None]:

@@ -26,3 +26,11 @@ def pin_threads(threads: int) -> None:
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.set_num_threads(threads)
+
+
+def usable_cpus() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)

@@ -93,7 +93,9 @@ def run_batch(
     pid = {tag.WORKER_PID: str(os.getpid())}
     batch = [BatchMember(seed, spec, {**tags, **pid}) for _, seed, spec, tags in planned]
     try:
-        done = run_members(batch, settings=settings, parent_run_id=parent_run_id, defer_plot=True)
+        done = run_members(
+            batch, settings=settings, parent_run_id=parent_run_id, defer_plot=True, threads=1
+        )  # one thread: the sweep's workers already train in parallel
     except Exception as error:
         return _all_failed(planned, parent_run_id, settings, describe_error(error))
     found: dict[str, RunResult | MemberFailure] = {}

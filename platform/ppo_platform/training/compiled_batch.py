@@ -22,7 +22,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,7 +32,7 @@ from ppo_platform.errors import TrainingError
 from ppo_platform.execution import signals
 from ppo_platform.execution.threads import pin_threads
 from ppo_platform.settings import Settings, get_settings
-from ppo_platform.spec.experiment import ExperimentSpec, Schedule
+from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.tracking.remote import (
     RemoteRun,
@@ -40,51 +40,19 @@ from ppo_platform.tracking.remote import (
     runs_closed_on_interrupt,
     shared_tracking_process,
 )
-from ppo_platform.trainers.compiled.cache import use_compilation_cache
 from ppo_platform.trainers.compiled.export import load_into_policy
-from ppo_platform.trainers.compiled.ppo import CompiledConfig, CompiledPPO
 from ppo_platform.training.algorithms import build_model
 from ppo_platform.training.compiled_path import MAX_CHUNK
+from ppo_platform.training.compiled_warmup import batch_threads, compiled_config, ready_program
 from ppo_platform.training.progress import ProgressEvent
 from ppo_platform.training.result import RunResult
 from ppo_platform.training.session import TrainingSession
 
-# XLA's compiled programs, kept under the platform home (trainers/compiled/cache.py).
-COMPILE_CACHE_FOLDER = "cache/xla"
+if TYPE_CHECKING:
+    from ppo_platform.trainers.compiled.ppo import CompiledConfig
+
 EPISODE_WINDOW = 100  # SB3's stats_window_size: rollout/ep_rew_mean's episodes
 _MUST_BE_FINITE = ("train/policy_gradient_loss", "train/value_loss", "train/approx_kl")
-
-
-def _schedule(schedule: Schedule) -> tuple[float, float, bool]:
-    return schedule.start, schedule.end, schedule.schedule == "linear"
-
-
-def compiled_config(spec: ExperimentSpec) -> CompiledConfig:
-    """The compiled program's hyperparameters: the spec's, as training/algorithms.py gives
-    them to SB3."""
-    policy = spec.policy
-    return CompiledConfig(
-        env_id=spec.env.id,
-        n_envs=spec.env.n_envs,
-        n_steps=spec.rollout.n_steps,
-        epochs=spec.update.epochs,
-        minibatch_size=spec.update.minibatch_size,
-        total_timesteps=spec.budget.total_timesteps,
-        learning_rate=_schedule(spec.update.learning_rate),
-        clip_range=_schedule(spec.surrogate.clip_epsilon),
-        clip_range_vf=spec.surrogate.clip_value,
-        vf_coef=spec.surrogate.value_coef,
-        ent_coef=spec.surrogate.entropy_coef,
-        max_grad_norm=spec.update.max_grad_norm,
-        normalize_advantage=spec.surrogate.normalize_advantage,
-        gamma=spec.advantage.gamma,
-        gae_lambda=spec.advantage.gae_lambda,
-        pi_arch=tuple(policy.net_arch),
-        vf_arch=tuple(policy.value_net_arch or policy.net_arch),
-        activation=policy.activation,
-        ortho_init=policy.ortho_init,
-        chunk=MAX_CHUNK,
-    )
 
 
 @dataclass
@@ -219,16 +187,15 @@ def run_members(
     parent_run_id: str | None = None,
     defer_plot: bool = False,
     progress_for: Callable[[int], Callable[[ProgressEvent], None] | None] | None = None,
+    threads: int | None = None,
 ) -> SeedsResult:
     """Train `batch` together on the compiled path, one MLflow run each (under
     `parent_run_id`; `progress_for(seed)`: that seed's `on_progress`, else `on_progress`
     hears every seed). The members' specs may differ in name and seed only. A seed that
     diverges closes FAILED with why; the others go on. Ctrl-C and SIGTERM checkpoint every
-    seed and close its run KILLED, as for one run."""
-    config = compiled_config(batch[0].spec)
-    other = [m.seed for m in batch if compiled_config(m.spec) != config]
-    if other or len({m.seed for m in batch}) != len(batch):
-        raise ValueError(f"a compiled batch trains one configuration on distinct seeds: {other}")
+    seed and close its run KILLED, as for one run. `threads`: how many groups of the seeds
+    train in parallel (default: the `compiled_threads` setting)."""
+    config = _one_config(batch)
     process = shared_tracking_process()
     settings = settings or get_settings()
     pin_threads(settings.torch_threads)
@@ -243,8 +210,8 @@ def run_members(
         # seed is evaluated and saved, not before each close is answered.
         "defer_plot": defer_plot or len(batch) > 1,
     }
-    use_compilation_cache(settings.home / COMPILE_CACHE_FOLDER)
-    program = CompiledPPO(config)
+    threads = threads or batch_threads(settings)
+    program = ready_program(config, len(batch), threads, settings)  # before models seed numpy
     seeds = [m.seed for m in batch]
     tracing.mark("compiled: program built")
     with runs_closed_on_interrupt(), contextlib.ExitStack() as stack:
@@ -252,7 +219,7 @@ def run_members(
         tracing.mark("compiled: runs opened, models built")
         mark = signals.received()
         try:
-            program.train(seeds, _on_chunk(members, cancel), _next_chunk(members))
+            program.train(seeds, _on_chunk(members, cancel), _next_chunk(members), threads)
             tracing.mark("compiled: training done")
         except KeyboardInterrupt:
             _checkpoint_interrupted(members)
@@ -270,6 +237,14 @@ def run_members(
         results = {m.seed: m.session.finish(m.model, m.evaluator) for m in members if not m.failure}
     failures = {m.seed: m.failure for m in members if m.failure}
     return SeedsResult(results, failures, {m.seed: m.session.tracker.run_id for m in members})
+
+
+def _one_config(batch: Sequence[BatchMember]) -> CompiledConfig:
+    config = compiled_config(batch[0].spec)
+    other = [m.seed for m in batch if compiled_config(m.spec) != config]
+    if other or len({m.seed for m in batch}) != len(batch):
+        raise ValueError(f"a compiled batch trains one configuration on distinct seeds: {other}")
+    return config
 
 
 def _checkpoint_interrupted(members: list[_Seed]) -> None:

@@ -14,13 +14,14 @@ from stable_baselines3 import PPO
 from stable_baselines3.common.env_util import make_vec_env
 
 from ppo_platform.trainers.compiled.export import load_into_policy, params_from_policy
+from ppo_platform.trainers.compiled.greedy import greedy_returns
 from ppo_platform.trainers.compiled.network import logits_and_value
 from ppo_platform.trainers.compiled.ppo import (
     CompiledConfig,
     CompiledPPO,
-    greedy_returns,
     metric_names,
 )
+from ppo_platform.trainers.compiled.seed_groups import group_sizes
 
 
 def _config(total: int, env_id: str = "CartPole-v1", chunk: int = 4) -> CompiledConfig:
@@ -37,6 +38,30 @@ def _config(total: int, env_id: str = "CartPole-v1", chunk: int = 4) -> Compiled
         gae_lambda=0.8,
         chunk=chunk,
     )
+
+
+def test_seeds_split_over_threads_train_as_in_one_group_in_their_order():
+    config = _config(256 * 3, chunk=2)
+    program = CompiledPPO(config)
+    chunks: list[tuple[int, np.ndarray, int]] = []
+
+    def on_chunk(first, metrics, state):
+        leaves = jax.tree_util.tree_leaves(state["params"])
+        chunks.append((first, metrics["train/value_loss"].shape, leaves[0].shape[0]))
+
+    one = program.train([3, 11, 5])
+    split = program.train([3, 11, 5], on_chunk, threads=2)  # groups [3, 11] and [5]
+    assert group_sizes(3, 2) == [2, 1] and group_sizes(2, 8) == [1, 1]
+    assert chunks == [(0, (3, 2), 3), (2, (3, 1), 3)]  # every seed in every chunk, joined
+    for name in ("train/approx_kl", "train/value_loss", "rollout/return_sum"):
+        np.testing.assert_allclose(split.metrics[name], one.metrics[name], rtol=1e-3)
+    for index in range(3):
+        for a, b in zip(
+            jax.tree_util.tree_leaves(split.seed_params(index)),
+            jax.tree_util.tree_leaves(one.seed_params(index)),
+            strict=True,
+        ):
+            np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5)
 
 
 def test_seeds_batched_together_train_as_each_alone():
