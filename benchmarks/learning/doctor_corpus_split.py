@@ -272,6 +272,10 @@ GROWN_GOOD = (
 # What was measured while the LM length and group cases were chosen (the page shows it): the
 # cases were fixed after these probes, so they are disclosed, not hidden.
 PLANTING_NOTES = (
+    "The toy-text known-good runs (FrozenLake-v1 4x4 and FrozenLake8x8-v1, not slippery) were "
+    "each probed once (seed 0, outside the corpus) to find a budget at which PPO solves them "
+    "(4x4: 20k steps, named entropy_collapse; 8x8: 40k steps, named nothing); their corpus rows "
+    "were then run blind to the solved-level rule (before it was written) and again after it.",
     "Each of the four LM length and group cases was probed (seed 0, outside the corpus, the "
     "doctor's answer seen) before the corpus run: these rows are not blind to the case "
     "choice; no threshold or rule was changed after the probes.",
@@ -303,8 +307,8 @@ NOT_PLANTED = {
     "step too large (which the doctor names instead, as it should). Tried: a negative entropy "
     "coefficient (the spec refuses it), a combination lock with a decoy (Lock-v0, 5-7 stages, "
     "decoy 0.1-0.3, entropy_coef 0-0.05, 2 seeds each): PPO opened every lock, so there was no "
-    "fault to plant; every one of those solved runs was named entropy_collapse (see lock seed "
-    "0 and 1 in the known-good set)",
+    "fault to plant; every one of those solved runs was named entropy_collapse before the rule "
+    "read the env's solved level (see lock seed 0 and 1 in the known-good set)",
     "lm_reward_hacking": "needs a reward whose terms can be exploited while a held-out reward "
     "falls; the demo task's reward is exact arithmetic",
     "lm_length_collapse": "needs a reward term that pays for ending early; the demo has none",
