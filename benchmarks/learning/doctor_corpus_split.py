@@ -3,7 +3,8 @@ is fitted, and the cases grown so each cause is planted on two families at least
 
 The doctor's thresholds and rules were chosen on the tuning part (classic control: CartPole-v1
 and Acrobot-v1, the corpus of issue #35); its rates are reported on the held-out part only
-(continuous classic control, MuJoCo, a user's plain Python env, the LM task), never the reverse.
+(continuous classic control, MuJoCo, a user's plain Python env, the LM task, Atari, gymnasium's
+toy text), never the reverse.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from benchmarks.learning.doctor_corpus_cases import BASES, FAULTS, GOOD, LM_GOOD_SETS, Fault, Good
 
 TUNING_FAMILIES = ("classic_control",)
-HELD_OUT_FAMILIES = ("classic_continuous", "mujoco", "user_python", "lm", "atari")
+HELD_OUT_FAMILIES = ("classic_continuous", "mujoco", "user_python", "lm", "atari", "toy_text")
 PARTS = {"tuning": TUNING_FAMILIES, "heldout": HELD_OUT_FAMILIES}
 
 HUGE_LR = ("update.learning_rate.start=3.0", "update.learning_rate.schedule=constant")
@@ -242,10 +243,39 @@ GROWN_GOOD = (
         )
         for s in (0, 1)
     ),
+    # a family the doctor had never seen, with a deterministic optimum (gymnasium's FrozenLake
+    # not slippery, registered reward_threshold 0.70): added, and run, before the rule read a
+    # solved level, so its rows are blind to that change
+    *(
+        Good(
+            f"frozenlake seed {s}",
+            what="benchmarks/learning/corpus_specs/frozenlake.yaml",
+            budget=20_000,
+            quick=20_000,
+            family="toy_text",
+            seed=s,
+        )
+        for s in (0, 1)
+    ),
+    *(
+        Good(
+            f"frozenlake8x8 seed {s}",
+            what="benchmarks/learning/corpus_specs/frozenlake8x8.yaml",
+            budget=40_000,
+            quick=40_000,
+            family="toy_text",
+            seed=s,
+        )
+        for s in (0, 1)
+    ),
 )
 # What was measured while the LM length and group cases were chosen (the page shows it): the
 # cases were fixed after these probes, so they are disclosed, not hidden.
 PLANTING_NOTES = (
+    "The toy-text known-good runs (FrozenLake-v1 4x4 and FrozenLake8x8-v1, not slippery) were "
+    "each probed once (seed 0, outside the corpus) to find a budget at which PPO solves them "
+    "(4x4: 20k steps, named entropy_collapse; 8x8: 40k steps, named nothing); their corpus rows "
+    "were then run blind to the solved-level rule (before it was written) and again after it.",
     "Each of the four LM length and group cases was probed (seed 0, outside the corpus, the "
     "doctor's answer seen) before the corpus run: these rows are not blind to the case "
     "choice; no threshold or rule was changed after the probes.",
@@ -277,8 +307,8 @@ NOT_PLANTED = {
     "step too large (which the doctor names instead, as it should). Tried: a negative entropy "
     "coefficient (the spec refuses it), a combination lock with a decoy (Lock-v0, 5-7 stages, "
     "decoy 0.1-0.3, entropy_coef 0-0.05, 2 seeds each): PPO opened every lock, so there was no "
-    "fault to plant; every one of those solved runs was named entropy_collapse (see lock seed "
-    "0 and 1 in the known-good set)",
+    "fault to plant; every one of those solved runs was named entropy_collapse before the rule "
+    "read the env's solved level (see lock seed 0 and 1 in the known-good set)",
     "lm_reward_hacking": "needs a reward whose terms can be exploited while a held-out reward "
     "falls; the demo task's reward is exact arithmetic",
     "lm_length_collapse": "needs a reward term that pays for ending early; the demo has none",

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import gymnasium
+
 from benchmarks.learning.doctor_corpus_split import (
     ALL_FAULTS,
     ALL_GOOD,
@@ -74,6 +76,20 @@ def test_the_first_update_collapse_is_planted_on_every_gym_family():
 
 def test_the_held_out_part_has_20_known_good_configs_at_least():
     assert sum(1 for g in ALL_GOOD if part_of(g) == "heldout") >= 20
+
+
+def test_the_toy_text_family_is_held_out_and_its_envs_declare_a_solved_level():
+    toy = [g for g in ALL_GOOD if family_of(g) == "toy_text"]
+    assert {g.name for g in toy} == {
+        f"frozenlake{size} seed {s}" for size in ("", "8x8") for s in (0, 1)
+    }
+    assert {part_of(g) for g in toy} == {"heldout"}
+    # What the doctor reads as solved: the registry's levels, the lock's declared by its author.
+    assert [gymnasium.spec(e).reward_threshold for e in ("FrozenLake-v1", "FrozenLake8x8-v1")] == [
+        0.7,
+        0.85,
+    ]
+    assert gymnasium.spec("Lock-v0").reward_threshold == 1.0
 
 
 def _fault(planted: str, top: str | None, confidence: float | None, **extra: object) -> dict:

@@ -46,6 +46,25 @@ def failure_from_tags(tags: Mapping[str, str]) -> Failure | None:
     )
 
 
+def solved_return_of(env_id: str) -> float | None:
+    """gymnasium's `reward_threshold` for `env_id` (the return its registry declares solved:
+    475 for CartPole-v1), None where it declares none or the id is not registered here (the
+    operator's env packages are imported first, as for any env check)."""
+    import gymnasium
+
+    from ppo_platform.envs.own import register_envs
+    from ppo_platform.envs.packages import import_env_packages
+    from ppo_platform.errors import BadInputError
+
+    register_envs()
+    try:
+        import_env_packages()
+        threshold = gymnasium.spec(env_id).reward_threshold
+    except (BadInputError, gymnasium.error.Error):
+        return None
+    return float(threshold) if threshold is not None else None
+
+
 def facts_from_spec(
     spec: ExperimentSpec | LMExperimentSpec,
     failure: Failure | None = None,
@@ -78,6 +97,7 @@ def facts_from_spec(
         normalize_reward=spec.env.normalize.reward,
         total_timesteps=spec.budget.total_timesteps,
         continuous=continuous,
+        solved_return=solved_return_of(spec.env.id),
     )
 
 

@@ -6,9 +6,36 @@ from __future__ import annotations
 import math
 
 from ppo_platform.doctor.rules_step import Verdict, collapse_step, entropy_patch, significant
-from ppo_platform.doctor.series import View, improving
-from ppo_platform.doctor.vocabulary import Finding, NotJudged, RunFacts, Scalar, evidence
+from ppo_platform.doctor.series import View, improving, median
+from ppo_platform.doctor.vocabulary import (
+    CauseId,
+    Finding,
+    NotJudged,
+    RunFacts,
+    Scalar,
+    evidence,
+)
 from ppo_platform.health.thresholds import Limits
+
+
+def solved_from(view: View, facts: RunFacts, step: int, cause: CauseId) -> NotJudged | None:
+    """A collapse from `step` on a run whose return there is at the level the env declares
+    solved is not judged (None: it is not, or the env declares no level): a policy that solved
+    its task is meant to become deterministic, and its return has nowhere left to improve."""
+    if facts.solved_return is None:
+        return None
+    spread = "entropy" if cause == "entropy_collapse" else "action std"
+    for signal, what in (("episode_return", "training"), ("eval_return", "evaluation")):
+        after = [x for s, x in view.points(signal) if s >= step]
+        if after and median(after) >= facts.solved_return:
+            return NotJudged(
+                cause,
+                f"the {spread} collapsed from step {step:,}, but the median {what} return from "
+                f"there ({significant(median(after))}) is at the env's solved level "
+                f"({facts.solved_return:g}, its registered reward_threshold): a policy that "
+                "solved its task is meant to become deterministic, so no collapse is named",
+            )
+    return None
 
 
 def entropy_collapse(view: View, facts: RunFacts, limits: Limits) -> Verdict:
@@ -24,6 +51,9 @@ def entropy_collapse(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     if found is None:
         return None
     step, value = found
+    solved = solved_from(view, facts, step, "entropy_collapse")
+    if solved is not None:
+        return solved
     return Finding(
         "entropy_collapse",
         0.7,
@@ -55,6 +85,9 @@ def std_collapse(view: View, facts: RunFacts, limits: Limits) -> Verdict:
     if found is None:
         return None
     step, value = found
+    solved = solved_from(view, facts, step, "std_collapse")
+    if solved is not None:
+        return solved
     return Finding(
         "std_collapse",
         0.7,

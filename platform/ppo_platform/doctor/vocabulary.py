@@ -159,5 +159,8 @@ class RunFacts:
     kl_target: float | None = None  # language models: lm.kl.target
     kl_beta: float | None = None  # language models: lm.kl.beta
     max_new_tokens: int | None = None  # language models: lm.generation.max_new_tokens
+    # The return the env's registry declares solved (gymnasium's reward_threshold; None: the
+    # env declares none, or the doctor does not know the env, e.g. a TensorBoard log).
+    solved_return: float | None = None
     failure: Failure | None = None
     source: str = "ppo-platform"  # ppo-platform | stable-baselines3 | cleanrl
