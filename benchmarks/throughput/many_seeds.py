@@ -2,9 +2,10 @@
 one seed on it, one seed on the torch path and CleanRL's ppo.py, whole processes, alternating.
 
 Every variant is a whole process from the shell, one thread each (OMP_NUM_THREADS=1,
-MKL_NUM_THREADS=1, one XLA thread), in rotating order (A B C D, B C D A, ...), evaluation off
-but the final one, on specs/cartpole.yaml's hyperparameters (CleanRL: the same flags as
-cleanrl_ab.py's cartpole row, from its own venv, `make bench-cleanrl-venv`):
+MKL_NUM_THREADS=1, one XLA thread; the compiled batch trains its seeds in one group per core,
+each on its own thread, and once more with PPO_PLATFORM_COMPILED_THREADS=1), in rotating
+order (A B C D, B C D A, ...), evaluation off but the final one, on specs/cartpole.yaml's
+hyperparameters (CleanRL: the same flags as cleanrl_ab.py's cartpole row, from its own venv, `make bench-cleanrl-venv`):
 
 - `torch, 1 seed`: `ppo-platform run specs/cartpole.yaml`
 - `compiled, 1 seed`: the same with `--set compiled=on`
@@ -51,14 +52,17 @@ EVAL_OFF = ["evaluation.every_timesteps=0", "evaluation.episodes=1"]
 Command = Callable[[int], list[str]]
 
 
-def platform(steps: int, *extra: str, seeds: str | None = None) -> Command:
+def platform(steps: int, *extra: str, seeds: str | None = None, threads: int = 0) -> Command:
+    """`threads`: the batch's PPO_PLATFORM_COMPILED_THREADS (0: the default, one per core)."""
     exe = str(Path(sys.executable).with_name("ppo-platform"))
+    prefix = ["env", f"PPO_PLATFORM_COMPILED_THREADS={threads}"] if threads else []
 
     def command(seed: int) -> list[str]:
         sets = [*EVAL_OFF, f"budget.total_timesteps={steps}", *extra]
         sets += [] if seeds else [f"budget.seed={seed}"]
         chosen = ["--seeds", seeds] if seeds else []
-        return [exe, "run", SPEC, *chosen, *(a for s in sets for a in ("--set", s)), "--quiet"]
+        sets_args = (a for s in sets for a in ("--set", s))
+        return [*prefix, exe, "run", SPEC, *chosen, *sets_args, "--quiet"]
 
     return command
 
@@ -77,6 +81,10 @@ def variants(steps: int, seeds: int) -> dict[str, tuple[Command, int]]:
         "torch, 1 seed": (platform(steps), 1),
         "compiled, 1 seed": (platform(steps, "compiled=on"), 1),
         f"compiled, {seeds} seeds": (platform(steps, "compiled=on", seeds=f"0-{seeds - 1}"), seeds),
+        f"compiled, {seeds} seeds, 1 thread": (
+            platform(steps, "compiled=on", seeds=f"0-{seeds - 1}", threads=1),
+            seeds,
+        ),
         "CleanRL, 1 seed": (cleanrl(steps), 1),
     }
 
@@ -144,7 +152,9 @@ def markdown(report: dict) -> str:
         "",
         f"CartPole-v1, {result['steps']} env steps per seed, specs/cartpole.yaml's "
         "hyperparameters, evaluation off but the final one. Medians (min-max) of whole "
-        "processes in rotating order, one thread each; wall and CPU (user + sys) in seconds.",
+        "processes in rotating order, one thread each (the compiled batch: one group of seeds "
+        "per core, each on its own thread, unless it says 1 thread); wall and CPU (user + sys) "
+        "in seconds.",
         "",
         f"| variant | seeds per process | wall | CPU | {seeds} seeds, wall | final returns "
         "(all samples) | load during |",
