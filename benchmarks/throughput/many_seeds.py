@@ -5,7 +5,8 @@ Every variant is a whole process from the shell, one thread each (OMP_NUM_THREAD
 MKL_NUM_THREADS=1, one XLA thread; the compiled batch trains its seeds in one group per core,
 each on its own thread, and once more with PPO_PLATFORM_COMPILED_THREADS=1), in rotating
 order (A B C D, B C D A, ...), evaluation off but the final one, on specs/cartpole.yaml's
-hyperparameters (CleanRL: the same flags as cleanrl_ab.py's cartpole row, from its own venv, `make bench-cleanrl-venv`):
+hyperparameters (CleanRL: the same flags as cleanrl_ab.py's cartpole row, from its own venv,
+`make bench-cleanrl-venv`):
 
 - `torch, 1 seed`: `ppo-platform run specs/cartpole.yaml`
 - `compiled, 1 seed`: the same with `--set compiled=on`
