@@ -220,3 +220,10 @@ def store_kind(url: str) -> str:
 def get_settings() -> Settings:
     """The process's settings, read from the environment once (tests call cache_clear)."""
     return Settings()
+
+
+def variable_of(field: str) -> str:
+    """The environment variable that sets `field`."""
+    info = Settings.model_fields.get(field)
+    alias = info.validation_alias if info is not None else None
+    return alias if isinstance(alias, str) else f"PPO_PLATFORM_{field.upper()}"

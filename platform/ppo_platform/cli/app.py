@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from pydantic import ValidationError
 
 from ppo_platform import tracing
 from ppo_platform.cli import lifecycle
@@ -22,7 +23,7 @@ from ppo_platform.cli.env_commands import EnvPackages, register_env_commands
 from ppo_platform.cli.interop_commands import register as register_interop_commands
 from ppo_platform.cli.lm_commands import register as register_lm_commands
 from ppo_platform.cli.options import Overrides
-from ppo_platform.cli.output import bad_option, fail
+from ppo_platform.cli.output import bad_option, fail, settings_error
 from ppo_platform.cli.plan_command import register as register_plan_command
 from ppo_platform.cli.seeds_command import (
     SeedsOption,
@@ -386,6 +387,11 @@ register_doctor_command(app)  # doctor (doctor_command.py)
 def main() -> None:
     try:
         app(prog_name="ppo-platform")
+    except ValidationError as error:
+        if error.title != "Settings":
+            raise
+        typer.echo(f"error: {settings_error(error)}", err=True)  # a variable no command caught
+        raise SystemExit(EXIT_BAD_INPUT) from None
     except SystemExit as done:
         if lifecycle.is_durable() and isinstance(done.code, int | None):
             exit_now(done.code or 0)  # skips the interpreter's teardown (process_exit.py)

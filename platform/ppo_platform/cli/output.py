@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import typer
 
@@ -20,3 +20,15 @@ def fail(error: PlatformError) -> NoReturn:
 def bad_option(option: str, value: object, message: str, fix: str) -> NoReturn:
     """`fail` for a command-line option that cannot be used (exit 2, like any bad input)."""
     fail(BadInputError([SpecIssue(option, message, value, fix=fix)], option))
+
+
+def settings_error(error: Any) -> BadInputError:
+    """A settings ValidationError as bad input: each variable, its value, why and the fix."""
+    from ppo_platform.settings import variable_of
+
+    issues = []
+    for problem in error.errors():
+        variable = variable_of(str(problem["loc"][0]) if problem["loc"] else "")
+        fix = f"set {variable} to a valid value, or unset it for the default."
+        issues.append(SpecIssue(variable, str(problem["msg"]), problem.get("input"), fix=fix))
+    return BadInputError(issues, "environment")

@@ -16,7 +16,7 @@ thread never restores it over a seed.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ppo_platform import tracing
 from ppo_platform.execution.threads import usable_cpus
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 COMPILE_CACHE_FOLDER = "cache/xla"
 
 _lock = threading.Lock()
-_warming: dict[tuple[Any, int], _Warmup] = {}
+_warming: list[_Warmup] = []  # started, not yet taken
 
 
 def _schedule(schedule: Schedule) -> tuple[float, float, bool]:
@@ -120,7 +120,7 @@ def start(spec: ExperimentSpec, n_seeds: int, settings: Settings | None = None) 
         return
     warmup = _Warmup(spec, n_seeds, settings or get_settings())
     with _lock:
-        _warming[(spec.spec_hash(), n_seeds)] = warmup
+        _warming.append(warmup)
     warmup.thread.start()
 
 
@@ -130,7 +130,7 @@ def ready_program(
     """The program of `config` for `n_seeds` on `threads`: the one `start` prepared if it
     matches, else built now."""
     with _lock:
-        started = list(_warming.values())
+        started = list(_warming)
         _warming.clear()
     for warmup in started:
         program = warmup.take()

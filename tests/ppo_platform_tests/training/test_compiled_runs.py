@@ -4,6 +4,7 @@ refuses what it cannot run. Real MLflow store, real CLI processes."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -18,9 +19,8 @@ from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.tracking import tags as tag
 from ppo_platform.training.checkpoints import latest_checkpoint
 from ppo_platform.training.compiled_path import compiled_problem, training_path
-from ppo_platform.training.session import TrainingSession
 from ppo_platform.workloads import run_experiment
-from tests.ppo_platform_tests.training.test_runner import SignalsItselfMidWrite
+from tests.ppo_platform_tests.training.test_runner import sigterm_mid_first_save
 
 
 def _spec(**changes) -> ExperimentSpec:
@@ -89,6 +89,21 @@ def test_validate_and_run_refuse_compiled_on_that_cannot_run_with_exit_2(
     assert "compiled = 'on': the compiled path cannot run this spec: env Pendulum-v1" in done.stderr
     assert "Fix: set compiled: auto" in done.stderr
     assert not (platform_home / "runs").exists()
+
+
+def test_a_bad_setting_exits_2_naming_the_variable_and_its_value(platform_home):
+    done = subprocess.run(
+        [sys.executable, "-m", "ppo_platform.cli", "run", "specs/cartpole.yaml"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PPO_PLATFORM_COMPILED_THREADS": "-1"},
+    )
+    assert done.returncode == 2, done.stderr
+    assert "PPO_PLATFORM_COMPILED_THREADS = '-1': Input should be greater than or equal to 0" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
 
 
 def test_the_path_is_not_a_hyperparameter_the_spec_hash_stays():
@@ -162,23 +177,9 @@ def test_a_second_process_loads_the_compiled_programs_and_trains_the_same(platfo
 def test_sigterm_while_torch_writes_a_batch_checkpoint_kills_every_seed(platform_home, monkeypatch):
     """torch.save turns the handler's Terminated into a RuntimeError: the batch must still
     checkpoint each seed where it stands, close every run KILLED and raise Terminated."""
-    import torch
-
-    from ppo_platform.execution.signals import terminate_as_interrupt
     from ppo_platform.training.compiled_batch import run_seeds
 
-    real_save = TrainingSession.save_checkpoint
-    signalled: list[int] = []
-
-    def save_checkpoint(self: TrainingSession, steps: int) -> None:
-        if steps >= 1024 and not signalled:
-            signalled.append(steps)
-            torch.save({"weights": torch.zeros(64)}, SignalsItselfMidWrite())
-        real_save(self, steps)
-
-    monkeypatch.setattr(TrainingSession, "save_checkpoint", save_checkpoint)
-    previous = signal.getsignal(signal.SIGTERM)
-    terminate_as_interrupt()
+    _, previous = sigterm_mid_first_save(monkeypatch, 1024)
     try:
         with pytest.raises(Terminated) as raised:
             run_seeds(_spec(name="compiled-sigterm-mid-save"), [1, 2])

@@ -240,21 +240,22 @@ class SignalsItselfMidWrite(io.BytesIO):
         return super().write(data)
 
 
-def test_sigterm_while_torch_writes_a_checkpoint_closes_the_run_killed(
-    shared_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """torch.save turns the handler's Terminated into a RuntimeError; the run must still end
-    KILLED with the signal's reason and the caller must get Terminated, not a failure."""
+def sigterm_mid_first_save(
+    monkeypatch: pytest.MonkeyPatch, from_steps: int
+) -> tuple[list[int], Any]:
+    """Every session's checkpoint save patched so that the first one at or past `from_steps`
+    gets SIGTERM while torch writes, with the platform's handler installed. Returns the list
+    that records that step and the SIGTERM handler before, for the test to put back."""
     import torch
 
     from ppo_platform.execution.signals import terminate_as_interrupt
-    from ppo_platform.training.runner import TrainingSession
+    from ppo_platform.training.session import TrainingSession
 
     real_save = TrainingSession.save_checkpoint
     signalled: list[int] = []
 
     def save_checkpoint(self: TrainingSession, steps: int) -> None:
-        if steps >= 512 and not signalled:
+        if steps >= from_steps and not signalled:
             signalled.append(steps)
             torch.save({"weights": torch.zeros(64)}, SignalsItselfMidWrite())
         real_save(self, steps)
@@ -262,6 +263,15 @@ def test_sigterm_while_torch_writes_a_checkpoint_closes_the_run_killed(
     monkeypatch.setattr(TrainingSession, "save_checkpoint", save_checkpoint)
     previous = signal.getsignal(signal.SIGTERM)
     terminate_as_interrupt()
+    return signalled, previous
+
+
+def test_sigterm_while_torch_writes_a_checkpoint_closes_the_run_killed(
+    shared_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """torch.save turns the handler's Terminated into a RuntimeError; the run must still end
+    KILLED with the signal's reason and the caller must get Terminated, not a failure."""
+    signalled, previous = sigterm_mid_first_save(monkeypatch, 512)
     try:
         with pytest.raises(Terminated) as raised:
             run_spec(tiny_spec(name="tiny-sigterm-mid-save"))
