@@ -18,7 +18,8 @@ ACTION="${1:?usage: services.sh start|stop DIR}"
 DIR="${2:?usage: services.sh start|stop DIR}"
 if [ "$ACTION" = start ]; then mkdir -p "$DIR"; fi
 DIR="$(cd "$DIR" 2>/dev/null && pwd || echo "$DIR")"  # absolute: the servers run elsewhere
-BIN="${VENV_BIN:-$(cd "$(dirname "$0")/.." && pwd)/.venv/bin}"
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BIN="${VENV_BIN:-$ROOT/.venv/bin}"
 
 free_port() {
     "$BIN/python" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
@@ -43,7 +44,7 @@ start_postgres() {
     PG_PORT="$(free_port)"
     mkdir -p "$DIR/pg"
     [ "$(id -u)" = 0 ] && chown postgres "$DIR/pg"
-    as_pg initdb -D "$DIR/pg/data" -U ppo --auth=trust -E UTF8 >"$DIR/pg-init.log"
+    "$ROOT/tests/initdb.sh" -D "$DIR/pg/data" -U ppo --auth=trust -E UTF8 >"$DIR/pg-init.log"
     as_pg pg_ctl -D "$DIR/pg/data" -l "$DIR/pg/server.log" -w -t 60 \
         -o "-p $PG_PORT -k $DIR/pg -c listen_addresses=127.0.0.1" start >/dev/null
     for db in mlflow optuna jobs; do

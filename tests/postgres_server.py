@@ -20,6 +20,9 @@ from pathlib import Path
 
 import pytest
 
+# initdb as the server user, also where /dev/null is not writable by it (see the script).
+INITDB = Path(__file__).resolve().parent / "initdb.sh"
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -51,6 +54,13 @@ def _hand_to_server_user(root: Path) -> None:
     os.chown(root, server_user.pw_uid, server_user.pw_gid)
 
 
+def _run_or_say(command: list[str], what: str) -> None:
+    """Run a server step; when it fails, the error carries what the step printed."""
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"{what} exited {done.returncode}: {done.stdout}{done.stderr}")
+
+
 @contextmanager
 def throwaway_postgres(user: str = "tester") -> Iterator[str]:
     """A running PostgreSQL server for the duration of the block; its URL (database postgres)."""
@@ -61,17 +71,14 @@ def throwaway_postgres(user: str = "tester") -> Iterator[str]:
     options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1"
     log = str(root / "server.log")
     try:
-        subprocess.run(
-            as_server_user(["initdb", "-D", str(data), "-U", user, "--auth=trust", "-E", "UTF8"]),
-            check=True,
-            capture_output=True,
+        _run_or_say(
+            [str(INITDB), "-D", str(data), "-U", user, "--auth=trust", "-E", "UTF8"], "initdb"
         )
-        subprocess.run(
+        _run_or_say(
             as_server_user(
                 ["pg_ctl", "-D", str(data), "-l", log, "-w", "-t", "60", "-o", options, "start"]
             ),
-            check=True,
-            capture_output=True,
+            "pg_ctl start",
         )
         yield f"postgresql://{user}@127.0.0.1:{port}/postgres"
     finally:
