@@ -113,6 +113,13 @@ async def _http_error(request: Request, error: Exception) -> JSONResponse:
     return error_response(error.status_code, kind, str(error.detail), headers=headers)
 
 
+def _request_fix(error: Mapping[str, Any]) -> str | None:
+    """What to send instead, where pydantic's error says: one of a field's allowed values."""
+    if error.get("type") == "literal_error":
+        return f"use one of {error.get('ctx', {}).get('expected', '')}."
+    return None
+
+
 async def _request_error(_request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, RequestValidationError)
     issues = [
@@ -120,6 +127,7 @@ async def _request_error(_request: Request, error: Exception) -> JSONResponse:
             "path": ".".join(str(part) for part in e.get("loc", ())),
             "message": str(e.get("msg", "")),
             "value": e.get("input") if isinstance(e.get("input"), (int, float, str)) else None,
+            "fix": _request_fix(e),
         }
         for e in error.errors()
     ]

@@ -12,6 +12,7 @@ from fastapi import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from ppo_platform.doctor import CauseId
+from ppo_platform.planner.use_cases import UseCaseName
 from ppo_platform.public import (
     ErrorPublic,
     EventList,
@@ -60,7 +61,6 @@ __all__ = [
 ExperimentId = Annotated[
     str, Path(pattern=r"^[0-9a-f]{32}$", description="The experiment's id (32 hex digits).")
 ]
-UseCaseName = Literal["auto", "classic-control", "continuous-control", "atari", "rlhf"]
 
 
 class HealthPublic(BaseModel):
@@ -89,7 +89,8 @@ class PlanCreate(BaseModel):
         min_length=1,
         max_length=128,
         pattern=ENV_ID_PATTERN,
-        description="A registered gymnasium id, e.g. CartPole-v1 (every use case but rlhf).",
+        description="A registered gymnasium id, e.g. CartPole-v1 (every use case but rlhf and "
+        "reasoning).",
         examples=["CartPole-v1"],
     )
     model_dir: str | None = Field(
@@ -97,21 +98,27 @@ class PlanCreate(BaseModel):
         min_length=1,
         max_length=512,
         pattern=r"^[^\x00]+$",
-        description="use_case rlhf: the model folder (transformers format), relative to the "
-        "operator's LM folder, e.g. arithmetic/sft.",
+        description="use_case rlhf or reasoning: the model folder (transformers format), "
+        "relative to the operator's LM folder, e.g. arithmetic/sft.",
     )
     prompts: str | None = Field(
         None,
         min_length=1,
         max_length=512,
         pattern=r"^[^\x00]+$",
-        description="use_case rlhf: the JSONL prompt file (with `answer`s), relative to the "
-        "operator's LM folder.",
+        description="use_case rlhf or reasoning: the JSONL prompt file (with `answer`s), "
+        "relative to the operator's LM folder.",
     )
     budget: int = Field(
-        gt=0, le=10**10, description="Training budget: env steps, or responses for rlhf."
+        gt=0,
+        le=10**10,
+        description="Training budget: env steps, or responses for rlhf and reasoning.",
     )
-    use_case: UseCaseName = Field("auto", description="`auto` picks one from the env.")
+    use_case: UseCaseName = Field(
+        "auto",
+        description="`auto` picks one from the env; rlhf (PPO) and reasoning (GRPO) plan a "
+        "language model from `model_dir` and `prompts` instead.",
+    )
     overrides: list[Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*=", max_length=500)]] = (
         Field(
             default_factory=list,

@@ -15,6 +15,7 @@ from ppo_platform.api.spec_body import SPEC_BODY, read_spec_text
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.jobs.intake import plan_for_service, plan_lm_for_service
 from ppo_platform.jobs.intake_pool import validation_summary
+from ppo_platform.planner.use_cases import LM_USE_CASES
 
 router = APIRouter(prefix="/v1", tags=["specs"], responses=ERROR_RESPONSES)
 
@@ -41,8 +42,9 @@ async def validate_spec(request: Request, _owner: OwnerDep, intake: IntakeDep) -
     },
 )
 def create_plan(body: PlanCreate, _owner: OwnerDep, accept: str | None = Header(None)) -> Any:
-    """Plan a run for an env and budget (or, use case rlhf, a model folder and prompts):
-    spec.yaml and skill-ppo-trainer.md (or just the markdown with `Accept: text/markdown`)."""
+    """Plan a run for an env and budget (or, use case rlhf or reasoning, a model folder and its
+    prompts): spec.yaml and skill-ppo-trainer.md (or just the markdown with `Accept:
+    text/markdown`)."""
     plan = plan_request(body)
     if accept and "text/markdown" in accept and "application/json" not in accept:
         return PlainTextResponse(plan.markdown, media_type="text/markdown")
@@ -56,53 +58,56 @@ def create_plan(body: PlanCreate, _owner: OwnerDep, accept: str | None = Header(
 
 
 def plan_request(body: PlanCreate) -> Any:
-    """The planner for the request's use case; a field of the other kind is 422, named."""
-    rlhf = body.use_case == "rlhf"
+    """The planner for the request's use case (the CLI's: an env plan, or rlhf and reasoning on
+    a language model); a field of the other kind is 422, named."""
+    lm = body.use_case in LM_USE_CASES
+    case = body.use_case
     wrong = [
         SpecIssue(field, message, value, fix=fix)
         for field, value, bad, message, fix in (
             (
                 "env_id",
                 body.env_id,
-                rlhf and body.env_id is not None,
-                "has no place in an rlhf plan (PPO on a language model).",
+                lm and body.env_id is not None,
+                f"has no place in a {case} plan (on a language model).",
                 "leave out env_id; give model_dir and prompts.",
             ),
             (
                 "model_dir",
                 body.model_dir,
-                rlhf and body.model_dir is None,
-                "is required for an rlhf plan.",
+                lm and body.model_dir is None,
+                f"is required for a {case} plan.",
                 "give the model folder, relative to the LM folder (e.g. arithmetic/sft).",
             ),
             (
                 "prompts",
                 body.prompts,
-                rlhf and body.prompts is None,
-                "is required for an rlhf plan.",
+                lm and body.prompts is None,
+                f"is required for a {case} plan.",
                 "give the JSONL prompt file, relative to the LM folder.",
             ),
             (
                 "env_id",
                 None,
-                not rlhf and body.env_id is None,
-                f"is required for use case {body.use_case}.",
-                "give a registered env id, or use_case rlhf with model_dir and prompts.",
+                not lm and body.env_id is None,
+                f"is required for use case {case}.",
+                "give a registered env id, or use_case rlhf or reasoning with model_dir and "
+                "prompts.",
             ),
             (
                 "model_dir",
                 body.model_dir,
-                not rlhf and body.model_dir is not None,
-                "only plans use case rlhf.",
-                "set use_case to rlhf, or leave out model_dir.",
+                not lm and body.model_dir is not None,
+                "only plans use case rlhf or reasoning.",
+                "set use_case to rlhf (PPO) or reasoning (GRPO), or leave out model_dir.",
             ),
         )
         if bad
     ]
     if wrong:
         raise SpecError(wrong, "request")
-    if rlhf:
+    if lm:
         assert body.model_dir is not None and body.prompts is not None
-        return plan_lm_for_service(body.model_dir, body.prompts, body.budget, body.overrides)
+        return plan_lm_for_service(body.model_dir, body.prompts, body.budget, body.overrides, case)
     assert body.env_id is not None
-    return plan_for_service(body.env_id, body.budget, body.use_case, body.overrides)
+    return plan_for_service(body.env_id, body.budget, case, body.overrides)

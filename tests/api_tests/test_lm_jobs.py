@@ -188,3 +188,39 @@ def test_plans_rlhf_writes_an_lm_spec_the_service_takes(lm_server):
         assert outside.status_code == 422, outside.text
         (issue,) = outside.json()["issues"]
         assert issue["path"] == "model_dir" and "LM folder" in issue["fix"]
+
+
+def test_plans_reasoning_writes_a_grpo_spec_the_service_takes(lm_server):
+    """The CLI's `plan --use-case reasoning` over REST: the same planner, the same GRPO spec."""
+    body = {
+        "use_case": "reasoning",
+        "model_dir": "arithmetic/sft",
+        "prompts": "arithmetic/train.jsonl",
+        "budget": 1280,
+    }
+    with lm_server.client("alice") as alice:
+        planned = alice.post("/v1/plans", json=body)
+        assert planned.status_code == 200, planned.text
+        answer = planned.json()
+        spec = yaml.safe_load(answer["spec_yaml"])
+        assert spec["algorithm"] == "ppo_lm" and spec["lm"]["model"]["policy"] == "arithmetic/sft"
+        assert spec["advantage"]["estimator"] == "grpo" and spec["advantage"]["group_size"] == 8
+        assert (spec["lm"]["kl"]["estimator"], spec["lm"]["kl"]["beta"]) == ("k3", 0.04)
+        assert spec["lm"]["kl"]["placement"] == "loss" and spec["update"]["epochs"] == 2
+        assert spec["lm"]["prompts_per_update"] * 8 * spec["budget"]["updates"] >= 1280
+        assert spec["tracking"]["tags"]["use_case"] == "reasoning"
+        assert answer["summary"].startswith("planned GRPO on the language model arithmetic/sft")
+        assert answer["markdown"].startswith("# GRPO on a language model (reasoning)")
+        checked = alice.post(
+            "/v1/specs/validate",
+            content=answer["spec_yaml"],
+            headers={"Content-Type": "application/yaml"},
+        )
+        assert checked.status_code == 200, checked.text
+        assert checked.json()["spec"]["advantage"]["estimator"] == "grpo"
+        mixed = alice.post("/v1/plans", json={**body, "env_id": "CartPole-v1"})
+        assert mixed.status_code == 422, mixed.text
+        (issue,) = mixed.json()["issues"]
+        assert issue["path"] == "env_id" and "reasoning plan" in issue["message"]
+        missing = alice.post("/v1/plans", json={"use_case": "reasoning", "budget": 1280})
+        assert [i["path"] for i in missing.json()["issues"]] == ["model_dir", "prompts"]

@@ -10,6 +10,7 @@ import pytest
 
 from ppo_platform.api.app import create_app
 from ppo_platform.jobs.models import EVENT_KINDS
+from ppo_platform.planner import PLAN_USE_CASES
 from ppo_platform.spec.any_spec import spec_json_schema
 
 # (method, path) -> (operation id, statuses the route can answer)
@@ -170,7 +171,9 @@ def test_an_unknown_use_case_or_a_malformed_env_id_is_outside_the_plan_schema(do
     plan = document["components"]["schemas"]["PlanCreate"]
     assert plan["additionalProperties"] is False
     assert "pattern" in plan["properties"]["env_id"]["anyOf"][0]  # optional: not for rlhf
-    assert plan["properties"]["use_case"]["enum"][0] == "auto"
+    # Every use case the CLI's planner takes, and only those.
+    assert plan["properties"]["use_case"]["enum"] == list(PLAN_USE_CASES)
+    assert {"auto", "rlhf", "reasoning"} <= set(PLAN_USE_CASES)
 
 
 def test_a_verified_trials_interval_is_described_as_what_it_is(document) -> None:

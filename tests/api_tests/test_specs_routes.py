@@ -90,3 +90,13 @@ def test_plan_errors_name_the_field(alice) -> None:
     negative = alice.post("/v1/plans", json={"env_id": "CartPole-v1", "budget": -1})
     assert negative.status_code == 422
     assert negative.json()["issues"][0]["path"] == "body.budget"
+
+
+def test_plan_refuses_an_unknown_use_case_naming_it_and_the_ones_there_are(alice) -> None:
+    body = {"env_id": "CartPole-v1", "budget": 50_000, "use_case": "reasonning"}
+    refused = alice.post("/v1/plans", json=body)
+    assert refused.status_code == 422, refused.text
+    (issue,) = refused.json()["issues"]
+    assert (issue["path"], issue["value"]) == ("body.use_case", "reasonning")
+    assert "'reasoning'" in issue["fix"] and "'rlhf'" in issue["fix"] and "'auto'" in issue["fix"]
+    assert "body.use_case" in refused.json()["message"]

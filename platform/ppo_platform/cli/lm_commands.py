@@ -10,6 +10,7 @@ import typer
 
 from ppo_platform.cli.output import fail
 from ppo_platform.errors import PlatformError
+from ppo_platform.planner.use_cases import LM_USE_CASES
 
 lm_app = typer.Typer(
     name="lm",
@@ -72,10 +73,6 @@ PromptsFile = Annotated[
         show_default=False,
     ),
 ]
-
-
-# The plans of a language model (`--model-dir`, `--prompts`): PPO (rlhf) and GRPO (reasoning).
-LM_USE_CASES = ("rlhf", "reasoning")
 
 
 def plan_lm(

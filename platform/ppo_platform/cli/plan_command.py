@@ -9,10 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from ppo_platform.cli.env_commands import EnvPackages
-from ppo_platform.cli.lm_commands import LM_USE_CASES, ModelDir, PromptsFile, plan_lm
+from ppo_platform.cli.lm_commands import ModelDir, PromptsFile, plan_lm
 from ppo_platform.cli.options import Overrides
 from ppo_platform.cli.output import bad_option, fail
 from ppo_platform.errors import PlatformError
+from ppo_platform.planner.use_cases import LM_USE_CASES, PLAN_USE_CASES
 
 Force = Annotated[bool, typer.Option("--force", help="Overwrite existing files in --out.")]
 
@@ -36,7 +37,7 @@ def plan(
         str,
         typer.Option(
             "--use-case",
-            help="auto | classic-control | continuous-control | atari | rlhf | reasoning "
+            help=f"{' | '.join(PLAN_USE_CASES)} "
             "(rlhf: PPO, reasoning: GRPO, both on a language model with --model-dir).",
         ),
     ] = "auto",

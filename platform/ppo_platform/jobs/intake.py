@@ -323,8 +323,11 @@ def lm_tokens_bound(spec: LMExperimentSpec) -> int:
 SERVICE_FIELDS = {"--model-dir": "model_dir", "--prompts": "prompts", "--budget": "budget"}
 
 
-def plan_lm_for_service(model_dir: str, prompts: str, budget: int, overrides: list[str]) -> Any:
-    """The rlhf plan of a request: `model_dir` and `prompts` relative to the operator's LM
+def plan_lm_for_service(
+    model_dir: str, prompts: str, budget: int, overrides: list[str], use_case: str = "rlhf"
+) -> Any:
+    """The rlhf (PPO) or reasoning (GRPO) plan of a request, by the CLI's planner
+    (`plan_lm_experiment`): `model_dir` and `prompts` relative to the operator's LM
     folder (as an LM spec's paths from outside); the planned spec names them so, and can be
     submitted as it is. Issues name the request's fields."""
     from ppo_platform.planner import plan_lm_experiment
@@ -335,7 +338,9 @@ def plan_lm_for_service(model_dir: str, prompts: str, budget: int, overrides: li
     try:
         folder = resolve(model_dir, "model_dir", root, from_outside=True)
         prompt_file = resolve(prompts, "prompts", root, from_outside=True)
-        return plan_lm_experiment(folder, prompt_file, budget, overrides, (model_dir, prompts))
+        return plan_lm_experiment(
+            folder, prompt_file, budget, overrides, (model_dir, prompts), use_case
+        )
     except InputProblem as problem:
         raise SpecError([problem.issue], "request") from None
     except SpecError as error:

@@ -10,16 +10,19 @@ from ppo_platform.planner.derive import MAX_BUDGET, minimum_budget
 from ppo_platform.planner.env_info import EnvInfo, inspect_env
 from ppo_platform.planner.lm_plan import LMPlan, plan_lm_experiment
 from ppo_platform.planner.plan import MARKDOWN_FILE, SPEC_FILE, Plan, plan_experiment, write_plan
-from ppo_platform.planner.use_cases import USE_CASES
+from ppo_platform.planner.use_cases import LM_USE_CASES, PLAN_USE_CASES, USE_CASES, UseCaseName
 
 __all__ = [
+    "LM_USE_CASES",
     "MARKDOWN_FILE",
     "MAX_BUDGET",
+    "PLAN_USE_CASES",
     "SPEC_FILE",
     "USE_CASES",
     "EnvInfo",
     "LMPlan",
     "Plan",
+    "UseCaseName",
     "inspect_env",
     "minimum_budget",
     "plan_experiment",

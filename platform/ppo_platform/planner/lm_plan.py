@@ -19,6 +19,7 @@ from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.planner.env_info import PLAN_SOURCE
 from ppo_platform.planner.lm_reasoning import reasoning_choices
 from ppo_platform.planner.render import num
+from ppo_platform.planner.use_cases import LM_USE_CASES
 from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.lm_inputs import InputProblem, check_model_folder
 from ppo_platform.spec.lm_loader import validate_lm_data
@@ -238,6 +239,16 @@ def _markdown(spec: LMExperimentSpec, reasons: dict[str, str], updates: int) -> 
     return "\n".join(lines) + "\n"
 
 
+def _check_use_case(use_case: str) -> None:
+    if use_case not in LM_USE_CASES:
+        raise _issue(
+            "use_case",
+            "is not a plan of a language model.",
+            use_case,
+            "use rlhf (PPO) or reasoning (GRPO).",
+        )
+
+
 def _check_budget(budget: int) -> None:
     if not 1 <= budget <= MAX_RESPONSES:
         raise _issue(
@@ -264,6 +275,7 @@ def plan_lm_experiment(
     Raises SpecError naming --model-dir, --prompts, --budget or the --set assignment at fault.
     """
     overrides = tuple(overrides)
+    _check_use_case(use_case)
     _check_budget(budget)
     folder, prompt_file = Path(model_dir).expanduser().resolve(), Path(prompts).expanduser()
     choices, reasons = _choices(folder, prompt_file.resolve(), budget)

@@ -8,11 +8,17 @@ is derived in `derive.py`.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal, get_args
 
 from ppo_platform.errors import SpecError, SpecIssue
 from ppo_platform.planner.env_info import PLAN_SOURCE, EnvInfo
 
 USE_CASES = ("auto", "classic-control", "continuous-control", "atari", "rlhf")
+# Every use case `ppo-platform plan` and `POST /v1/plans` take: the env plans above and the
+# plans of a language model (a model folder and its prompts): PPO (rlhf) and GRPO (reasoning).
+UseCaseName = Literal["auto", "classic-control", "continuous-control", "atari", "rlhf", "reasoning"]
+PLAN_USE_CASES: tuple[str, ...] = get_args(UseCaseName)
+LM_USE_CASES = ("rlhf", "reasoning")
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,15 @@ import pytest
 from gymnasium import spaces
 
 from ppo_platform.errors import SpecError
-from ppo_platform.planner import minimum_budget, plan_experiment, write_plan
+from ppo_platform.planner import (
+    LM_USE_CASES,
+    PLAN_USE_CASES,
+    USE_CASES,
+    minimum_budget,
+    plan_experiment,
+    plan_lm_experiment,
+    write_plan,
+)
 from ppo_platform.planner.render import FRONT_MATTER, SECTIONS
 from ppo_platform.planner.use_cases import BY_NAME
 from ppo_platform.spec.loader import load_spec_text
@@ -333,6 +341,20 @@ def test_unknown_use_case_lists_the_known_ones():
     issue = single_issue(caught)
     assert (issue.path, issue.value) == ("use_case", "mujoco")
     assert issue.fix == "use one of auto, classic-control, continuous-control, atari, rlhf."
+
+
+def test_a_language_model_plan_refuses_a_use_case_that_is_not_one():
+    """Checked before any file is read: the REST API and the CLI reach this one planner."""
+    with pytest.raises(SpecError) as caught:
+        plan_lm_experiment("no-such-model", "no-such.jsonl", 100, use_case="atari")
+    issue = single_issue(caught)
+    assert (issue.path, issue.value) == ("use_case", "atari")
+    assert issue.fix == "use rlhf (PPO) or reasoning (GRPO)."
+
+
+def test_the_use_cases_plan_takes_are_the_env_ones_and_the_language_model_ones():
+    assert set(PLAN_USE_CASES) == set(USE_CASES) | set(LM_USE_CASES)
+    assert len(PLAN_USE_CASES) == len(set(PLAN_USE_CASES))
 
 
 @pytest.mark.parametrize(
