@@ -8,7 +8,9 @@ The saved model is the adapter (adapter_config.json, adapter_model.safetensors) 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import warnings
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -71,15 +73,41 @@ def apply_lora(lm: Any, settings: LoRASettings) -> Any:
         lora_alpha=settings.alpha,
         lora_dropout=settings.dropout,
         target_modules=list(settings.target_modules),
+        fan_in_fan_out=_stores_weights_in_by_out(lm, settings.target_modules),
         bias="none",
         task_type="CAUSAL_LM",
     )
     try:
-        return get_peft_model(lm, config)
+        with _peft_reading_deprecated_aliases():
+            return get_peft_model(lm, config)
     except ValueError as error:  # a module peft cannot wrap (a layer norm, say)
         raise LMTrainerError(
             f"lora target_modules {list(settings.target_modules)}: {error}; name linear layers"
         ) from None
+
+
+@contextmanager
+def _peft_reading_deprecated_aliases() -> Iterator[None]:
+    """peft reads transformers' deprecated `is_gradient_checkpointing` alias when it wraps and
+    saves a model: nothing a user can act on, and it would break --quiet's one line."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning
+        )
+        yield
+
+
+def _stores_weights_in_by_out(lm: Any, targets: Iterable[str]) -> bool:
+    """Whether the targeted layers are GPT-2's Conv1D, whose weight is (in, out): peft's
+    `fan_in_fan_out`, stated rather than left for peft to correct with a warning."""
+    from transformers.pytorch_utils import Conv1D
+
+    wrapped = [
+        module
+        for name, module in lm.named_modules()
+        if any(name == target or name.endswith(f".{target}") for target in targets)
+    ]
+    return bool(wrapped) and all(isinstance(module, Conv1D) for module in wrapped)
 
 
 def is_lora(lm: Any) -> bool:
@@ -103,7 +131,8 @@ class AdapterOffReference:
 
 def save_adapter(lm: Any, folder: Path, base_folder: str | Path) -> None:
     """The adapter's weights and config, and a note of the base model it applies to."""
-    lm.save_pretrained(folder)
+    with _peft_reading_deprecated_aliases():
+        lm.save_pretrained(folder)
     note = {"base_model": str(base_folder), "adapter": "peft LoRA", "files": "adapter_*"}
     (folder / BASE_NOTE).write_text(json.dumps(note, indent=2) + "\n")
 

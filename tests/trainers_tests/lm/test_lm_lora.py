@@ -4,6 +4,7 @@ off (no copy), the saved model is the adapter plus a note of its base."""
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -88,3 +89,13 @@ def test_a_target_module_the_model_lacks_is_refused_with_its_modules(make_traine
     with pytest.raises(LMTrainerError, match=r"\['q_proj'\] are not modules") as raised:
         make_trainer(lora=LoRASettings(target_modules=("c_attn", "q_proj")))
     assert "c_attn" in str(raised.value) and "c_fc" in str(raised.value)
+
+
+def test_wrapping_gpt2_says_nothing_and_states_its_in_by_out_weights(make_trainer):
+    """GPT-2's Conv1D stores (in, out): fan_in_fan_out is set, not corrected by peft with a
+    warning, and no library warning reaches a --quiet run."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trainer = lora_trainer(make_trainer)
+    assert [str(w.message) for w in caught] == []
+    assert trainer.policy.lm.peft_config["default"].fan_in_fan_out is True
