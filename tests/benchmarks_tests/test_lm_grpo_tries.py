@@ -35,7 +35,7 @@ def test_each_try_validates_as_grpo_on_seed_0(demo_home, index):
     sets = run_command(TRIES[index][1], f"grpo-try-{index}")[4:]
     result = CliRunner().invoke(app, ["validate", str(SPEC), *sets])
     assert result.exit_code == 0, result.output
-    assert ["--set", "advantage.estimator=grpo"] == sets[:2] and "budget.seed=0" in sets
+    assert sets[:2] == ["--set", "advantage.estimator=grpo"] and "budget.seed=0" in sets
 
 
 def test_a_try_is_scored_by_its_final_held_out_accuracy(demo_home):

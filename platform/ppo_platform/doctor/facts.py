@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ppo_platform.doctor.vocabulary import Failure, Finding, RunFacts
+from ppo_platform.envs.solved import solved_return_of
 from ppo_platform.spec.experiment import ExperimentSpec
 from ppo_platform.spec.lm import LMExperimentSpec
 from ppo_platform.spec.overrides import set_dotted
@@ -44,25 +45,6 @@ def failure_from_tags(tags: Mapping[str, str]) -> Failure | None:
         index=_int(tags.get(FAILURE_INDEX)),
         kind=tags.get(FAILURE_KIND),
     )
-
-
-def solved_return_of(env_id: str) -> float | None:
-    """gymnasium's `reward_threshold` for `env_id` (the return its registry declares solved:
-    475 for CartPole-v1), None where it declares none or the id is not registered here (the
-    operator's env packages are imported first, as for any env check)."""
-    import gymnasium
-
-    from ppo_platform.envs.own import register_envs
-    from ppo_platform.envs.packages import import_env_packages
-    from ppo_platform.errors import BadInputError
-
-    register_envs()
-    try:
-        import_env_packages()
-        threshold = gymnasium.spec(env_id).reward_threshold
-    except (BadInputError, gymnasium.error.Error):
-        return None
-    return float(threshold) if threshold is not None else None
 
 
 def facts_from_spec(

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Any
 
 from ppo_platform import tracing
+from ppo_platform.envs.solved import solved_return_of
 from ppo_platform.errors import Terminated, TrackingError
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec, flatten
@@ -86,6 +87,9 @@ def run_tags(
     }
     if parent_run_id:
         run_tags[tag.PARENT_RUN_ID] = parent_run_id
+    solved = solved_return_of(spec.env.id) if isinstance(spec, ExperimentSpec) else None
+    if solved is not None:
+        run_tags[tag.SOLVED_RETURN] = repr(solved)
     return run_tags
 
 

@@ -17,6 +17,8 @@ PARENT_RUN_ID = "mlflow.parentRunId"
 SPEC_HASH = f"{PREFIX}spec_hash"
 ALGORITHM = f"{PREFIX}algorithm"
 ENV_ID = f"{PREFIX}env_id"
+# the return the env's registry declares solved, read where the run registered its env
+SOLVED_RETURN = f"{PREFIX}env.reward_threshold"
 OUTCOME = f"{PREFIX}outcome"
 FINAL_EVAL_MEAN = f"{PREFIX}final_eval_mean_reward"
 JOB_ID = f"{PREFIX}job_id"  # the job service's experiment that started the run

@@ -5,6 +5,7 @@ run (the CLI, the API), and the failure of a run whose env handed over NaN
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -135,4 +136,14 @@ def diagnose_stored_run(
     spec = _stored_spec(settings, run_id)
     continuous = True if "train/std" in metrics else None
     facts = facts_from_spec(spec, failure, continuous) if spec else RunFacts(failure=failure)
+    recorded = _float(record["tags"].get(tag.SOLVED_RETURN))
+    if recorded is not None:  # read where the run's env packages were imported
+        facts = replace(facts, solved_return=recorded)
     return diagnose(metrics, facts), spec
+
+
+def _float(text: str | None) -> float | None:
+    try:
+        return float(text) if text is not None else None
+    except ValueError:
+        return None

@@ -12,7 +12,7 @@ from pathlib import Path
 from series_factory import CARTPOLE, curve, flat_return, healthy
 
 from ppo_platform.doctor import diagnose, facts_from_spec
-from ppo_platform.doctor.facts import solved_return_of
+from ppo_platform.envs.solved import solved_return_of
 from ppo_platform.spec.loader import load_spec, load_spec_text
 
 REPO = Path(__file__).resolve().parents[3]
@@ -74,3 +74,11 @@ def test_a_std_collapse_at_the_solved_level_is_not_named() -> None:
     assert "std_collapse" not in {c.cause for c in diagnosis.causes}
     reason = next(n.reason for n in diagnosis.not_judged if n.cause == "std_collapse")
     assert reason.startswith("the action std collapsed from step")
+
+
+def test_a_run_records_its_envs_solved_level_for_a_later_doctor() -> None:
+    from ppo_platform.tracking import tags as tag
+    from ppo_platform.tracking.remote import run_tags
+
+    assert run_tags(load_spec_text("name: c\nenv: CartPole-v1\n"))[tag.SOLVED_RETURN] == "475.0"
+    assert tag.SOLVED_RETURN not in run_tags(load_spec_text("name: p\nenv: Pendulum-v1\n"))
