@@ -106,7 +106,9 @@ def train_and_score(parallel: int, home: Path) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--parallel", type=int, default=2, help="Runs at once (2 cores: 2).")
+    parser.add_argument(
+        "--parallel", type=int, default=2, choices=range(1, 6), help="Runs at once (2 cores: 2)."
+    )
     args = parser.parse_args()
     os.environ["HF_HUB_OFFLINE"] = "1"
     home = Path(tempfile.mkdtemp(prefix="lm_grpo_tries_"))

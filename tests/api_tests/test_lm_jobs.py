@@ -159,13 +159,18 @@ def test_validate_takes_an_lm_spec_as_yaml_and_as_typed_json(lm_server):
         assert refused.status_code == 422 and "lm.kl.beta" in refused.text
 
 
-def test_plans_rlhf_writes_an_lm_spec_the_service_takes(lm_server):
-    body = {
-        "use_case": "rlhf",
+def plan_body(use_case: str) -> dict:
+    """A plan request for the demo's model and prompts."""
+    return {
+        "use_case": use_case,
         "model_dir": "arithmetic/sft",
         "prompts": "arithmetic/train.jsonl",
         "budget": 1280,
     }
+
+
+def test_plans_rlhf_writes_an_lm_spec_the_service_takes(lm_server):
+    body = plan_body("rlhf")
     with lm_server.client("alice") as alice:
         planned = alice.post("/v1/plans", json=body)
         assert planned.status_code == 200, planned.text
@@ -192,12 +197,7 @@ def test_plans_rlhf_writes_an_lm_spec_the_service_takes(lm_server):
 
 def test_plans_reasoning_writes_a_grpo_spec_the_service_takes(lm_server):
     """The CLI's `plan --use-case reasoning` over REST: the same planner, the same GRPO spec."""
-    body = {
-        "use_case": "reasoning",
-        "model_dir": "arithmetic/sft",
-        "prompts": "arithmetic/train.jsonl",
-        "budget": 1280,
-    }
+    body = plan_body("reasoning")
     with lm_server.client("alice") as alice:
         planned = alice.post("/v1/plans", json=body)
         assert planned.status_code == 200, planned.text
