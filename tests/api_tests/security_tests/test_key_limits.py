@@ -106,13 +106,14 @@ def _status(client: httpx.Client, job_id: str) -> str:
 @pytest.mark.slow
 def test_one_key_never_holds_every_slot_and_keys_take_turns(server_factory, tmp_path, tiny) -> None:
     # Two slots, the default per-key cap (one fewer than the slots): alice's queue of three
-    # leaves a slot that bob's later submission takes at once.
+    # leaves a slot that bob's later submission takes at once. Alice's budgets outlast the
+    # test (each is cancelled), so none ends and lets the next of hers start meanwhile.
     server = server_factory(tmp_path, PPO_PLATFORM_MAX_RUNNING="")
     try:
         with server.client("alice") as alice, server.client("bob") as bob:
             alices = [
                 alice.post(
-                    "/v1/experiments", content=tiny(steps=2048, name=f"a{i}"), headers=YAML
+                    "/v1/experiments", content=tiny(steps=1_000_000, name=f"a{i}"), headers=YAML
                 ).json()["id"]
                 for i in range(3)
             ]
@@ -165,26 +166,31 @@ def test_jobs_start_only_while_their_memory_fits_beside_the_running_ones(
         server.kill()
 
 
-def test_a_key_may_queue_only_so_many_experiments(server_factory, tmp_path, tiny) -> None:
+def test_a_key_may_queue_only_so_many_experiments(
+    server_factory, tmp_path, tiny, wait
+) -> None:
     # Two queued per key: alice's third waiting submission is a 429; bob's queue is his own.
+    # Her first is running before the others go in (one running job per key), so exactly
+    # two wait whatever the dispatcher's timing; a long budget keeps it running until cancel.
     server = server_factory(tmp_path, PPO_PLATFORM_MAX_QUEUED="2")
     try:
         with server.client("alice") as alice, server.client("bob") as bob:
-            answers = [
-                alice.post(
-                    "/v1/experiments", content=tiny(steps=100_000, name=f"q{i}"), headers=YAML
-                )
-                for i in range(4)  # at most one runs (one running job per key): two wait
-            ]
+
+            def queue(i: int) -> httpx.Response:
+                spec = tiny(steps=1_000_000, name=f"q{i}")
+                return alice.post("/v1/experiments", content=spec, headers=YAML)
+
+            answers = [queue(0)]
+            wait(alice, answers[0].json()["id"], lambda job: job["status"] == "running")
+            answers += [queue(i) for i in (1, 2, 3)]
             statuses = [a.status_code for a in answers]
-            assert statuses[:2] == [202, 202] and statuses[-1] == 429, statuses
+            assert statuses == [202, 202, 202, 429], statuses
             refused = answers[-1].json()
             assert refused["type"] == "LimitError" and "max_queued" in refused["message"]
             assert (
                 bob.post("/v1/experiments", content=tiny(steps=64), headers=YAML).status_code == 202
             )
-            for answer in answers:
-                if answer.status_code == 202:
-                    alice.post(f"/v1/experiments/{answer.json()['id']}/cancel")
+            for answer in answers[:3]:
+                alice.post(f"/v1/experiments/{answer.json()['id']}/cancel")
     finally:
         server.kill()
