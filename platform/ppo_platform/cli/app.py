@@ -134,7 +134,7 @@ def _load_for_run(
     if isinstance(experiment, ExperimentSpec):  # jax's side while torch imports, if compiled
         from ppo_platform.training.compiled_warmup import start
 
-        start(experiment, len(batch) if batch else 1)
+        start(experiment, batch or [experiment.budget.seed])
     return experiment, batch
 
 

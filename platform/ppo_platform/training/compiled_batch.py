@@ -42,8 +42,8 @@ from ppo_platform.tracking.remote import (
 )
 from ppo_platform.trainers.compiled.export import load_into_policy
 from ppo_platform.training.algorithms import build_model
-from ppo_platform.training.compiled_path import MAX_CHUNK
-from ppo_platform.training.compiled_warmup import batch_threads, compiled_config, ready_program
+from ppo_platform.training.compiled_feed import ChunkFeed, ChunkPlan
+from ppo_platform.training.compiled_warmup import batch_threads, compiled_config, ready_feed
 from ppo_platform.training.progress import ProgressEvent
 from ppo_platform.training.result import RunResult
 from ppo_platform.training.session import TrainingSession
@@ -211,15 +211,17 @@ def run_members(
         "defer_plot": defer_plot or len(batch) > 1,
     }
     threads = threads or batch_threads(settings)
-    program = ready_program(config, len(batch), threads, settings)  # before models seed numpy
     seeds = [m.seed for m in batch]
+    # Training from here on (or since the command started it); before models seed numpy.
+    feed = ready_feed(config, ChunkPlan.of(batch[0].spec), seeds, threads, settings)
     tracing.mark("compiled: program built")
     with runs_closed_on_interrupt(), contextlib.ExitStack() as stack:
+        stack.callback(feed.close)  # however the batch ends, its training thread ends first
         members = [_open(member, stack, options, i > 0) for i, member in enumerate(batch)]
         tracing.mark("compiled: runs opened, models built")
         mark = signals.received()
         try:
-            program.train(seeds, _on_chunk(members, cancel), _next_chunk(members), threads)
+            _take_chunks(feed, _on_chunk(members, cancel))
             tracing.mark("compiled: training done")
         except KeyboardInterrupt:
             _checkpoint_interrupted(members)
@@ -240,8 +242,10 @@ def run_members(
 
 
 def _one_config(batch: Sequence[BatchMember]) -> CompiledConfig:
-    config = compiled_config(batch[0].spec)
-    other = [m.seed for m in batch if compiled_config(m.spec) != config]
+    config, plan = compiled_config(batch[0].spec), ChunkPlan.of(batch[0].spec)
+    other = [
+        m.seed for m in batch if compiled_config(m.spec) != config or ChunkPlan.of(m.spec) != plan
+    ]
     if other or len({m.seed for m in batch}) != len(batch):
         raise ValueError(f"a compiled batch trains one configuration on distinct seeds: {other}")
     return config
@@ -274,24 +278,12 @@ def _on_chunk(members: list[_Seed], cancel: threading.Event) -> Callable[..., bo
     return on_chunk
 
 
-def _next_chunk(members: list[_Seed]) -> Callable[[int], int]:
-    """Updates until the first boundary at or past any seed's next evaluation or checkpoint."""
-
-    def next_chunk(done: int) -> int:
-        batch = members[0].spec.batch_size
-        due = [
-            math.ceil(step / batch) - done
-            for m in members
-            if not (m.stopped or m.failure)
-            for step, every in (
-                (m.next_eval, m.spec.evaluation.every_timesteps),
-                (m.next_checkpoint, m.spec.checkpoints.every_timesteps),
-            )
-            if every
-        ]
-        return max(1, min(due, default=MAX_CHUNK))
-
-    return next_chunk
+def _take_chunks(feed: ChunkFeed, on_chunk: Callable[..., bool]) -> None:
+    """Each trained chunk to `on_chunk` in order, until it says stop or the training ends."""
+    for first, metrics, state in feed.chunks():
+        if on_chunk(first, metrics, state):
+            feed.stop()
+            return
 
 
 def jax_to_numpy(tree: Any) -> Any:

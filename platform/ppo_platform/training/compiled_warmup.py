@@ -1,16 +1,19 @@
-"""The compiled program of a run made ready while the process still imports torch.
+"""A compiled run's program made ready, and training, before the process imports torch.
 
-A compiled run's process pays, before its first update, for importing torch and
-stable-baselines3 (the SB3 model each seed is saved as) and, apart from that, for importing jax,
-tracing the program and loading it from XLA's cache (trainers/compiled/cache.py). Both are
-seconds, and the second is mostly C++ that runs without the GIL. `start(spec, n_seeds)`, called
-by the command before it imports the trainer, prepares the program in a thread; `ready_program`
-(the batch, when it starts) takes it, or builds it there when none was started or it was for
-another configuration.
+A compiled run's process pays, before its first update, for importing jax, tracing the program
+and loading it from XLA's cache (trainers/compiled/cache.py), and for importing torch and
+stable-baselines3 (the SB3 model each seed is saved as, needed only when the first chunk of
+updates is fed to the sessions). Both imports are Python and share one GIL; the training is
+XLA's and does not hold it. So `start(spec, seeds)`, called by the command before it imports
+the trainer, prepares the program in a thread and waits until it is ready (the imports would
+only slow each other), and the thread goes on to train the seeds (training/compiled_feed.py)
+while the command imports torch and builds the models. `ready_feed` (the batch, when it starts)
+takes that training, or starts its own when none was started or it was for another
+configuration, other seeds or another chunk plan.
 
 Importing jax draws from numpy's global random state, which the import restores afterwards
-(trainers/quiet_imports.py): `ready_program` is called before any model seeds that state, so the
-thread never restores it over a seed.
+(trainers/quiet_imports.py): `start` and `ready_feed` return only once jax is imported, before
+any model seeds that state, so the thread never restores it over a seed.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ppo_platform import tracing
 from ppo_platform.execution.threads import usable_cpus
 from ppo_platform.settings import Settings, get_settings
 from ppo_platform.spec.experiment import ExperimentSpec, Schedule
+from ppo_platform.training.compiled_feed import ChunkFeed, ChunkPlan
 from ppo_platform.training.compiled_path import MAX_CHUNK, training_path
 
 if TYPE_CHECKING:
@@ -69,23 +73,28 @@ def compiled_config(spec: ExperimentSpec) -> CompiledConfig:
 
 
 class _Warmup:
-    """One program being made ready in a daemon thread; `take()` waits for it."""
+    """One program made ready in a daemon thread, which then starts training `seeds`;
+    `take()` waits until the program is ready (or failed: None, and the batch builds it
+    again and says why)."""
 
-    def __init__(self, spec: ExperimentSpec, n_seeds: int, settings: Settings) -> None:
-        self.spec, self.n_seeds, self.settings = spec, n_seeds, settings
+    def __init__(self, spec: ExperimentSpec, seeds: list[int], settings: Settings) -> None:
+        self.spec, self.seeds, self.settings = spec, seeds, settings
         self.threads = batch_threads(settings)
+        self.plan = ChunkPlan.of(spec)
         self.program: CompiledPPO | None = None
         self.config: CompiledConfig | None = None
-        self.error: BaseException | None = None
+        self.feed: ChunkFeed | None = None
         self.thread = threading.Thread(target=self._run, name="compiled-warmup", daemon=True)
 
     def _run(self) -> None:
         try:
             self.config = compiled_config(self.spec)
-            self.program = build_program(self.config, self.n_seeds, self.threads, self.settings)
+            program = build_program(self.config, len(self.seeds), self.threads, self.settings)
             tracing.mark("compiled: program ready (warm-up thread)")
-        except BaseException as error:  # said by `take`'s caller building it again
-            self.error = error
+            self.feed = ChunkFeed(program, self.seeds, self.threads, self.plan).start()
+            self.program = program
+        except BaseException:  # said by `take`'s caller building it again
+            self.program = None
 
     def take(self) -> CompiledPPO | None:
         self.thread.join()
@@ -111,31 +120,45 @@ def build_program(
     return program
 
 
-def start(spec: ExperimentSpec, n_seeds: int, settings: Settings | None = None) -> None:
-    """Prepare `spec`'s program for `n_seeds` in the background, if it trains compiled."""
+def start(spec: ExperimentSpec, seeds: list[int], settings: Settings | None = None) -> None:
+    """If `spec` trains compiled: its program for `seeds` made ready (returns then), and
+    those seeds training in the background."""
     try:
         if training_path(spec)["training_path"] != "compiled":
             return
     except Exception:  # `compiled: on` it cannot run: the run itself says why
         return
-    warmup = _Warmup(spec, n_seeds, settings or get_settings())
+    warmup = _Warmup(spec, seeds, settings or get_settings())
     with _lock:
         _warming.append(warmup)
     warmup.thread.start()
+    warmup.take()
 
 
-def ready_program(
-    config: CompiledConfig, n_seeds: int, threads: int, settings: Settings
-) -> CompiledPPO:
-    """The program of `config` for `n_seeds` on `threads`: the one `start` prepared if it
-    matches, else built now."""
+def ready_feed(
+    config: CompiledConfig,
+    plan: ChunkPlan,
+    seeds: list[int],
+    threads: int,
+    settings: Settings,
+) -> ChunkFeed:
+    """`seeds` of `config` training on `threads` in chunks of `plan`: what `start` began if it
+    matches, else its program (when the configuration matches) or a new one, started now."""
     with _lock:
         started = list(_warming)
         _warming.clear()
+    program: CompiledPPO | None = None
     for warmup in started:
-        program = warmup.take()
-        if program is not None and warmup.config == config:
-            program.prepare(n_seeds, threads)  # nothing to do when they match
-            return program
-    tracing.mark("compiled: building the program")
-    return build_program(config, n_seeds, threads, settings)
+        found = warmup.take()
+        if found is None or warmup.config != config:
+            continue
+        if warmup.feed is not None and warmup.feed.matches(seeds, threads, plan):
+            return warmup.feed
+        if warmup.feed is not None:
+            warmup.feed.stop()
+        program = found
+    if program is None:
+        tracing.mark("compiled: building the program")
+        program = build_program(config, len(seeds), threads, settings)
+    program.prepare(len(seeds), threads)  # nothing to do when it was built for them
+    return ChunkFeed(program, seeds, threads, plan).start()

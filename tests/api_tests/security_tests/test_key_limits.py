@@ -166,9 +166,7 @@ def test_jobs_start_only_while_their_memory_fits_beside_the_running_ones(
         server.kill()
 
 
-def test_a_key_may_queue_only_so_many_experiments(
-    server_factory, tmp_path, tiny, wait
-) -> None:
+def test_a_key_may_queue_only_so_many_experiments(server_factory, tmp_path, tiny, wait) -> None:
     # Two queued per key: alice's third waiting submission is a 429; bob's queue is his own.
     # Her first is running before the others go in (one running job per key), so exactly
     # two wait whatever the dispatcher's timing; a long budget keeps it running until cancel.
