@@ -4,6 +4,8 @@ folder (nothing downloaded): a tiny budget end to end, an MLflow run like any ot
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,37 @@ def test_the_demo_trains_with_each_estimator_and_objective(demo_home, variant):
         assert "ratio in [0.8, 1.28] (Clip-Higher)" in objective
     models = {a.path for a in client.list_artifacts(run.info.run_id, "model")}
     assert "model/model.safetensors" in models and "model/value_head.pt" not in models
+
+
+def _histories(client: MlflowClient, run) -> dict[str, list[tuple[int, float]]]:
+    """Every metric's (step, value) history but the timings."""
+    return {
+        name: sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, name))
+        for name in run.data.metrics
+        if not name.startswith("time/")
+    }
+
+
+@pytest.mark.slow
+def test_a_seed_trains_the_same_numbers_in_two_processes(demo_home):
+    # The same spec and seed in two fresh processes, one after the other: every metric of
+    # every update (rewards, losses, KL, the held-out accuracy) the same to the last bit.
+    env = {**os.environ, "PPO_PLATFORM_HOME": str(demo_home)}
+    runs = []
+    for name in ("lm-again-1", "lm-again-2"):
+        args = [*TINY, *VARIANTS["grpo"], "--set", "budget.updates=4", "--set", f"name={name}"]
+        args += ["--set", "evaluation.every_updates=2", "--set", "update.learning_rate=1e-3"]
+        done = subprocess.run(
+            [sys.executable, "-m", "ppo_platform.cli", "run", str(SPEC), "--quiet", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(finished_run(demo_home, name))
+    (client, first), (_, second) = runs
+    histories = _histories(client, first)
+    assert [m for m, _ in histories["eval/mean_reward"]] == [2, 4]
+    assert len(histories["lm/reward_mean"]) == 4
+    assert histories == _histories(client, second)
