@@ -23,6 +23,7 @@ import numpy as np
 
 from ppo_platform.trainers.compiled import losses as L
 from ppo_platform.trainers.compiled.envs import JAX_ENVS, JaxEnv, auto_reset_step
+from ppo_platform.trainers.compiled.exported import ExportStore
 from ppo_platform.trainers.compiled.network import (
     adam_init,
     adam_step,
@@ -310,9 +311,10 @@ class CompiledRun:
 
 
 class CompiledPPO:
-    """Compiles the config's program once (per config) and trains batches of seeds."""
+    """Compiles the config's program once (per config) and trains batches of seeds; with a
+    `store`, from the traced programs kept there (exported.py)."""
 
-    def __init__(self, config: CompiledConfig) -> None:
+    def __init__(self, config: CompiledConfig, store: ExportStore | None = None) -> None:
         if config.env_id not in JAX_ENVS:
             raise ValueError(f"no JAX port of {config.env_id!r}; ports: {sorted(JAX_ENVS)}")
         if config.batch_size % config.minibatch_size:
@@ -320,7 +322,7 @@ class CompiledPPO:
                 f"minibatch_size {config.minibatch_size} must divide the rollout "
                 f"({config.n_envs} x {config.n_steps} = {config.batch_size})"
             )
-        self.config = config
+        self.config, self.store = config, store
         self._init = jax.jit(jax.vmap(lambda key: _carry(config, key)))
         self._chunk = jax.jit(jax.vmap(_chunk_program(config), in_axes=(0, None)))
         self._prepared: dict[int, tuple[Any, Any]] = {}  # seeds -> (init, chunk) compiled
@@ -333,10 +335,17 @@ class CompiledPPO:
                 self._prepared[size] = self._compile(size)
 
     def _compile(self, n_seeds: int) -> tuple[Any, Any]:
-        keys = jax.eval_shape(lambda: jnp.stack([jax.random.PRNGKey(0)] * n_seeds))
-        init = self._init.lower(keys).compile()
+        keys = jax.ShapeDtypeStruct((n_seeds, 2), jnp.uint32)  # jax.random.PRNGKey's
         count = jax.ShapeDtypeStruct((), jnp.int32)
-        return init, self._chunk.lower(jax.eval_shape(self._init, keys), count).compile()
+        if self.store is None:
+            init = self._init.lower(keys).compile()
+            return init, self._chunk.lower(jax.eval_shape(self._init, keys), count).compile()
+        key = repr(self.config)
+        init = self.store.compiled("init", self._init, key, keys)
+        carry = jax.tree_util.tree_map(
+            lambda out: jax.ShapeDtypeStruct(out.shape, out.dtype), init.out_info
+        )
+        return init, self.store.compiled("chunk", self._chunk, key, carry, count)
 
     def train(
         self,

@@ -210,9 +210,8 @@ def run_members(
         # seed is evaluated and saved, not before each close is answered.
         "defer_plot": defer_plot or len(batch) > 1,
     }
-    threads = threads or batch_threads(settings)
-    seeds = [m.seed for m in batch]
     # Training from here on (or since the command started it); before models seed numpy.
+    seeds, threads = [m.seed for m in batch], threads or batch_threads(settings)
     feed = ready_feed(config, ChunkPlan.of(batch[0].spec), seeds, threads, settings)
     tracing.mark("compiled: program built")
     with runs_closed_on_interrupt(), contextlib.ExitStack() as stack:

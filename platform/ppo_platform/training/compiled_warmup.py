@@ -31,8 +31,10 @@ from ppo_platform.training.compiled_path import MAX_CHUNK, training_path
 if TYPE_CHECKING:
     from ppo_platform.trainers.compiled.ppo import CompiledConfig, CompiledPPO
 
-# XLA's compiled programs, kept under the platform home (trainers/compiled/cache.py).
+# XLA's compiled programs and the traced ones, kept under the platform home
+# (trainers/compiled/cache.py, exported.py).
 COMPILE_CACHE_FOLDER = "cache/xla"
+EXPORTED_FOLDER = "cache/exported"
 
 _lock = threading.Lock()
 _warming: list[_Warmup] = []  # started, not yet taken
@@ -112,10 +114,11 @@ def build_program(
     """`config`'s program, compiled (or loaded from the cache) for a batch of `n_seeds` on
     `threads` threads."""
     from ppo_platform.trainers.compiled.cache import use_compilation_cache  # jax
+    from ppo_platform.trainers.compiled.exported import ExportStore
     from ppo_platform.trainers.compiled.ppo import CompiledPPO
 
     use_compilation_cache(settings.home / COMPILE_CACHE_FOLDER)
-    program = CompiledPPO(config)
+    program = CompiledPPO(config, ExportStore.at(settings.home / EXPORTED_FOLDER))
     program.prepare(n_seeds, threads)
     return program
 
