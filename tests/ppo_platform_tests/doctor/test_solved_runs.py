@@ -82,3 +82,36 @@ def test_a_run_records_its_envs_solved_level_for_a_later_doctor() -> None:
 
     assert run_tags(load_spec_text("name: c\nenv: CartPole-v1\n"))[tag.SOLVED_RETURN] == "475.0"
     assert tag.SOLVED_RETURN not in run_tags(load_spec_text("name: p\nenv: Pendulum-v1\n"))
+
+
+def test_the_doctor_of_a_stored_run_reads_the_solved_level_its_run_recorded(
+    platform_home: Path,
+) -> None:
+    # A run opened and logged through the tracking process (the FrozenLake run's metrics),
+    # its folder's spec then gone, as on a machine that never had the run's env packages: the
+    # doctor knows the env's solved level from the run's tag alone and judges it as solved.
+    from ppo_platform.settings import get_settings
+    from ppo_platform.tracking import tags as tag
+    from ppo_platform.tracking.remote import RemoteRun, shared_tracking_process
+    from ppo_platform.training.diagnosis import diagnose_stored_run
+
+    settings = get_settings()
+    with RemoteRun.open(shared_tracking_process(), settings, load_spec(FROZENLAKE_SPEC)) as run:
+        steps = sorted({step for points in frozenlake().values() for step, _ in points})
+        for step in steps:
+            row = {n: v for n, points in frozenlake().items() for s, v in points if s == step}
+            run.log_metrics(row, step)
+        run.finish("FINISHED", {})
+    run_id = run.run_id
+    (settings.runs_dir / run_id / "spec.yaml").unlink()
+    diagnosis, spec = diagnose_stored_run(run_id, settings)
+    assert spec is None  # nothing but the stored run: its metrics and its tags
+    assert diagnosis.causes == []
+    reasons = {n.cause: n.reason for n in diagnosis.not_judged}
+    assert "solved level (0.7, its registered reward_threshold)" in reasons["entropy_collapse"]
+    # Without the tag the same stored run is a collapse: the tag is what the doctor read.
+    from mlflow.tracking import MlflowClient
+
+    MlflowClient(settings.tracking_uri).delete_tag(run_id, tag.SOLVED_RETURN)
+    found = diagnose_stored_run(run_id, settings)[0].causes
+    assert [f.cause for f in found] == ["entropy_collapse"]
