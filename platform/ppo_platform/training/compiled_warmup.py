@@ -151,15 +151,18 @@ def ready_feed(
         started = list(_warming)
         _warming.clear()
     program: CompiledPPO | None = None
+    taken: ChunkFeed | None = None
     for warmup in started:
-        found = warmup.take()
-        if found is None or warmup.config != config:
-            continue
-        if warmup.feed is not None and warmup.feed.matches(seeds, threads, plan):
-            return warmup.feed
-        if warmup.feed is not None:
-            warmup.feed.stop()
-        program = found
+        found, feed = warmup.take(), warmup.feed
+        if found is not None and warmup.config == config and program is None:
+            program = found
+            if feed is not None and feed.matches(seeds, threads, plan):
+                taken = feed
+                continue
+        if feed is not None:  # training what no batch will take
+            feed.stop()
+    if taken is not None:
+        return taken
     if program is None:
         tracing.mark("compiled: building the program")
         program = build_program(config, len(seeds), threads, settings)
