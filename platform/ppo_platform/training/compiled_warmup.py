@@ -113,10 +113,13 @@ def build_program(
 ) -> CompiledPPO:
     """`config`'s program, compiled (or loaded from the cache) for a batch of `n_seeds` on
     `threads` threads."""
+    from ppo_platform.trainers.compiled import ONE_XLA_THREAD
     from ppo_platform.trainers.compiled.cache import use_compilation_cache  # jax
     from ppo_platform.trainers.compiled.exported import ExportStore
     from ppo_platform.trainers.compiled.ppo import CompiledPPO
+    from ppo_platform.trainers.compiled.threads import create_cpu_client
 
+    create_cpu_client(max(1, min(threads, n_seeds)), ONE_XLA_THREAD)  # one per group of seeds
     use_compilation_cache(settings.home / COMPILE_CACHE_FOLDER)
     program = CompiledPPO(config, ExportStore.at(settings.home / EXPORTED_FOLDER))
     program.prepare(n_seeds, threads)
