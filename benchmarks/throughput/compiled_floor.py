@@ -8,7 +8,8 @@ rollouts, GAE and per-update metrics cancel). Each epoch is one minibatch of the
 counted from the layer sizes (a multiply-add is 2 FLOP, the backward pass twice the forward),
 so the achieved rate is FLOP per CPU second of those epochs (every thread of the process:
 per core), beside the rate XLA reaches for one large matmul (1024 x 1024 float32, the
-reference), counted the same way. Alternating rounds, medians with min and max. Results go to
+reference), counted the same way, on XLA's CPU client as a one-group compiled run makes it (one
+pool thread). Alternating rounds, medians with min and max. Results go to
 benchmarks/results/compiled_floor.{md,json}.
 
     python -m benchmarks.throughput.compiled_floor                  # seeds 1 and 8, 3 rounds
@@ -69,10 +70,18 @@ def train_seconds(steps: int, epochs: int, seeds: int) -> float:
     return time.process_time() - started
 
 
+def one_pool_thread() -> None:
+    """XLA's CPU client as a one-group compiled run makes it: one pool thread."""
+    compiled = importlib.import_module("ppo_platform.trainers.compiled")  # before jax
+    from ppo_platform.trainers.compiled.threads import create_cpu_client
+
+    create_cpu_client(1, compiled.ONE_XLA_THREAD)
+
+
 def matmul_gflops(size: int = 1024, repeats: int = 20) -> float:
-    """XLA's rate for a large float32 matmul per CPU second (XLA may run it on more than one
-    thread; per CPU second it is per core): what a core does at best."""
-    importlib.import_module("ppo_platform.trainers.compiled")  # one XLA thread, before jax
+    """XLA's rate for a large float32 matmul per CPU second, on the same client: what a core
+    does at best."""
+    one_pool_thread()
     import jax
     import jax.numpy as jnp
 
