@@ -40,8 +40,9 @@ def test_crashing_jobs_fail_alone_while_another_runs_and_the_api_answers(
     assert survivor["status"] == "succeeded", survivor["error"]
 
 
-def _statuses(client: httpx.Client, job_id: str) -> tuple[list[int], list[str]]:
-    ids, statuses = [], []
+def _statuses(client: httpx.Client, job_id: str) -> tuple[list[int], list[str], list[str]]:
+    """The job's event ids, its statuses in order, and its log messages."""
+    ids, statuses, logs = [], [], []
     with client.stream("GET", f"/v1/experiments/{job_id}/events") as stream:
         for line in stream.iter_lines():
             if line.startswith("id: "):
@@ -50,14 +51,21 @@ def _statuses(client: httpx.Client, job_id: str) -> tuple[list[int], list[str]]:
                 event = json.loads(line[6:])
                 if event["kind"] == "status":
                     statuses.append(event["data"]["status"])
-    return ids, statuses
+                if event["kind"] == "log":
+                    logs.append(str(event["data"].get("message")))
+    return ids, statuses, logs
+
+
+BUDGET = 24_576
 
 
 def test_sigkill_mid_run_then_restart_resumes_into_the_same_mlflow_run(
     fresh_server, post_spec, tiny, wait
 ) -> None:
+    # A budget the job cannot finish between the kill and its orphan's stop (GridWorld trains
+    # ~2k steps/s here: 6144 steps once ended before the stop, leaving nothing to resume).
     with fresh_server.client("alice") as alice:
-        job_id = post_spec(alice, tiny(6144, name="survive-restart", every=256)).json()["id"]
+        job_id = post_spec(alice, tiny(BUDGET, name="survive-restart", every=256)).json()["id"]
         queued = post_spec(alice, tiny(512, name="still-queued")).json()["id"]
         before = wait(
             alice,
@@ -74,11 +82,11 @@ def test_sigkill_mid_run_then_restart_resumes_into_the_same_mlflow_run(
             "succeeded",
         )
         after = wait(alice, job_id, timeout=180)
-        ids, statuses = _statuses(alice, job_id)
+        ids, statuses, logs = _statuses(alice, job_id)
         assert wait(alice, queued)["status"] == "succeeded"
     assert after["status"] == "succeeded", after["error"]
-    assert after["mlflow_run_id"] == before["mlflow_run_id"] == after["result"]["run_id"]
-    assert after["result"]["timesteps"] == 6144 and after["attempts"] == 2
+    assert after["mlflow_run_id"] == before["mlflow_run_id"] == after["result"]["run_id"], logs
+    assert after["result"]["timesteps"] == BUDGET and after["attempts"] == 2
     assert ids == sorted(set(ids))
     assert statuses == ["queued", "running", "queued", "running", "succeeded"]
     run_dir = Path(fresh_server.home) / "runs" / after["mlflow_run_id"]
