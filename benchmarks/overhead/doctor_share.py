@@ -20,7 +20,6 @@ import argparse
 import contextlib
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import ROOT, command_line, header, load1, machine, write_results
@@ -161,11 +160,7 @@ def main(argv: list[str] | None = None) -> None:
         load1_before=before,
         load1=load1(),
     )
-    out = Path(args.out)
-    if out.parent != Path("."):
-        write_results(result, out.name, render, folder=out.parent)
-    else:
-        write_results(result, args.out, render)
+    write_results(result, args.out, render)  # a path is written there, a stem to results/
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ import importlib
 import itertools
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import command_line, header, load1, machine, versions, write_results
@@ -183,11 +182,7 @@ def main(argv: list[str] | None = None) -> None:
         load1_before=before,
         load1=load1(),
     )
-    out = Path(args.out)
-    if out.parent != Path("."):
-        write_results(result, out.name, render, folder=out.parent)
-    else:
-        write_results(result, args.out, render)
+    write_results(result, args.out, render)  # a path is written there, a stem to results/
 
 
 if __name__ == "__main__":
