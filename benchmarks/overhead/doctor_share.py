@@ -150,7 +150,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="doctor_share", help="results file stem or path")
     args = parser.parse_args(argv)
     if args.steps < 256 or args.rounds < 1:
-        parser.error("--steps must be >= 256 and --rounds >= 1")
+        parser.error(
+            f"needs --steps >= 256 and --rounds >= 1; given --steps {args.steps}"
+            f" --rounds {args.rounds}"
+        )
     started_at = machine()
     before = load1()
     result = measure(args.steps, args.rounds)

@@ -172,7 +172,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", default="compiled_floor", help="results file stem or path")
     args = parser.parse_args(argv)
     if args.steps < 256 or args.epochs < 2 or args.rounds < 1 or min(args.seeds) < 1:
-        parser.error("--steps >= 256, --epochs >= 2, --rounds >= 1 and --seeds >= 1")
+        parser.error(
+            f"needs --steps >= 256, --epochs >= 2, --rounds >= 1 and --seeds >= 1; given"
+            f" --steps {args.steps} --epochs {args.epochs} --rounds {args.rounds}"
+            f" --seeds {' '.join(map(str, args.seeds))}"
+        )
     started_at, before = machine(), load1()
     result = measure(args.steps, args.epochs, args.seeds, args.rounds)
     result.update(
